@@ -1,0 +1,63 @@
+// ComputeModel: kernel durations for GEMMs, attention and memory-bound ops on one GPU kind.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "sim/base/units.h"
+#include "sim/compute/gpu_spec.h"
+#include "sim/ir/dtype.h"
+
+namespace ts::compute {
+
+// C[m,n] = A[m,k] · B[k,n], `batch` independent products (batched GEMM).
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;
+  ir::Dtype dtype = ir::Dtype::kBf16;
+
+  Flops flops() const {
+    return Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                 static_cast<double>(k) * static_cast<double>(batch));
+  }
+};
+
+enum class Direction { kForward, kBackward };
+
+// Fused (flash) attention over `batch` sequences of `seq_q` queries against `seq_kv` keys.
+struct AttentionShape {
+  std::int64_t batch = 1;
+  std::int64_t heads = 1;     // query heads on this device
+  std::int64_t kv_heads = 1;  // key/value heads on this device (GQA/MQA: fewer than heads)
+  std::int64_t seq_q = 0;
+  std::int64_t seq_kv = 0;
+  std::int64_t head_dim = 0;
+  bool causal = true;
+  Direction direction = Direction::kForward;
+  ir::Dtype dtype = ir::Dtype::kBf16;
+
+  // FlashAttention paper convention: forward 4·sq·skv·d·heads per sequence, halved when causal
+  // (for square blocks); backward 2.5× forward (Dao 2023, FA2 benchmark script).
+  Flops flops() const {
+    double f = 4.0 * static_cast<double>(batch * heads * head_dim) *
+               static_cast<double>(seq_q) * static_cast<double>(seq_kv);
+    if (causal) f *= 0.5;
+    if (direction == Direction::kBackward) f *= 2.5;
+    return Flops(f);
+  }
+};
+
+class ComputeModel {
+ public:
+  virtual ~ComputeModel() = default;
+  virtual Duration gemm(const GemmShape& shape) const = 0;
+  virtual Duration attention(const AttentionShape& shape) const = 0;
+  // A streaming kernel that reads and writes `moved` bytes of HBM in total.
+  virtual Duration memory_bound(Bytes moved) const = 0;
+  virtual const GpuSpec& gpu() const = 0;
+};
+
+// Peak × one efficiency per kernel family, plus a launch overhead per kernel.
+std::unique_ptr<ComputeModel> make_roofline_model(const GpuSpec& gpu);
+
+}  // namespace ts::compute

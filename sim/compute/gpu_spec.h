@@ -1,0 +1,40 @@
+// GpuSpec: datasheet peaks, memory and roofline efficiencies of one GPU kind.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/base/units.h"
+#include "sim/ir/dtype.h"
+
+namespace ts::compute {
+
+// Dense (no 2:4 sparsity) datasheet peaks and memory of one GPU kind.
+struct GpuSpec {
+  std::string name;  // e.g. "H100-SXM5-80GB"
+  FlopRate peak_bf16;
+  FlopRate peak_fp16;
+  FlopRate peak_fp8;  // zero where the GPU has no FP8 tensor cores (A100)
+  FlopRate peak_tf32;
+  FlopRate peak_fp32;
+  Bytes memory_capacity;
+  Bandwidth memory_bandwidth;
+  std::int32_t num_sms = 0;
+  // Roofline stand-ins used when no calibration table is loaded: fraction of the tensor peak
+  // reached by GEMM/attention kernels, and of HBM bandwidth reached by memory-bound kernels.
+  double matmul_efficiency = 0;
+  double memory_efficiency = 0;
+  Duration kernel_launch_overhead;
+
+  FlopRate peak(ir::Dtype d) const {
+    switch (d) {
+      case ir::Dtype::kBf16: return peak_bf16;
+      case ir::Dtype::kFp16: return peak_fp16;
+      case ir::Dtype::kFp8: return peak_fp8;
+      case ir::Dtype::kFp32: return peak_fp32;
+    }
+    return peak_bf16;
+  }
+};
+
+}  // namespace ts::compute

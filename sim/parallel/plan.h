@@ -1,0 +1,44 @@
+// ParallelPlan: the 4D mapping and training options of one run, validated against model and GPUs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/ir/dtype.h"
+
+namespace ts::parallel {
+
+enum class Recompute { kNone, kSelective, kFull };
+enum class Schedule { kGpipe, k1F1B, kInterleaved };
+enum class CpAlgo { kRing, kAllGather, kUlysses };
+enum class OptimizerStates { kFp32, kBf16 };
+enum class Axis { kTp, kCp, kDp, kPp };
+
+struct ParallelPlan {
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  std::int64_t dp = 1;
+  std::int64_t cp = 1;
+  std::int64_t vpp = 1;  // virtual stages per pipeline rank (interleaved schedule)
+  std::int64_t micro_batch = 1;   // sequences per micro-batch per DP replica
+  std::int64_t global_batch = 1;  // sequences per iteration over all DP replicas
+  std::int64_t seq_len = 2048;
+  ir::Dtype dtype = ir::Dtype::kBf16;  // GEMM precision (fp8: FP8 GEMMs, bf16 elsewhere)
+  int zero_stage = 0;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  Schedule schedule = Schedule::k1F1B;
+  std::vector<std::int64_t> pp_layers;  // explicit layers per stage; empty = even split
+  std::vector<Axis> order = {Axis::kTp, Axis::kCp, Axis::kDp, Axis::kPp};  // innermost first
+  CpAlgo cp_algo = CpAlgo::kRing;
+  std::int64_t mst_chunks = 1;
+  OptimizerStates optimizer_states = OptimizerStates::kFp32;
+  bool optimizer_in_backward = false;
+
+  std::int64_t num_gpus() const { return tp * pp * dp * cp; }
+  // Micro-batches each pipeline runs per iteration.
+  std::int64_t num_micro_batches() const { return global_batch / (dp * micro_batch); }
+};
+
+}  // namespace ts::parallel

@@ -1,0 +1,1 @@
+// Placeholder translation unit for a schema library without .proto files.

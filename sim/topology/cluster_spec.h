@@ -1,0 +1,37 @@
+// ClusterSpec: node (GPUs, NVLink, NICs) and fabric of a cluster as read from a topology file, validated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/base/units.h"
+
+namespace ts::topology {
+
+struct NodeSpec {
+  std::int32_t gpus_per_node = 0;
+  Bandwidth nvlink_bandwidth;  // per GPU, per direction, into the NVSwitch
+  Duration nvlink_latency;
+  bool nvlink_sharp = false;  // NVLS in-switch reduction (H100/H200 NVSwitch gen3)
+  std::int32_t nics_per_node = 0;
+  Bandwidth nic_bandwidth;  // per NIC, per direction
+  Duration nic_latency;
+};
+
+enum class FabricKind { kRailOptimizedFatTree, kFatTree };
+
+struct FabricSpec {
+  FabricKind kind = FabricKind::kRailOptimizedFatTree;
+  std::int32_t tiers = 2;
+  double oversubscription = 1.0;  // downlink:uplink ratio at the leaf; 1 = non-blocking
+  Duration switch_latency;
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string gpu;  // GPU kind name; its compute properties live in compute::GpuSpec
+  NodeSpec node;
+  FabricSpec fabric;
+};
+
+}  // namespace ts::topology

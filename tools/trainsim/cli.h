@@ -1,0 +1,36 @@
+// Shared pieces of the trainsim subcommands: the command table, flag parsing, output helpers.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+#include <vector>
+
+namespace ts::cli {
+
+// Exit codes of the CLI contract (README).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInfeasible = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInternal = 3;
+
+using Args = std::vector<std::string>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const Args& args);  // args after the subcommand name
+};
+
+// Parses `args` against `options`; a bad flag or value throws InputError naming the flag.
+// Returns false (after printing help to stdout) when --help was given.
+bool parse_flags(const Args& args, const boost::program_options::options_description& options,
+                 boost::program_options::variables_map& vm, const char* usage);
+
+enum class Format { kText, kJson, kCsv };
+Format parse_format(const std::string& value, bool allow_csv);
+
+// The subcommands (one file each).
+int cmd_run(const Args& args);
+int cmd_inspect(const Args& args);
+
+}  // namespace ts::cli

@@ -1,0 +1,59 @@
+// trainsim: command-line entry point; dispatches to the subcommands.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string_view>
+
+#include "sim/base/diagnostic.h"
+#include "tools/trainsim/cli.h"
+
+namespace {
+
+using ts::cli::Command;
+
+constexpr Command kCommands[] = {
+    {"run", "simulate one training iteration of a model on a cluster", ts::cli::cmd_run},
+    {"inspect", "parameters, FLOPs, static memory and task counts, without replay",
+     ts::cli::cmd_inspect},
+};
+
+void print_usage(std::ostream& out) {
+  out << "usage: trainsim <command> [flags]   (trainsim <command> --help for its flags)\n\n"
+         "commands:\n";
+  for (const auto& c : kCommands) {
+    out << "  " << c.name << std::string(12 - std::string_view(c.name).size(), ' ') << c.summary
+        << '\n';
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return ts::cli::kExitBadInput;
+  }
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(std::cout);
+    return ts::cli::kExitOk;
+  }
+  for (const auto& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(ts::cli::Args(argv + 2, argv + argc));
+    } catch (const ts::InputError& e) {
+      for (const auto& d : e.diagnostics()) std::cerr << "error: " << d.to_string() << '\n';
+      return ts::cli::kExitBadInput;
+    } catch (const ts::InternalError& e) {
+      std::cerr << e.what() << '\n';
+      return ts::cli::kExitInternal;
+    } catch (const std::exception& e) {
+      std::cerr << "internal error: " << e.what() << '\n';
+      return ts::cli::kExitInternal;
+    }
+  }
+  std::cerr << "error: unknown command '" << name << "'\n";
+  print_usage(std::cerr);
+  return ts::cli::kExitBadInput;
+}
