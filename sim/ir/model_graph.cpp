@@ -1,1 +1,197 @@
-// (being written)
+#include "sim/ir/model_graph.h"
+
+#include <algorithm>
+
+#include "sim/base/diagnostic.h"
+
+namespace ts::ir {
+namespace {
+
+// Activations are bf16 whatever the GEMM precision (FP8 recipes keep activations in bf16 between
+// GEMMs, Micikevicius et al. 2022).
+constexpr std::int64_t kActBytes = 2;
+
+Op gemm(const char* name, std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::kGemm;
+  op.dtype = dtype;
+  op.gemm = {m, n, k, 1};
+  op.flops = Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+  return op;
+}
+
+// A streaming op that reads `read_elems` and writes `write_elems` bf16 elements.
+Op memory(const char* name, std::int64_t read_elems, std::int64_t write_elems) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::kMemoryBound;
+  op.moved = Bytes((read_elems + write_elems) * kActBytes);
+  return op;
+}
+
+Op attention(const ModelSpec& model, const LayerShape& s) {
+  Op op;
+  op.name = "attention";
+  op.kind = OpKind::kAttention;
+  op.attn.batch = s.micro_batch;
+  op.attn.heads = model.num_heads / s.tp;
+  // Megatron replicates KV heads when TP exceeds their number.
+  op.attn.kv_heads = std::max<std::int64_t>(1, model.num_kv_heads / s.tp);
+  op.attn.seq_q = s.seq;
+  op.attn.seq_kv = s.full_seq;
+  op.attn.head_dim = model.head_dim();
+  op.attn.causal = true;
+  // FlashAttention convention (Dao 2023): 4·sq·skv·d per head, halved under a causal mask.
+  op.flops = Flops(2.0 * static_cast<double>(s.micro_batch * op.attn.heads * op.attn.head_dim) *
+                   static_cast<double>(s.seq) * static_cast<double>(s.full_seq));
+  return op;
+}
+
+}  // namespace
+
+LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
+  SIM_ASSERT(s.tp > 0 && model.num_heads % s.tp == 0, "TP must divide the heads");
+  const std::int64_t tokens = s.micro_batch * s.seq;              // rows of every GEMM
+  const std::int64_t h = model.hidden;
+  const std::int64_t hidden_elems = tokens * h;                   // one activation tensor
+  // With sequence parallelism, norms, dropout and residual adds run on 1/tp of the tokens.
+  const std::int64_t sp_elems = s.sequence_parallel ? hidden_elems / s.tp : hidden_elems;
+  const std::int64_t qkv_out = (h + 2 * model.kv_hidden()) / s.tp;
+  const Dtype g = s.gemm_dtype;
+
+  LayerOps layer;
+  auto& att = layer.attention.forward;
+  att.push_back(memory(model.norm == Norm::kRmsNorm ? "rmsnorm" : "layernorm", sp_elems, sp_elems));
+  att.push_back(gemm("qkv", tokens, qkv_out, h, g));
+  if (model.position == Position::kRope) {
+    const std::int64_t qk = tokens * (h + model.kv_hidden()) / s.tp;
+    att.push_back(memory("rotary", qk, qk));
+  }
+  att.push_back(attention(model, s));
+  att.push_back(gemm("attn_out", tokens, h, h / s.tp, g));
+  // Residual add (reads branch and residual, writes the sum); GPT adds dropout on the branch.
+  att.push_back(memory(model.activation == Activation::kGelu ? "dropout_residual" : "residual",
+                       2 * sp_elems, sp_elems));
+
+  auto& mlp = layer.mlp.forward;
+  const std::int64_t ffn = model.ffn_hidden / s.tp;
+  mlp.push_back(memory(model.norm == Norm::kRmsNorm ? "rmsnorm" : "layernorm", sp_elems, sp_elems));
+  switch (model.activation) {
+    case Activation::kGelu:
+      mlp.push_back(gemm("mlp_up", tokens, ffn, h, g));
+      mlp.push_back(memory("gelu", tokens * ffn, tokens * ffn));
+      break;
+    case Activation::kSwiglu:
+      // Gate and up projections as one GEMM; SwiGLU reads both halves, writes their product.
+      mlp.push_back(gemm("mlp_gate_up", tokens, 2 * ffn, h, g));
+      mlp.push_back(memory("swiglu", 2 * tokens * ffn, tokens * ffn));
+      break;
+  }
+  mlp.push_back(gemm("mlp_down", tokens, h, ffn, g));
+  mlp.push_back(memory(model.activation == Activation::kGelu ? "dropout_residual" : "residual",
+                       2 * sp_elems, sp_elems));
+
+  layer.attention.backward = backward_of(att);
+  layer.mlp.backward = backward_of(mlp);
+  return layer;
+}
+
+Block build_embedding(const ModelSpec& model, const LayerShape& s) {
+  const std::int64_t elems = s.micro_batch * s.seq * model.hidden;
+  Block b;
+  // Gather rows of the (vocab-parallel) table; learned positions add a second table and an add.
+  b.forward.push_back(memory("embedding", elems, elems));
+  if (model.position == Position::kLearned) b.forward.push_back(memory("position_add", 2 * elems, elems));
+  b.backward = backward_of(b.forward);
+  return b;
+}
+
+Block build_lm_head(const ModelSpec& model, const LayerShape& s) {
+  const std::int64_t tokens = s.micro_batch * s.seq;
+  const std::int64_t elems = tokens * model.hidden;
+  const std::int64_t sp_elems = s.sequence_parallel ? elems / s.tp : elems;
+  const std::int64_t vocab = (model.vocab + s.tp - 1) / s.tp;  // vocab-parallel, padded
+  Block b;
+  b.forward.push_back(memory(model.norm == Norm::kRmsNorm ? "final_rmsnorm" : "final_layernorm",
+                             sp_elems, sp_elems));
+  b.forward.push_back(gemm("lm_head", tokens, vocab, model.hidden, s.gemm_dtype));
+  // Vocab-parallel cross-entropy (Megatron): max, exp-sum and loss over the logits in fp32,
+  // read about three times and written once.
+  Op ce = memory("cross_entropy", 2 * 3 * tokens * vocab, 2 * tokens * vocab);
+  b.forward.push_back(ce);
+  b.backward = backward_of(b.forward);
+  return b;
+}
+
+std::vector<Op> backward_of(const std::vector<Op>& forward) {
+  std::vector<Op> out;
+  out.reserve(forward.size() * 2);
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    Op op = *it;
+    op.backward = true;
+    switch (op.kind) {
+      case OpKind::kGemm: {
+        // dX[m,k] = dY[m,n] · Wᵀ and dW[k,n] = Xᵀ · dY[m,n]: two GEMMs of the forward's FLOPs.
+        const GemmDims f = it->gemm;
+        op.gemm = {f.m, f.k, f.n, f.batch};
+        out.push_back(op);
+        op.gemm = {f.k, f.n, f.m, f.batch};
+        out.push_back(op);
+        break;
+      }
+      case OpKind::kAttention:
+        // FlashAttention backward: 2.5× the forward FLOPs (recomputes the scores; Dao 2023).
+        op.flops = it->flops * 2.5;
+        out.push_back(op);
+        break;
+      case OpKind::kMemoryBound:
+        // Reads the output gradient and the saved input, writes the input gradient.
+        op.moved = it->moved + it->moved / 2;
+        out.push_back(op);
+        break;
+    }
+  }
+  return out;
+}
+
+Flops total_flops(const std::vector<Op>& ops) {
+  Flops f;
+  for (const auto& op : ops) f += op.flops;
+  return f;
+}
+
+std::int64_t layer_parameter_count(const ModelSpec& m) {
+  const std::int64_t h = m.hidden;
+  const std::int64_t norms = (m.norm == Norm::kLayerNorm ? 2 : 1) * h * 2;  // two norms per layer
+  std::int64_t attn = h * (h + 2 * m.kv_hidden()) + h * h;
+  std::int64_t mlp = (m.activation == Activation::kSwiglu ? 3 : 2) * h * m.ffn_hidden;
+  if (m.linear_bias) {
+    attn += (h + 2 * m.kv_hidden()) + h;
+    mlp += m.ffn_hidden * (m.activation == Activation::kSwiglu ? 2 : 1) + h;
+  }
+  return attn + mlp + norms;
+}
+
+std::int64_t parameter_count(const ModelSpec& m) {
+  const std::int64_t h = m.hidden;
+  std::int64_t n = m.num_layers * layer_parameter_count(m);
+  n += m.vocab * h;                               // input embedding
+  if (!m.tied_embeddings) n += m.vocab * h;       // separate LM head
+  if (m.position == Position::kLearned) n += m.max_seq_len * h;
+  n += (m.norm == Norm::kLayerNorm ? 2 : 1) * h;  // final norm
+  return n;
+}
+
+Flops model_flops(const ModelSpec& m, std::int64_t seq_len, double tokens) {
+  const double h = static_cast<double>(m.hidden);
+  const double gemm_weights =
+      static_cast<double>(m.num_layers) *
+          (h * (h + 2.0 * static_cast<double>(m.kv_hidden())) + h * h +
+           (m.activation == Activation::kSwiglu ? 3.0 : 2.0) * h * static_cast<double>(m.ffn_hidden)) +
+      static_cast<double>(m.vocab) * h;
+  const double attention = 6.0 * static_cast<double>(m.num_layers) * h * static_cast<double>(seq_len);
+  return Flops((6.0 * gemm_weights + attention) * tokens);
+}
+
+}  // namespace ts::ir

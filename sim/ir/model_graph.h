@@ -1,0 +1,82 @@
+// The model graph: the ops of a transformer layer, embedding and LM head, with shapes and FLOPs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/base/units.h"
+#include "sim/ir/dtype.h"
+#include "sim/ir/model_spec.h"
+
+namespace ts::ir {
+
+enum class OpKind { kGemm, kAttention, kMemoryBound };
+
+// Y[m,n] = X[m,k] · W[k,n], `batch` independent products.
+struct GemmDims {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
+struct AttentionDims {
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  bool causal = true;
+};
+
+struct Op {
+  const char* name = "";  // static string, e.g. "qkv", "attention", "mlp_down"
+  OpKind kind = OpKind::kMemoryBound;
+  bool backward = false;
+  Dtype dtype = Dtype::kBf16;
+  GemmDims gemm;       // kGemm
+  AttentionDims attn;  // kAttention
+  Bytes moved;         // kMemoryBound: bytes read plus written
+  Flops flops;         // arithmetic of this op (GEMM and attention; 0 for memory-bound ops)
+};
+
+// How one transformer layer is cut for one device: micro-batch, the device's share of the
+// sequence (after context parallelism), tensor-parallel degree and options.
+struct LayerShape {
+  std::int64_t micro_batch = 1;
+  std::int64_t seq = 0;      // tokens of each sequence held by this device (seq_len / cp)
+  std::int64_t full_seq = 0; // keys each query may attend to (seq_len)
+  std::int64_t tp = 1;
+  bool sequence_parallel = false;
+  Dtype gemm_dtype = Dtype::kBf16;  // fp8 runs GEMMs in FP8, everything else in bf16
+};
+
+// The ops of one block on one device, in execution order. Backward lists are in the order the
+// backward pass runs them (reverse of forward, each GEMM as data-gradient then weight-gradient).
+struct Block {
+  std::vector<Op> forward;
+  std::vector<Op> backward;
+};
+
+// A transformer layer as Megatron splits it: attention block and MLP block, each followed by a
+// tensor-parallel reduction of its output (b·s·h activations).
+struct LayerOps {
+  Block attention;
+  Block mlp;
+};
+
+LayerOps build_layer(const ModelSpec& model, const LayerShape& shape);
+// Token embedding lookup (first pipeline stage).
+Block build_embedding(const ModelSpec& model, const LayerShape& shape);
+// Final norm, LM-head GEMM (vocabulary split over TP) and cross-entropy loss (last stage).
+Block build_lm_head(const ModelSpec& model, const LayerShape& shape);
+
+// Backward counterpart of a forward op list, in backward execution order.
+std::vector<Op> backward_of(const std::vector<Op>& forward);
+
+Flops total_flops(const std::vector<Op>& ops);
+
+// Parameters of the whole model, and those used as GEMM weights per token (for model FLOPs).
+std::int64_t layer_parameter_count(const ModelSpec& model);
+std::int64_t parameter_count(const ModelSpec& model);
+
+// Model FLOPs of training on `tokens` tokens of sequences of `seq_len` (forward + backward, no
+// recompute): 6 FLOPs per GEMM weight per token (Kaplan et al. 2020) including the LM head, plus
+// attention scores and values, 12·L·h·s per token for full attention, halved for causal masks
+// (only the lower triangle is computed by flash attention).
+Flops model_flops(const ModelSpec& model, std::int64_t seq_len, double tokens);
+
+}  // namespace ts::ir

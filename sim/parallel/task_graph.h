@@ -1,0 +1,80 @@
+// TaskGraph: the per-device compute and communication tasks of one training iteration.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/base/units.h"
+#include "sim/ir/model_graph.h"
+#include "sim/parallel/layout.h"
+
+namespace ts::parallel {
+
+// Streams run their tasks one at a time in program order (as CUDA streams do); tasks on different
+// streams overlap unless a dependency orders them. Point-to-point traffic gets one stream per
+// direction and peer so that sends and receives never block one another.
+enum class Stream : std::uint8_t {
+  kCompute,
+  kTpComm,
+  kCpComm,
+  kDpComm,
+  kPpRecvPrev,  // activations from the previous stage
+  kPpSendNext,
+  kPpRecvNext,  // gradients from the next stage
+  kPpSendPrev,
+};
+inline constexpr std::size_t kNumStreams = 8;
+const char* stream_name(Stream s);
+
+enum class TaskKind : std::uint8_t { kCompute, kCollective, kP2p };
+enum class CommOp : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+const char* comm_op_name(CommOp op);
+
+// What a task belongs to, for reports and traces.
+enum class Pass : std::uint8_t { kForward, kBackward, kRecompute, kOptimizer };
+enum class Part : std::uint8_t { kEmbedding, kAttention, kMlp, kLmHead, kGradients, kOptimizer, kActivations };
+const char* pass_name(Pass p);
+const char* part_name(Part p);
+
+// A communicator: the global ranks of one group, in rank order. Collectives on a communicator are
+// matched across its members by issue order, as NCCL does.
+struct Communicator {
+  unsigned axes = 0;  // axis_bit() mask of the axes the group spans
+  std::vector<std::int32_t> ranks;
+};
+
+struct Task {
+  TaskKind kind = TaskKind::kCompute;
+  Stream stream = Stream::kCompute;
+  Pass pass = Pass::kForward;
+  Part part = Part::kAttention;
+  std::int32_t device = 0;       // index into TaskGraph::devices
+  std::int32_t layer = -1;       // global transformer layer, -1 when none
+  std::int32_t micro_batch = -1;
+  std::int32_t ops = -1;         // compute: index into TaskGraph::op_lists
+  CommOp comm = CommOp::kAllReduce;
+  Bytes bytes;                   // communication: nccl-tests size (see network::CollectiveRequest)
+  std::int32_t communicator = -1;
+  std::uint32_t dep_begin = 0;   // dependencies: TaskGraph::deps[dep_begin, dep_begin + dep_count)
+  std::uint32_t dep_count = 0;
+  Bytes alloc_at_start;          // memory this task allocates when it starts
+  Bytes free_at_end;             // memory it releases when it ends
+};
+
+// A simulated device: one rank that stands for its class (symmetric mode) or itself (full mode).
+struct SimDevice {
+  std::int32_t rank = 0;         // global rank = GPU index
+  Coord coord;
+  std::int64_t stage = 0;
+  std::int64_t represents = 1;   // ranks with the same schedule that this device stands for
+};
+
+struct TaskGraph {
+  std::vector<SimDevice> devices;
+  std::vector<Task> tasks;
+  std::vector<std::uint32_t> deps;
+  std::vector<std::vector<ir::Op>> op_lists;
+  std::vector<Communicator> communicators;
+};
+
+}  // namespace ts::parallel
