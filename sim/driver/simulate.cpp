@@ -1,1 +1,175 @@
-// (being written)
+#include "sim/driver/simulate.h"
+
+#include <algorithm>
+
+#include "sim/compute/compute_model.h"
+#include "sim/memory/footprint.h"
+#include "sim/network/network_model.h"
+#include "sim/parallel/lowering.h"
+#include "sim/runtime/executor.h"
+#include "sim/topology/topology.h"
+#include "sim/trace/chrome_trace.h"
+
+namespace ts::driver {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kOutOfMemory: return "oom";
+    case Status::kUnsupported: return "unsupported";
+  }
+  return "?";
+}
+
+namespace {
+
+MemoryBreakdown static_memory(const config::Scenario& sc, std::int64_t stage) {
+  const auto layers = parallel::stage_layers(sc.plan, sc.model);
+  const memory::StaticFootprint fp =
+      memory::static_footprint(sc.model, sc.plan, stage, layers[static_cast<std::size_t>(stage)]);
+  MemoryBreakdown m;
+  m.weights = fp.weights;
+  m.gradients = fp.gradients;
+  m.optimizer_states = fp.optimizer_states + fp.master_weights;
+  return m;
+}
+
+std::string describe(const config::Scenario& sc) {
+  const auto& p = sc.plan;
+  return sc.model.name + " on " + std::to_string(sc.num_gpus) + "× " + sc.cluster.gpu.name +
+         " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp) +
+         " cp" + std::to_string(p.cp);
+}
+
+parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full) {
+  const auto& plan = sc.plan;
+  parallel::LoweringOptions lo;
+  lo.full = full;
+  lo.layer_activation = memory::layer_activation_bytes(sc.model, plan);
+  // Full recompute keeps each layer's input: one bf16 b·s·h tensor (split by SP and CP).
+  lo.layer_input = Bytes(plan.micro_batch * plan.seq_len / plan.cp * sc.model.hidden * 2 /
+                         (plan.sequence_parallel ? plan.tp : 1));
+  // Adam step with fp32 states: reads fp32 gradient, master weight, m and v (16 B), writes master,
+  // m and v (12 B) and the bf16 weight (2 B): 30 bytes of HBM traffic per parameter.
+  lo.optimizer_bytes_per_param = Bytes(30);
+  return lo;
+}
+
+}  // namespace
+
+InspectResult inspect(const config::Scenario& sc, bool full) {
+  InspectResult r;
+  r.parameters = ir::parameter_count(sc.model);
+  r.model_flops = ir::model_flops(sc.model, sc.plan.seq_len,
+                                  static_cast<double>(sc.plan.global_batch * sc.plan.seq_len)).value();
+  const auto lo = lowering_options(sc, full);
+  r.layer_activation = lo.layer_activation;
+  const auto layers = parallel::stage_layers(sc.plan, sc.model);
+  for (std::int64_t s = 0; s < sc.plan.pp; ++s) {
+    MemoryBreakdown m = static_memory(sc, s);
+    m.activations = lo.layer_activation * layers[static_cast<std::size_t>(s)];
+    r.stage_static_memory.push_back(m);
+  }
+  r.micro_batches = sc.plan.num_micro_batches();
+  const auto graph = parallel::lower(sc.model, sc.plan, lo);
+  r.tasks = static_cast<std::int64_t>(graph.tasks.size());
+  r.simulated_devices = static_cast<std::int64_t>(graph.devices.size());
+  return r;
+}
+
+RunResult simulate(const config::Scenario& sc, const RunOptions& options) {
+  const auto& plan = sc.plan;
+  RunResult r;
+  r.parameters = ir::parameter_count(sc.model);
+  const double tokens = static_cast<double>(plan.global_batch * plan.seq_len);
+  r.model_flops = ir::model_flops(sc.model, plan.seq_len, tokens).value();
+  r.memory_capacity = sc.cluster.gpu.memory_capacity;
+
+  if (plan.schedule == parallel::Schedule::kInterleaved || plan.vpp > 1) {
+    r.status = Status::kUnsupported;
+    r.reason = "the interleaved pipeline schedule is not simulated yet";
+    return r;
+  }
+
+  // Static memory first: a plan whose weights and optimizer states alone overflow the GPU is
+  // rejected without a replay.
+  for (std::int64_t s = 0; s < plan.pp; ++s) {
+    const MemoryBreakdown m = static_memory(sc, s);
+    if (m.total() > r.peak_memory) {
+      r.peak_memory = m.total();
+      r.memory = m;
+    }
+  }
+  if (r.peak_memory > r.memory_capacity) {
+    r.status = Status::kOutOfMemory;
+    r.reason = "weights, gradients and optimizer states need " +
+               std::to_string(r.peak_memory.in_gib()) + " GiB per GPU, more than the " +
+               std::to_string(r.memory_capacity.in_gib()) + " GiB available";
+    return r;
+  }
+
+  const parallel::TaskGraph graph = parallel::lower(sc.model, plan, lowering_options(sc, options.full));
+  const parallel::Layout layout(plan);
+  const topology::Topology topo(sc.cluster.cluster, sc.num_gpus);
+  const network::NetworkModel network(topo);
+  const auto compute = compute::make_roofline_model(sc.cluster.gpu);
+  runtime::ExecuteOptions eo;
+  eo.memory_timeline = options.trace.has_value();
+  const runtime::Execution ex = runtime::execute(graph, layout, *compute, network, eo);
+  const auto breakdowns = runtime::time_breakdown(graph, ex);
+
+  r.tasks = static_cast<std::int64_t>(graph.tasks.size());
+  r.events = ex.events;
+  r.iteration_time_s = ex.end.seconds();
+  r.tokens_per_s = tokens / r.iteration_time_s;
+  r.tflops_per_gpu = r.model_flops / r.iteration_time_s / static_cast<double>(sc.num_gpus) * 1e-12;
+  r.mfu = r.tflops_per_gpu / sc.cluster.gpu.peak_bf16.tflops();
+
+  // The breakdown shown is that of the device finishing last (the critical path's end).
+  SimTime last_end;
+  std::size_t critical = 0;
+  for (std::size_t t = 0; t < graph.tasks.size(); ++t) {
+    if (ex.timings[t].end > last_end) {
+      last_end = ex.timings[t].end;
+      critical = static_cast<std::size_t>(graph.tasks[t].device);
+    }
+  }
+  r.peak_memory = Bytes();
+  for (std::size_t d = 0; d < graph.devices.size(); ++d) {
+    const auto& dev = graph.devices[d];
+    DeviceReport rep;
+    rep.rank = dev.rank;
+    rep.coord = dev.coord;
+    rep.stage = dev.stage;
+    rep.represents = dev.represents;
+    rep.time = breakdowns[d];
+    rep.memory = static_memory(sc, dev.stage);
+    rep.memory.activations = ex.memory[d].peak_dynamic;
+    if (rep.memory.total() > r.peak_memory) {
+      r.peak_memory = rep.memory.total();
+      r.memory = rep.memory;
+    }
+    r.devices.push_back(rep);
+  }
+  r.time = breakdowns[critical];
+  if (r.peak_memory > r.memory_capacity) {
+    r.status = Status::kOutOfMemory;
+    r.reason = "peak memory " + std::to_string(r.peak_memory.in_gib()) + " GiB exceeds the " +
+               std::to_string(r.memory_capacity.in_gib()) + " GiB of the GPU";
+  }
+
+  if (options.trace) {
+    trace::TraceInfo info;
+    info.gpus_per_node = sc.cluster.cluster.node.gpus_per_node;
+    for (const auto& dev : r.devices) {
+      info.static_memory.push_back(dev.memory.total() - dev.memory.activations);
+    }
+    info.metadata = {{"scenario", describe(sc)},
+                     {"iteration_time_s", std::to_string(r.iteration_time_s)},
+                     {"status", status_name(r.status)}};
+    trace::write_chrome_trace(*options.trace, graph, ex, info);
+  }
+  return r;
+}
+
+}  // namespace ts::driver

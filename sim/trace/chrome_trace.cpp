@@ -150,7 +150,7 @@ std::string chrome_trace_json(const parallel::TaskGraph& g, const runtime::Execu
       out += "{\"ph\":\"C\",\"name\":\"memory\",\"pid\":" + std::to_string(d) + ",\"ts\":";
       append_us(out, sample.time.ps());
       out += ",\"args\":{\"GiB\":" +
-             nlohmann::json((info.static_memory_per_device + sample.dynamic).in_gib()).dump() + "}}";
+             nlohmann::json((info.static_memory.at(d) + sample.dynamic).in_gib()).dump() + "}}";
     }
   }
   out += "\n]}\n";

@@ -14,7 +14,7 @@ namespace ts::trace {
 
 struct TraceInfo {
   std::int32_t gpus_per_node = 8;
-  Bytes static_memory_per_device;  // added to the dynamic memory counter
+  std::vector<Bytes> static_memory;  // per simulated device, added to its dynamic memory counter
   // Scenario description written as trace metadata (key, value), e.g. ("model", "llama3-70b").
   std::vector<std::pair<std::string, std::string>> metadata;
 };

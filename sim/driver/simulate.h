@@ -1,0 +1,79 @@
+// simulate(Scenario) → RunResult: the whole pipeline from a validated scenario to its report.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/base/units.h"
+#include "sim/config/loader.h"
+#include "sim/parallel/layout.h"
+#include "sim/runtime/breakdown.h"
+
+namespace ts::driver {
+
+enum class Status {
+  kOk,           // simulated, fits in memory
+  kOutOfMemory,  // simulated or rejected early: the peak exceeds the GPU's capacity
+  kUnsupported,  // valid plan that this version cannot simulate (the reason says what)
+};
+const char* status_name(Status s);
+
+struct RunOptions {
+  bool full = false;  // simulate every rank instead of one per pipeline stage
+  std::optional<std::filesystem::path> trace;  // Chrome trace output
+};
+
+// Per-device memory at its peak.
+struct MemoryBreakdown {
+  Bytes weights;
+  Bytes gradients;
+  Bytes optimizer_states;  // Adam moments and fp32 master weights
+  Bytes activations;       // saved activations live at the peak
+  Bytes total() const { return weights + gradients + optimizer_states + activations; }
+};
+
+struct DeviceReport {
+  std::int32_t rank = 0;
+  parallel::Coord coord;
+  std::int64_t stage = 0;
+  std::int64_t represents = 1;
+  runtime::TimeBreakdown time;
+  MemoryBreakdown memory;
+};
+
+struct RunResult {
+  Status status = Status::kOk;
+  std::string reason;  // why the status is not ok
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;  // model FLOPs (ir::model_flops) per second per GPU
+  double mfu = 0;             // tflops_per_gpu over the GPU's dense bf16 peak
+  Bytes peak_memory;          // largest per-device peak
+  Bytes memory_capacity;
+  MemoryBreakdown memory;     // of the device with the largest peak
+  runtime::TimeBreakdown time;  // of the device that finishes last
+  std::vector<DeviceReport> devices;
+  std::int64_t parameters = 0;
+  double model_flops = 0;     // per iteration
+  std::int64_t tasks = 0;
+  std::uint64_t events = 0;
+};
+
+RunResult simulate(const config::Scenario& scenario, const RunOptions& options);
+
+// What can be known without a replay: sizes, FLOPs, static memory per stage and task counts.
+struct InspectResult {
+  std::int64_t parameters = 0;
+  double model_flops = 0;  // per iteration
+  std::vector<MemoryBreakdown> stage_static_memory;  // activations: one micro-batch of all layers
+  Bytes layer_activation;  // saved activations of one layer and micro-batch
+  std::int64_t micro_batches = 0;
+  std::int64_t tasks = 0;
+  std::int64_t simulated_devices = 0;
+};
+InspectResult inspect(const config::Scenario& scenario, bool full);
+
+}  // namespace ts::driver
