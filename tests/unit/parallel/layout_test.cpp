@@ -1,0 +1,55 @@
+#include <catch2/catch.hpp>
+
+#include "sim/parallel/layout.h"
+
+using namespace ts::parallel;
+
+namespace {
+ParallelPlan plan(std::int64_t tp, std::int64_t cp, std::int64_t dp, std::int64_t pp) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.cp = cp;
+  p.dp = dp;
+  p.pp = pp;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("default order puts TP innermost, then CP, DP, PP (Megatron)") {
+  const Layout l(plan(8, 1, 4, 2));
+  CHECK(l.num_ranks() == 64);
+  const Coord c = l.coord(8 * 4 * 1 + 8 * 2 + 3);  // pp 1, dp 2, tp 3
+  CHECK(c[Axis::kTp] == 3);
+  CHECK(c[Axis::kDp] == 2);
+  CHECK(c[Axis::kPp] == 1);
+  for (std::int64_t r = 0; r < 64; ++r) CHECK(l.rank(l.coord(r)) == r);
+  CHECK(l.group(10, Axis::kTp) == std::vector<std::int32_t>{8, 9, 10, 11, 12, 13, 14, 15});
+  CHECK(l.group(10, Axis::kDp) == std::vector<std::int32_t>{2, 10, 18, 26});
+  CHECK(l.group(10, Axis::kPp) == std::vector<std::int32_t>{10, 42});
+}
+
+TEST_CASE("all groups of an axis partition the ranks") {
+  const Layout l(plan(2, 2, 3, 2));
+  for (Axis a : {Axis::kTp, Axis::kCp, Axis::kDp, Axis::kPp}) {
+    const auto groups = l.all_groups(a);
+    CHECK(static_cast<std::int64_t>(groups.size()) == l.num_ranks() / l.size(a));
+    std::vector<int> seen(static_cast<std::size_t>(l.num_ranks()), 0);
+    for (const auto& g : groups) {
+      CHECK(static_cast<std::int64_t>(g.size()) == l.size(a));
+      for (auto r : g) ++seen[static_cast<std::size_t>(r)];
+    }
+    for (int s : seen) CHECK(s == 1);
+  }
+  // DP × CP gradient groups.
+  const auto dpcp = l.all_groups(axis_bit(Axis::kDp) | axis_bit(Axis::kCp));
+  CHECK(dpcp.size() == 4);
+  CHECK(dpcp.front().size() == 6);
+}
+
+TEST_CASE("a custom order changes which ranks are neighbours") {
+  ParallelPlan p = plan(2, 1, 4, 1);
+  p.order = {Axis::kDp, Axis::kTp, Axis::kCp, Axis::kPp};
+  const Layout l(p);
+  CHECK(l.group(0, Axis::kDp) == std::vector<std::int32_t>{0, 1, 2, 3});
+  CHECK(l.group(0, Axis::kTp) == std::vector<std::int32_t>{0, 4});
+}

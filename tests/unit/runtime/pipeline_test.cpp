@@ -1,0 +1,141 @@
+// Pipeline schedules replayed with free communication and a FLOP-proportional compute model.
+#include <catch2/catch.hpp>
+
+#include "sim/parallel/lowering.h"
+#include "sim/runtime/breakdown.h"
+#include "sim/runtime/executor.h"
+
+using namespace ts;
+
+namespace {
+
+// Time proportional to FLOPs (1 PFLOP/s), memory-bound ops free: every layer costs the same.
+class FlopModel final : public compute::ComputeModel {
+ public:
+  Duration gemm(const compute::GemmShape& s) const override { return s.flops() / FlopRate::per_s(1e15); }
+  Duration attention(const compute::AttentionShape& s) const override {
+    return s.flops() / FlopRate::per_s(1e15);
+  }
+  Duration memory_bound(Bytes) const override { return Duration::zero(); }
+  const compute::GpuSpec& gpu() const override { return gpu_; }
+
+ private:
+  compute::GpuSpec gpu_;
+};
+
+ir::ModelSpec model(std::int64_t layers) {
+  ir::ModelSpec m;
+  m.name = "uniform";
+  m.num_layers = layers;
+  m.hidden = 1024;
+  m.num_heads = 8;
+  m.num_kv_heads = 8;
+  m.ffn_hidden = 4096;
+  m.vocab = 16;  // LM head negligible next to the layers
+  m.norm = ir::Norm::kRmsNorm;
+  m.activation = ir::Activation::kSwiglu;
+  m.position = ir::Position::kRope;
+  m.linear_bias = false;
+  return m;
+}
+
+// A cluster whose links are so fast that communication takes (almost) no time.
+topology::ClusterSpec free_network() {
+  topology::ClusterSpec c;
+  c.name = "ideal";
+  c.node.gpus_per_node = 8;
+  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(1e9);
+  c.node.nic_bandwidth = Bandwidth::gbytes_per_s(1e9);
+  c.node.nics_per_node = 8;
+  return c;
+}
+
+struct Replayed {
+  parallel::TaskGraph graph;
+  runtime::Execution execution;
+  Duration layer_fwd, layer_bwd;
+};
+
+Replayed replay(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, bool full = false) {
+  parallel::LoweringOptions lo;
+  lo.full = full;
+  lo.layer_activation = Bytes(1000);
+  lo.layer_input = Bytes(10);
+  FlopModel fm;
+  const topology::Topology topo(free_network(), static_cast<std::int32_t>(plan.num_gpus()));
+  const network::NetworkModel net(topo);
+  Replayed r{parallel::lower(m, plan, lo), {}, {}, {}};
+  r.execution = runtime::execute(r.graph, parallel::Layout(plan), fm, net, {});
+  // Per-layer forward and backward time from the same op lists the replay used.
+  ir::LayerShape s;
+  s.micro_batch = plan.micro_batch;
+  s.seq = plan.seq_len;
+  s.full_seq = plan.seq_len;
+  const auto layer = ir::build_layer(m, s);
+  r.layer_fwd = runtime::op_list_time(fm, layer.attention.forward) + runtime::op_list_time(fm, layer.mlp.forward);
+  r.layer_bwd = runtime::op_list_time(fm, layer.attention.backward) + runtime::op_list_time(fm, layer.mlp.backward);
+  return r;
+}
+
+parallel::ParallelPlan pipeline(std::int64_t p, std::int64_t m, parallel::Schedule schedule) {
+  parallel::ParallelPlan plan;
+  plan.pp = p;
+  plan.global_batch = m;
+  plan.seq_len = 1024;
+  plan.schedule = schedule;
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("1F1B and GPipe take (m + p − 1) stage slots; the bubble is (p − 1)/(m + p − 1)") {
+  // Narayanan et al. 2021, Sec. 2.2: with t_f and t_b per stage and micro-batch, an iteration takes
+  // (m + p − 1)(t_f + t_b) and each stage idles (p − 1)(t_f + t_b) of it.
+  for (auto schedule : {parallel::Schedule::k1F1B, parallel::Schedule::kGpipe}) {
+    for (auto [p, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 8}, std::pair{2, 1}}) {
+      const std::int64_t layers_per_stage = 2;
+      const auto r = replay(model(p * layers_per_stage), pipeline(p, m, schedule));
+      const double slot = ((r.layer_fwd + r.layer_bwd) * layers_per_stage).seconds();
+      const double expected = static_cast<double>(m + p - 1) * slot;
+      INFO("p=" << p << " m=" << m);
+      CHECK(r.execution.end.seconds() == Approx(expected).epsilon(0.01));
+      const auto breakdown = runtime::time_breakdown(r.graph, r.execution);
+      const double idle = breakdown[0][runtime::TimeCategory::kIdle].seconds();
+      CHECK(idle / r.execution.end.seconds() ==
+            Approx(static_cast<double>(p - 1) / static_cast<double>(m + p - 1)).epsilon(0.02));
+    }
+  }
+}
+
+TEST_CASE("1F1B holds p − s micro-batches of activations on stage s, GPipe all m") {
+  const std::int64_t p = 4, m = 8, layers_per_stage = 2;
+  const auto one_f_one_b = replay(model(p * layers_per_stage), pipeline(p, m, parallel::Schedule::k1F1B));
+  const auto gpipe = replay(model(p * layers_per_stage), pipeline(p, m, parallel::Schedule::kGpipe));
+  for (std::int64_t s = 0; s < p; ++s) {
+    const auto idx = static_cast<std::size_t>(s);
+    CHECK(one_f_one_b.execution.memory[idx].peak_dynamic.count() == (p - s) * layers_per_stage * 1000);
+    CHECK(gpipe.execution.memory[idx].peak_dynamic.count() == m * layers_per_stage * 1000);
+  }
+}
+
+TEST_CASE("symmetric mode and full mode give the same iteration time") {
+  parallel::ParallelPlan plan = pipeline(2, 4, parallel::Schedule::k1F1B);
+  plan.tp = 2;
+  plan.dp = 2;
+  plan.global_batch = 8;
+  const auto sym = replay(model(4), plan, false);
+  const auto full = replay(model(4), plan, true);
+  CHECK(sym.graph.devices.size() == 2);
+  CHECK(full.graph.devices.size() == 8);
+  CHECK(sym.execution.end == full.execution.end);
+}
+
+TEST_CASE("the replay is deterministic") {
+  const auto a = replay(model(8), pipeline(4, 8, parallel::Schedule::k1F1B));
+  const auto b = replay(model(8), pipeline(4, 8, parallel::Schedule::k1F1B));
+  REQUIRE(a.execution.timings.size() == b.execution.timings.size());
+  for (std::size_t t = 0; t < a.execution.timings.size(); ++t) {
+    CHECK(a.execution.timings[t].start == b.execution.timings[t].start);
+    CHECK(a.execution.timings[t].end == b.execution.timings[t].end);
+  }
+}
