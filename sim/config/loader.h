@@ -43,4 +43,26 @@ struct Scenario {
 std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
                                    const Cluster& cluster, std::int64_t num_gpus);
 
+// A scenario file (.textproto or .json, schema sim/schema/scenario.proto): model and cluster by
+// zoo name, path (relative to the scenario's folder) or inline, the GPU count and the plan
+// fields (spelled and defaulted as the flags of `trainsim run`; dp defaults to
+// num_gpus/(tp·pp·cp)). Throws InputError with every problem at once: of the scenario file, of
+// the model and cluster files it names, and of the plan (check_plan's rules, each naming the
+// scenario's field and line instead of the flag).
+Scenario load_scenario(const std::string& path);
+
+// A Scenario from parts given on the command line; throws InputError with every check_plan
+// problem (each naming its flag).
+Scenario make_scenario(ir::ModelSpec model, Cluster cluster, std::int64_t num_gpus,
+                       parallel::ParallelPlan plan);
+
+// Every problem of a model built in code (e.g. from a row of a validation table), each naming
+// its ModelSpec field. Empty when valid. load_model applies the same rules.
+std::vector<Diagnostic> check_model(const ir::ModelSpec& model);
+
+// The names in the model and cluster zoos (file stems under data_dir()/models and
+// data_dir()/topologies), sorted.
+std::vector<std::string> zoo_models();
+std::vector<std::string> zoo_clusters();
+
 }  // namespace ts::config

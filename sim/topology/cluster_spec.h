@@ -25,6 +25,7 @@ struct FabricSpec {
   std::int32_t tiers = 2;
   double oversubscription = 1.0;  // downlink:uplink ratio at the leaf; 1 = non-blocking
   Duration switch_latency;
+  std::int32_t switch_radix = 0;  // ports per switch (64 on a Quantum-2 NDR switch)
 };
 
 struct ClusterSpec {

@@ -1,0 +1,315 @@
+// Validation of a parallel plan against a model, a cluster and a GPU count (check_plan).
+#include <array>
+#include <string>
+
+#include "sim/config/loader.h"
+#include "sim/config/names.h"
+#include "sim/config/plan_rules.h"
+
+namespace ts::config {
+namespace detail {
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+std::size_t axis_index(parallel::Axis a) {
+  switch (a) {
+    case parallel::Axis::kTp: return 0;
+    case parallel::Axis::kCp: return 1;
+    case parallel::Axis::kDp: return 2;
+    case parallel::Axis::kPp: return 3;
+  }
+  return 0;
+}
+
+// a·b, or false when it overflows int64.
+bool mul(std::int64_t a, std::int64_t b, std::int64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+
+}  // namespace
+
+void model_rules(const ir::ModelSpec& m,
+                 const std::function<void(std::string_view, std::string)>& fail) {
+  if (m.name.empty()) fail("name", "must not be empty");
+  const auto positive = [&](std::int64_t v, std::string_view field) {
+    if (v > 0) return true;
+    fail(field, "must be > 0 (got " + str(v) + ")");
+    return false;
+  };
+  positive(m.num_layers, "num_layers");
+  const bool hidden_ok = positive(m.hidden, "hidden");
+  const bool heads_ok = positive(m.num_heads, "num_heads");
+  const bool kv_ok = positive(m.num_kv_heads, "num_kv_heads");
+  positive(m.ffn_hidden, "ffn_hidden");
+  positive(m.vocab, "vocab");
+  if (hidden_ok && heads_ok && m.hidden % m.num_heads != 0) {
+    fail("hidden", "must be divisible by num_heads (" + str(m.num_heads) +
+                       "): every head has hidden/num_heads channels (got " + str(m.hidden) + ")");
+  }
+  // Grouped-query attention (Ainslie et al. 2023): each KV head serves num_heads/num_kv_heads
+  // query heads, so the groups must be whole.
+  if (heads_ok && kv_ok && m.num_heads % m.num_kv_heads != 0) {
+    fail("num_kv_heads", "must divide num_heads (" + str(m.num_heads) + ") so that query heads form "
+                         "whole groups (got " + str(m.num_kv_heads) + ")");
+  }
+  // A learned position table bounds the sequence length; rotary positions have no table.
+  if (m.position == ir::Position::kLearned && m.max_seq_len <= 0) {
+    fail("max_seq_len", "must be > 0 for learned positions: it is the size of the position "
+                        "table (got " + str(m.max_seq_len) + ")");
+  }
+  if (m.max_seq_len < 0) fail("max_seq_len", "must be >= 0 (got " + str(m.max_seq_len) + ")");
+}
+
+std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::ModelSpec& m,
+                                   const Cluster& cl, std::int64_t num_gpus,
+                                   bool check_gpu_count) {
+  std::vector<Diagnostic> out;
+  const auto fail = [&](const char* flag, std::string message) {
+    out.push_back(Diagnostic{"", 0, flag, std::move(message)});
+  };
+  const auto positive = [&](std::int64_t v, const char* flag) {
+    if (v > 0) return true;
+    fail(flag, "must be > 0 (got " + str(v) + ")");
+    return false;
+  };
+
+  // Sizes. Rules that divide by a size run only when it is positive.
+  const bool gpus_ok = positive(num_gpus, "--gpus");
+  const bool tp_ok = positive(p.tp, "--tp");
+  const bool pp_ok = positive(p.pp, "--pp");
+  const bool dp_ok = positive(p.dp, "--dp");
+  const bool cp_ok = positive(p.cp, "--cp");
+  const bool vpp_ok = positive(p.vpp, "--vpp");
+  const bool mb_ok = positive(p.micro_batch, "--micro-batch");
+  const bool gb_ok = positive(p.global_batch, "--global-batch");
+  const bool seq_ok = positive(p.seq_len, "--seq");
+  const bool mst_ok = positive(p.mst_chunks, "--mst-chunks");
+  if (p.zero_stage < 0 || p.zero_stage > 3) {
+    fail("--zero", "must be 0, 1, 2 or 3 (got " + std::to_string(p.zero_stage) + ")");
+  }
+
+  // The rank layout is a mixed radix over the four axes (Megatron-LM parallel_state), so the
+  // order must name each exactly once.
+  {
+    std::array<int, 4> seen{};
+    for (auto a : p.order) ++seen[axis_index(a)];
+    if (p.order.size() != 4 || seen != std::array<int, 4>{1, 1, 1, 1}) {
+      fail("--order", "must name each of tp, cp, dp, pp exactly once (got '" +
+                          format_order(p.order) + "')");
+    }
+  }
+
+  // GPU count.
+  if (gpus_ok && tp_ok && pp_ok && dp_ok && cp_ok && check_gpu_count) {
+    std::int64_t product = 0, a = 0, b = 0;
+    const bool fits = mul(p.tp, p.pp, a) && mul(a, p.dp, b) && mul(b, p.cp, product);
+    if (!fits || product != num_gpus) {
+      fail("--gpus", "tp·pp·dp·cp = " + str(p.tp) + "·" + str(p.pp) + "·" + str(p.dp) + "·" +
+                         str(p.cp) + (fits ? " = " + str(product) : std::string(" overflows")) +
+                         " must equal the number of GPUs (" + str(num_gpus) + ")");
+    }
+  }
+  // Runs smaller than a node are allowed (a few GPUs of one node); larger ones use whole nodes.
+  const std::int64_t per_node = cl.cluster.node.gpus_per_node;
+  if (gpus_ok && per_node > 0 && num_gpus > per_node && num_gpus % per_node != 0) {
+    fail("--gpus", str(num_gpus) + " GPUs span more than one node but not whole nodes (" +
+                       cl.cluster.name + " has " + str(per_node) + " GPUs per node)");
+  }
+  // tp larger than a node is allowed: it is valid, only slow (TP traffic then crosses the
+  // fabric), which is what the simulation will show.
+
+  // Tensor parallelism splits attention heads and the MLP evenly (Megatron-LM, Shoeybi et al.
+  // 2019, §3): ColumnParallelLinear divides its output size by tp.
+  if (tp_ok) {
+    if (m.num_heads > 0 && m.num_heads % p.tp != 0) {
+      fail("--tp", "must divide the number of attention heads (" + m.name + " has " +
+                       str(m.num_heads) + "; got tp " + str(p.tp) + ")");
+    }
+    // KV heads of grouped-query attention: with tp <= kv each rank holds kv/tp whole KV heads
+    // (Megatron-Core's attention requires num_query_groups % tp == 0). With tp > kv each KV
+    // head is replicated on tp/kv ranks (as vLLM does for tp above the KV head count), which
+    // needs tp to be a multiple of kv; the replicated KV projections cost extra FLOPs and memory
+    // that the lowering must account for.
+    const std::int64_t kv = m.num_kv_heads;
+    if (kv > 0 && kv != m.num_heads) {
+      const bool ok = p.tp <= kv ? kv % p.tp == 0 : p.tp % kv == 0;
+      if (!ok) {
+        fail("--tp", "must divide the number of key/value heads (" + m.name + " has " + str(kv) +
+                         "), or be a multiple of it so that each KV head is replicated on tp/" +
+                         "kv ranks (got tp " + str(p.tp) + ")");
+      }
+    }
+    if (m.ffn_hidden > 0 && m.ffn_hidden % p.tp != 0) {
+      fail("--tp", "must divide ffn_hidden (" + m.name + " has " + str(m.ffn_hidden) +
+                       "): the MLP projections are split evenly across tp ranks (got tp " +
+                       str(p.tp) + ")");
+    }
+    // The vocabulary is not checked: Megatron-LM pads it to a multiple of 128·tp
+    // (--make-vocab-size-divisible-by, _vocab_size_with_padding), so any tp splits it; the
+    // padded rows are the model builder's concern.
+  }
+
+  // Pipeline stages: whole layers per stage. With the interleaved schedule each rank holds vpp
+  // model chunks, so there are pp·vpp stages (Narayanan et al. SC'21, §2.2.2).
+  const bool interleaved = p.schedule == parallel::Schedule::kInterleaved;
+  if (pp_ok && vpp_ok) {
+    std::int64_t stages = p.pp;
+    if (interleaved && !mul(p.pp, p.vpp, stages)) stages = -1;
+    const std::string stage_words =
+        interleaved ? "pp·vpp = " + str(p.pp) + "·" + str(p.vpp) + " = " + str(stages) + " (interleaved)"
+                    : "pp = " + str(p.pp);
+    if (p.pp_layers.empty()) {
+      if (m.num_layers > 0 && stages > 0 && m.num_layers % stages != 0) {
+        if (interleaved && m.num_layers % p.pp == 0) {
+          fail("--vpp", "the interleaved schedule needs num_layers (" + str(m.num_layers) +
+                            ") divisible by " + stage_words + ", or --pp-layers");
+        } else {
+          fail("--pp", "must divide num_layers (" + m.name + " has " + str(m.num_layers) +
+                           "; stages: " + stage_words + "), or give the layers of each stage "
+                           "with --pp-layers");
+        }
+      }
+    } else {
+      if (static_cast<std::int64_t>(p.pp_layers.size()) != stages) {
+        fail("--pp-layers", "has " + str(static_cast<std::int64_t>(p.pp_layers.size())) +
+                                " entries; needs one per pipeline stage: " + stage_words);
+      }
+      std::int64_t sum = 0;
+      bool all_positive = true;
+      bool sum_fits = true;
+      for (auto n : p.pp_layers) {
+        if (n <= 0) all_positive = false;
+        if (__builtin_add_overflow(sum, n, &sum)) sum_fits = false;
+      }
+      if (!all_positive) fail("--pp-layers", "every stage needs at least one layer (entries must be > 0)");
+      if (all_positive && (!sum_fits || sum != m.num_layers)) {
+        fail("--pp-layers", "entries sum to " + str(sum) + " but " + m.name + " has " +
+                                str(m.num_layers) + " layers");
+      }
+    }
+  }
+  if (vpp_ok && p.vpp > 1 && !interleaved) {
+    fail("--vpp", "virtual pipeline stages (vpp " + str(p.vpp) +
+                      ") need --schedule interleaved (got " + std::string(name(p.schedule)) + ")");
+  }
+  if (interleaved) {
+    if (vpp_ok && p.vpp < 2) fail("--schedule", "interleaved needs --vpp >= 2 model chunks per pipeline rank");
+    if (pp_ok && p.pp < 2) fail("--schedule", "interleaved needs --pp >= 2");
+    // Megatron-LM's interleaved 1F1B raises "number of microbatches is not divisible by
+    // pipeline-model-parallel-size when using interleaved schedule"
+    // (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving;
+    // the requirement is stated in Narayanan et al. SC'21 §2.2.2).
+    std::int64_t per_step = 0;
+    if (pp_ok && dp_ok && mb_ok && gb_ok && p.pp >= 2 && mul(p.dp, p.micro_batch, per_step) &&
+        p.global_batch % per_step == 0) {
+      const std::int64_t micro = p.global_batch / per_step;
+      if (micro % p.pp != 0) {
+        fail("--schedule", "interleaved needs the micro-batches per pipeline (global_batch/(dp·"
+                           "micro_batch) = " + str(micro) + ") to be a multiple of pp (" +
+                           str(p.pp) + ")");
+      }
+    }
+  }
+
+  // Batch: every DP replica runs whole micro-batches.
+  if (dp_ok && mb_ok && gb_ok) {
+    std::int64_t per_step = 0;
+    if (!mul(p.dp, p.micro_batch, per_step) || p.global_batch % per_step != 0) {
+      fail("--global-batch", "must be a multiple of dp·micro_batch = " + str(p.dp) + "·" +
+                                 str(p.micro_batch) + " = " + str(per_step) + " (got " +
+                                 str(p.global_batch) + ")");
+    }
+  }
+
+  // Context parallelism splits each sequence across cp ranks.
+  if (seq_ok && cp_ok && p.cp > 1) {
+    switch (p.cp_algo) {
+      case parallel::CpAlgo::kRing:
+      case parallel::CpAlgo::kAllGather:
+        // Causal load balancing cuts the sequence into 2·cp chunks and gives rank i chunks i and
+        // 2·cp−1−i (Megatron-Core / Transformer Engine context parallelism; Llama 3, Dubey et
+        // al. 2024 §3.3.2, splits the same way for its all-gather CP).
+        if (p.seq_len % (2 * p.cp) != 0) {
+          fail("--seq", "must be divisible by 2·cp = " + str(2 * p.cp) +
+                            ": causal load balancing splits each sequence into 2·cp chunks (got " +
+                            str(p.seq_len) + ")");
+        }
+        break;
+      case parallel::CpAlgo::kUlysses:
+        if (p.seq_len % p.cp != 0) {
+          fail("--seq", "must be divisible by cp (" + str(p.cp) + ") (got " + str(p.seq_len) + ")");
+        }
+        // The all-to-all trades the sequence split for a head split (Jacobs et al. 2023,
+        // DeepSpeed-Ulysses): each cp rank needs whole heads of its tp rank's share.
+        if (tp_ok && m.num_heads > 0 && m.num_heads % p.tp == 0 && (m.num_heads / p.tp) % p.cp != 0) {
+          fail("--cp", "Ulysses needs the heads per tp rank (" + str(m.num_heads) + "/" + str(p.tp) +
+                           " = " + str(m.num_heads / p.tp) + ") divisible by cp (" + str(p.cp) + ")");
+        }
+        break;
+    }
+  }
+  // Sequence parallelism splits the tokens of each cp rank across its tp ranks outside
+  // attention and the MLP (Korthikanti et al. 2022, §4.2.2).
+  if (p.sequence_parallel && seq_ok && cp_ok && tp_ok && p.tp > 1) {
+    std::int64_t split = 0;
+    if (!mul(p.cp, p.tp, split) || p.seq_len % split != 0) {
+      fail("--sequence-parallel", "needs --seq (" + str(p.seq_len) + ") divisible by cp·tp = " +
+                                      str(p.cp) + "·" + str(p.tp) + " = " + str(split));
+    }
+  }
+  if (seq_ok && m.position == ir::Position::kLearned && m.max_seq_len > 0 && p.seq_len > m.max_seq_len) {
+    fail("--seq", str(p.seq_len) + " exceeds the learned position table of " + m.name +
+                      " (max_seq_len " + str(m.max_seq_len) + ")");
+  }
+  if (mst_ok && seq_ok && cp_ok && p.mst_chunks > p.seq_len / p.cp) {
+    fail("--mst-chunks", str(p.mst_chunks) + " chunks exceed the " + str(p.seq_len / p.cp) +
+                             " tokens of a sequence on one cp rank");
+  }
+
+  // Precision.
+  switch (p.dtype) {
+    case ir::Dtype::kBf16:
+    case ir::Dtype::kFp16: break;
+    case ir::Dtype::kFp8:
+      if (!(cl.gpu.peak_fp8.per_s() > 0)) {
+        fail("--dtype", "fp8 needs FP8 tensor cores, which " + cl.gpu.name +
+                            " does not have (peak_fp8_tflops is 0)");
+      }
+      break;
+    case ir::Dtype::kFp32:
+      fail("--dtype", "fp32 training is not modelled (expected " + dtype_choices() + ")");
+      break;
+  }
+
+  // The optimizer steps each parameter as soon as its gradient is complete (PyTorch's
+  // _apply_optimizer_in_backward: "the optimizer ... will fire after the gradient has been
+  // accumulated into the parameter"), so gradients cannot be accumulated over micro-batches.
+  if (p.optimizer_in_backward && dp_ok && mb_ok && gb_ok) {
+    std::int64_t per_step = 0;
+    if (mul(p.dp, p.micro_batch, per_step) && p.global_batch != per_step) {
+      fail("--optimizer-in-backward", "steps the optimizer during the backward pass, so it needs "
+                                      "one micro-batch per iteration: global_batch must equal "
+                                      "dp·micro_batch = " + str(per_step) + " (got " +
+                                      str(p.global_batch) + ")");
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
+                                   const Cluster& cluster, std::int64_t num_gpus) {
+  return detail::check_plan(plan, model, cluster, num_gpus, true);
+}
+
+std::vector<Diagnostic> check_model(const ir::ModelSpec& model) {
+  std::vector<Diagnostic> out;
+  detail::model_rules(model, [&](std::string_view field, std::string message) {
+    out.push_back(Diagnostic{"", 0, std::string(field), std::move(message)});
+  });
+  return out;
+}
+
+}  // namespace ts::config

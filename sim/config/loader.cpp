@@ -1,0 +1,504 @@
+// Loading and validation of model, cluster and scenario files.
+#include "sim/config/loader.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "sim/config/names.h"
+#include "sim/config/plan_rules.h"
+#include "sim/config/proto_reader.h"
+#include "sim/schema/cluster.pb.h"
+#include "sim/schema/model.pb.h"
+#include "sim/schema/scenario.pb.h"
+
+namespace ts::config {
+namespace {
+
+namespace fs = std::filesystem;
+namespace sch = trainsim::schema;
+using detail::Checker;
+using detail::FieldLines;
+
+enum class Zoo { kModels, kTopologies };
+
+const char* zoo_folder(Zoo z) {
+  switch (z) {
+    case Zoo::kModels: return "models";
+    case Zoo::kTopologies: return "topologies";
+  }
+  return "";
+}
+
+const char* zoo_kind(Zoo z) {
+  switch (z) {
+    case Zoo::kModels: return "model";
+    case Zoo::kTopologies: return "cluster";
+  }
+  return "";
+}
+
+bool has_suffix(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_input_file_name(const std::string& s) {
+  return has_suffix(s, ".textproto") || has_suffix(s, ".txtpb") || has_suffix(s, ".pbtxt") ||
+         has_suffix(s, ".json");
+}
+
+std::vector<std::string> zoo_names(Zoo zoo) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(data_dir() / zoo_folder(zoo), ec)) {
+    const std::string file = entry.path().filename().string();
+    if (entry.is_regular_file(ec) && is_input_file_name(file)) {
+      names.insert(entry.path().stem().string());
+    }
+  }
+  return {names.begin(), names.end()};
+}
+
+// Where a model or cluster name was given: a flag, or a field of a scenario file.
+struct Origin {
+  std::string file;
+  int line = 0;
+  std::string field;
+};
+
+// A zoo name or a path → the file to read. A path is anything with a '/' or an input-file
+// extension; relative paths are taken from `base` (the scenario's folder; empty = working
+// directory). Adds a diagnostic at `origin` when there is no such file or zoo entry.
+std::optional<fs::path> resolve(Zoo zoo, const std::string& s, const Origin& origin,
+                                const fs::path& base, DiagnosticList& diags) {
+  const auto fail = [&](std::string message) {
+    diags.add(Diagnostic{origin.file, origin.line, origin.field, std::move(message)});
+    return std::nullopt;
+  };
+  if (s.empty()) return fail(std::string("no ") + zoo_kind(zoo) + " given");
+  std::error_code ec;
+  if (s.find('/') != std::string::npos || is_input_file_name(s)) {
+    fs::path p(s);
+    if (p.is_relative() && !base.empty()) p = base / p;
+    if (!fs::is_regular_file(p, ec)) return fail("no such file '" + p.string() + "'");
+    return p;
+  }
+  const fs::path folder = data_dir() / zoo_folder(zoo);
+  for (const char* ext : {".textproto", ".json"}) {
+    fs::path p = folder / (s + ext);
+    if (fs::is_regular_file(p, ec)) return p;
+  }
+  std::string known;
+  for (const auto& n : zoo_names(zoo)) known += (known.empty() ? "" : ", ") + n;
+  return fail("unknown " + std::string(zoo_kind(zoo)) + " '" + s + "': not a file, and not in the zoo at " +
+              folder.string() + " (known: " + (known.empty() ? "none" : known) + ")");
+}
+
+// Checks a spelled (enumerated) field and returns its value.
+template <class E, class Parse>
+std::optional<E> spelled(const Checker& c, bool has, const std::string& value,
+                         std::string_view field, Parse parse, const std::string& choices,
+                         bool required) {
+  if (!has) {
+    if (required) c.require(false, field);
+    return std::nullopt;
+  }
+  std::optional<E> v = parse(value);
+  if (!v) c.fail(field, "unknown value '" + value + "' (expected " + choices + ")");
+  return v;
+}
+
+// --- Models ---------------------------------------------------------------------------------
+
+std::optional<ir::ModelSpec> convert_model(const sch::Model& m, const Checker& c) {
+  const std::size_t before = c.diagnostics().items().size();
+  std::set<std::string, std::less<>> missing;
+  const auto need = [&](bool has, std::string_view field) {
+    if (!c.require(has, field)) missing.emplace(field);
+  };
+  need(m.has_name(), "name");
+  need(m.has_num_layers(), "num_layers");
+  need(m.has_hidden(), "hidden");
+  need(m.has_num_heads(), "num_heads");
+  need(m.has_ffn_hidden(), "ffn_hidden");
+  need(m.has_vocab(), "vocab");
+  need(m.has_max_seq_len(), "max_seq_len");
+  need(m.has_tied_embeddings(), "tied_embeddings");
+  need(m.has_linear_bias(), "linear_bias");
+
+  ir::ModelSpec s;
+  s.name = m.name();
+  s.num_layers = m.num_layers();
+  s.hidden = m.hidden();
+  s.num_heads = m.num_heads();
+  s.num_kv_heads = m.has_num_kv_heads() ? m.num_kv_heads() : m.num_heads();
+  if (!m.has_num_kv_heads() && !m.has_num_heads()) missing.emplace("num_kv_heads");
+  s.ffn_hidden = m.ffn_hidden();
+  s.vocab = m.vocab();
+  const auto norm = spelled<ir::Norm>(c, m.has_norm(), m.norm(), "norm", try_parse_norm,
+                                      norm_choices(), true);
+  const auto act = spelled<ir::Activation>(c, m.has_activation(), m.activation(), "activation",
+                                           try_parse_activation, activation_choices(), true);
+  const auto pos = spelled<ir::Position>(c, m.has_position(), m.position(), "position",
+                                         try_parse_position, position_choices(), true);
+  if (norm) s.norm = *norm;
+  if (act) s.activation = *act;
+  if (pos) s.position = *pos;
+  s.tied_embeddings = m.tied_embeddings();
+  s.linear_bias = m.linear_bias();
+  // The file always gives the context length; ModelSpec keeps it only as the size of a learned
+  // position table (0 for rotary positions, which have no table).
+  if (m.has_max_seq_len() && m.max_seq_len() <= 0) {
+    c.fail("max_seq_len", "must be > 0 (got " + std::to_string(m.max_seq_len()) + ")");
+    missing.emplace("max_seq_len");  // reported; keep the model rules quiet about it
+  }
+  s.max_seq_len = s.position == ir::Position::kLearned && pos ? m.max_seq_len() : 0;
+  if (!pos) missing.emplace("max_seq_len");
+
+  detail::model_rules(s, [&](std::string_view field, std::string message) {
+    if (missing.find(field) == missing.end()) c.fail(field, std::move(message));
+  });
+  if (c.diagnostics().items().size() != before) return std::nullopt;
+  return s;
+}
+
+std::optional<ir::ModelSpec> model_from_file(const fs::path& file, DiagnosticList& diags) {
+  sch::Model msg;
+  FieldLines lines;
+  const std::string display = file.string();
+  if (!detail::read_message(file, display, msg, lines, diags)) return std::nullopt;
+  return convert_model(msg, Checker(display, lines, diags));
+}
+
+// --- Clusters -------------------------------------------------------------------------------
+
+std::optional<compute::GpuSpec> convert_gpu(const sch::Cluster::Gpu& g, const Checker& c) {
+  const std::size_t before = c.diagnostics().items().size();
+  c.non_empty(g.has_name(), g.name(), "name");
+  c.positive(g.has_peak_bf16_tflops(), g.peak_bf16_tflops(), "peak_bf16_tflops");
+  c.positive(g.has_peak_fp16_tflops(), g.peak_fp16_tflops(), "peak_fp16_tflops");
+  c.non_negative(g.has_peak_fp8_tflops(), g.peak_fp8_tflops(), "peak_fp8_tflops");
+  c.non_negative(g.has_peak_tf32_tflops(), g.peak_tf32_tflops(), "peak_tf32_tflops");
+  c.positive(g.has_peak_fp32_tflops(), g.peak_fp32_tflops(), "peak_fp32_tflops");
+  compute::GpuSpec s;
+  switch (g.memory_case()) {
+    case sch::Cluster::Gpu::kMemoryGib:
+      c.positive(true, g.memory_gib(), "memory_gib");
+      s.memory_capacity = Bytes::gib(g.memory_gib());
+      break;
+    case sch::Cluster::Gpu::kMemoryGb:
+      c.positive(true, g.memory_gb(), "memory_gb");
+      s.memory_capacity = Bytes::gb(g.memory_gb());
+      break;
+    case sch::Cluster::Gpu::kMemoryMib:
+      c.positive(true, g.memory_mib(), "memory_mib");
+      s.memory_capacity = Bytes::mib(g.memory_mib());
+      break;
+    case sch::Cluster::Gpu::MEMORY_NOT_SET:
+      c.fail("memory_gib", "required value is missing (give one of memory_gib, memory_gb, memory_mib)");
+      break;
+  }
+  c.positive(g.has_memory_bandwidth_gbps(), g.memory_bandwidth_gbps(), "memory_bandwidth_gbps");
+  c.positive(g.has_num_sms(), g.num_sms(), "num_sms");
+  c.fraction(g.has_matmul_efficiency(), g.matmul_efficiency(), "matmul_efficiency");
+  c.fraction(g.has_memory_efficiency(), g.memory_efficiency(), "memory_efficiency");
+  c.non_negative(g.has_kernel_launch_overhead_us(), g.kernel_launch_overhead_us(),
+                 "kernel_launch_overhead_us");
+  if (c.diagnostics().items().size() != before) return std::nullopt;
+  s.name = g.name();
+  s.peak_bf16 = FlopRate::tflops(g.peak_bf16_tflops());
+  s.peak_fp16 = FlopRate::tflops(g.peak_fp16_tflops());
+  s.peak_fp8 = FlopRate::tflops(g.peak_fp8_tflops());
+  s.peak_tf32 = FlopRate::tflops(g.peak_tf32_tflops());
+  s.peak_fp32 = FlopRate::tflops(g.peak_fp32_tflops());
+  s.memory_bandwidth = Bandwidth::gbytes_per_s(g.memory_bandwidth_gbps());
+  s.num_sms = g.num_sms();
+  s.matmul_efficiency = g.matmul_efficiency();
+  s.memory_efficiency = g.memory_efficiency();
+  s.kernel_launch_overhead = Duration::from_us(g.kernel_launch_overhead_us());
+  return s;
+}
+
+std::optional<topology::NodeSpec> convert_node(const sch::Cluster::Node& n, const Checker& c) {
+  const std::size_t before = c.diagnostics().items().size();
+  c.positive(n.has_gpus_per_node(), n.gpus_per_node(), "gpus_per_node");
+  // A single-GPU node has no NVLink; any larger one needs its bandwidth.
+  if (n.gpus_per_node() > 1) {
+    c.positive(n.has_nvlink_bandwidth_gbps(), n.nvlink_bandwidth_gbps(), "nvlink_bandwidth_gbps");
+  } else {
+    c.non_negative(n.has_nvlink_bandwidth_gbps(), n.nvlink_bandwidth_gbps(), "nvlink_bandwidth_gbps");
+  }
+  c.non_negative(n.has_nvlink_latency_ns(), n.nvlink_latency_ns(), "nvlink_latency_ns");
+  c.positive(n.has_nics_per_node(), n.nics_per_node(), "nics_per_node");
+  c.positive(n.has_nic_bandwidth_gbits(), n.nic_bandwidth_gbits(), "nic_bandwidth_gbits");
+  c.non_negative(n.has_nic_latency_ns(), n.nic_latency_ns(), "nic_latency_ns");
+  if (c.diagnostics().items().size() != before) return std::nullopt;
+  topology::NodeSpec s;
+  s.gpus_per_node = n.gpus_per_node();
+  s.nvlink_bandwidth = Bandwidth::gbytes_per_s(n.nvlink_bandwidth_gbps());
+  s.nvlink_latency = Duration::from_ns(n.nvlink_latency_ns());
+  s.nvlink_sharp = n.nvlink_sharp();
+  s.nics_per_node = n.nics_per_node();
+  s.nic_bandwidth = Bandwidth::gbits_per_s(n.nic_bandwidth_gbits());
+  s.nic_latency = Duration::from_ns(n.nic_latency_ns());
+  return s;
+}
+
+std::optional<topology::FabricSpec> convert_fabric(const sch::Cluster::Fabric& f, const Checker& c) {
+  const std::size_t before = c.diagnostics().items().size();
+  const auto kind = spelled<topology::FabricKind>(c, f.has_kind(), f.kind(), "kind",
+                                                  try_parse_fabric_kind, fabric_kind_choices(), true);
+  c.at_least(f.has_tiers(), f.tiers(), 1, "tiers");
+  c.at_least(f.has_oversubscription(), f.oversubscription(), 1, "oversubscription");
+  c.non_negative(f.has_switch_latency_ns(), f.switch_latency_ns(), "switch_latency_ns");
+  c.at_least(f.has_switch_radix(), f.switch_radix(), 2, "switch_radix");
+  if (c.diagnostics().items().size() != before || !kind) return std::nullopt;
+  topology::FabricSpec s;
+  s.kind = *kind;
+  s.tiers = f.tiers();
+  s.oversubscription = f.oversubscription();
+  s.switch_latency = Duration::from_ns(f.switch_latency_ns());
+  s.switch_radix = f.switch_radix();
+  return s;
+}
+
+std::optional<Cluster> convert_cluster(const sch::Cluster& m, const Checker& c) {
+  const std::size_t before = c.diagnostics().items().size();
+  c.non_empty(m.has_name(), m.name(), "name");
+  std::optional<compute::GpuSpec> gpu;
+  std::optional<topology::NodeSpec> node;
+  std::optional<topology::FabricSpec> fabric;
+  if (c.require(m.has_gpu(), "gpu")) gpu = convert_gpu(m.gpu(), c.nested("gpu"));
+  if (c.require(m.has_node(), "node")) node = convert_node(m.node(), c.nested("node"));
+  if (c.require(m.has_fabric(), "fabric")) fabric = convert_fabric(m.fabric(), c.nested("fabric"));
+  if (c.diagnostics().items().size() != before || !gpu || !node || !fabric) return std::nullopt;
+  Cluster out;
+  out.gpu = std::move(*gpu);
+  out.cluster.name = m.name();
+  out.cluster.gpu = out.gpu.name;
+  out.cluster.node = *node;
+  out.cluster.fabric = *fabric;
+  return out;
+}
+
+std::optional<Cluster> cluster_from_file(const fs::path& file, DiagnosticList& diags) {
+  sch::Cluster msg;
+  FieldLines lines;
+  const std::string display = file.string();
+  if (!detail::read_message(file, display, msg, lines, diags)) return std::nullopt;
+  return convert_cluster(msg, Checker(display, lines, diags));
+}
+
+// --- Scenarios ------------------------------------------------------------------------------
+
+// check_plan names flags; in a scenario file the same rule names the field.
+constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
+    {"--gpus", "num_gpus"},
+    {"--tp", "tp"},
+    {"--pp", "pp"},
+    {"--dp", "dp"},
+    {"--cp", "cp"},
+    {"--vpp", "vpp"},
+    {"--micro-batch", "micro_batch"},
+    {"--global-batch", "global_batch"},
+    {"--seq", "seq_len"},
+    {"--dtype", "dtype"},
+    {"--zero", "zero_stage"},
+    {"--sequence-parallel", "sequence_parallel"},
+    {"--recompute", "recompute"},
+    {"--schedule", "schedule"},
+    {"--pp-layers", "pp_layers"},
+    {"--order", "order"},
+    {"--cp-algo", "cp_algo"},
+    {"--mst-chunks", "mst_chunks"},
+    {"--optimizer-states", "optimizer_states"},
+    {"--optimizer-in-backward", "optimizer_in_backward"},
+};
+
+std::string field_of_flag(const std::string& flag) {
+  for (const auto& [f, field] : kFlagFields) {
+    if (f == flag) return std::string(field);
+  }
+  return flag;
+}
+
+}  // namespace
+
+std::filesystem::path data_dir() {
+  if (const char* env = std::getenv("TRAINSIM_DATA_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return TRAINSIM_SOURCE_DIR;
+}
+
+std::vector<std::string> zoo_models() { return zoo_names(Zoo::kModels); }
+std::vector<std::string> zoo_clusters() { return zoo_names(Zoo::kTopologies); }
+
+ir::ModelSpec load_model(const std::string& name_or_path) {
+  DiagnosticList diags;
+  std::optional<ir::ModelSpec> spec;
+  if (auto file = resolve(Zoo::kModels, name_or_path, Origin{"", 0, "--model"}, {}, diags)) {
+    spec = model_from_file(*file, diags);
+  }
+  diags.throw_if_any();
+  SIM_ASSERT(spec.has_value(), "a model that failed to load left no diagnostic");
+  return *spec;
+}
+
+Cluster load_cluster(const std::string& name_or_path) {
+  DiagnosticList diags;
+  std::optional<Cluster> cluster;
+  if (auto file = resolve(Zoo::kTopologies, name_or_path, Origin{"", 0, "--cluster"}, {}, diags)) {
+    cluster = cluster_from_file(*file, diags);
+  }
+  diags.throw_if_any();
+  SIM_ASSERT(cluster.has_value(), "a cluster that failed to load left no diagnostic");
+  return *cluster;
+}
+
+Scenario load_scenario(const std::string& path) {
+  DiagnosticList diags;
+  sch::Scenario msg;
+  FieldLines lines;
+  if (!detail::read_message(path, path, msg, lines, diags)) diags.throw_if_any();
+  const Checker c(path, lines, diags);
+  const fs::path base = fs::path(path).parent_path();
+
+  std::optional<ir::ModelSpec> model;
+  switch (msg.model_source_case()) {
+    case sch::Scenario::kModel:
+      if (auto f = resolve(Zoo::kModels, msg.model(), Origin{path, c.line_of("model"), "model"},
+                           base, diags)) {
+        model = model_from_file(*f, diags);
+      }
+      break;
+    case sch::Scenario::kInlineModel:
+      model = convert_model(msg.inline_model(), c.nested("inline_model"));
+      break;
+    case sch::Scenario::MODEL_SOURCE_NOT_SET:
+      c.fail("model", "required: a zoo name, a path to a model file, or inline_model { ... }");
+      break;
+  }
+  std::optional<Cluster> cluster;
+  switch (msg.cluster_source_case()) {
+    case sch::Scenario::kCluster:
+      if (auto f = resolve(Zoo::kTopologies, msg.cluster(),
+                           Origin{path, c.line_of("cluster"), "cluster"}, base, diags)) {
+        cluster = cluster_from_file(*f, diags);
+      }
+      break;
+    case sch::Scenario::kInlineCluster:
+      cluster = convert_cluster(msg.inline_cluster(), c.nested("inline_cluster"));
+      break;
+    case sch::Scenario::CLUSTER_SOURCE_NOT_SET:
+      c.fail("cluster", "required: a zoo name, a path to a cluster file, or inline_cluster { ... }");
+      break;
+  }
+
+  // Fields reported here are not reported again by the plan rules.
+  std::set<std::string, std::less<>> reported;
+  const auto need = [&](bool has, std::string_view field) {
+    if (!c.require(has, field)) reported.emplace(field);
+  };
+  need(msg.has_num_gpus(), "num_gpus");
+  need(msg.has_global_batch(), "global_batch");
+
+  parallel::ParallelPlan plan;
+  if (msg.has_tp()) plan.tp = msg.tp();
+  if (msg.has_pp()) plan.pp = msg.pp();
+  if (msg.has_cp()) plan.cp = msg.cp();
+  if (msg.has_vpp()) plan.vpp = msg.vpp();
+  if (msg.has_micro_batch()) plan.micro_batch = msg.micro_batch();
+  if (msg.has_global_batch()) plan.global_batch = msg.global_batch();
+  if (msg.has_seq_len()) plan.seq_len = msg.seq_len();
+  if (msg.has_zero_stage()) plan.zero_stage = msg.zero_stage();
+  if (msg.has_sequence_parallel()) plan.sequence_parallel = msg.sequence_parallel();
+  if (msg.has_mst_chunks()) plan.mst_chunks = msg.mst_chunks();
+  if (msg.has_optimizer_in_backward()) plan.optimizer_in_backward = msg.optimizer_in_backward();
+  plan.pp_layers.assign(msg.pp_layers().begin(), msg.pp_layers().end());
+  const auto set_spelled = [&](auto parsed, auto& out, std::string_view field) {
+    if (parsed) {
+      out = *parsed;
+    } else if (c.line_of(field) > 0) {
+      reported.emplace(field);
+    }
+  };
+  set_spelled(spelled<ir::Dtype>(c, msg.has_dtype(), msg.dtype(), "dtype", try_parse_dtype,
+                                 dtype_choices(), false),
+              plan.dtype, "dtype");
+  set_spelled(spelled<parallel::Recompute>(c, msg.has_recompute(), msg.recompute(), "recompute",
+                                           try_parse_recompute, recompute_choices(), false),
+              plan.recompute, "recompute");
+  set_spelled(spelled<parallel::Schedule>(c, msg.has_schedule(), msg.schedule(), "schedule",
+                                          try_parse_schedule, schedule_choices(), false),
+              plan.schedule, "schedule");
+  set_spelled(spelled<parallel::CpAlgo>(c, msg.has_cp_algo(), msg.cp_algo(), "cp_algo",
+                                        try_parse_cp_algo, cp_algo_choices(), false),
+              plan.cp_algo, "cp_algo");
+  set_spelled(spelled<parallel::OptimizerStates>(c, msg.has_optimizer_states(),
+                                                 msg.optimizer_states(), "optimizer_states",
+                                                 try_parse_optimizer_states,
+                                                 optimizer_states_choices(), false),
+              plan.optimizer_states, "optimizer_states");
+  if (msg.has_order()) {
+    try {
+      plan.order = parse_order(msg.order(), "order");
+    } catch (const InputError& e) {
+      for (const auto& d : e.diagnostics()) c.fail("order", d.message);
+      reported.emplace("order");
+    }
+  }
+
+  // dp left out: whatever the other degrees leave of the GPUs.
+  bool dp_known = true;
+  if (msg.has_dp()) {
+    plan.dp = msg.dp();
+  } else if (msg.has_num_gpus() && msg.num_gpus() > 0 && plan.tp > 0 && plan.pp > 0 && plan.cp > 0) {
+    std::int64_t rest = 0, a = 0;
+    const bool fits = !__builtin_mul_overflow(plan.tp, plan.pp, &a) &&
+                      !__builtin_mul_overflow(a, plan.cp, &rest);
+    if (fits && msg.num_gpus() % rest == 0) {
+      plan.dp = msg.num_gpus() / rest;
+    } else {
+      c.fail("dp", "not given, and num_gpus (" + std::to_string(msg.num_gpus()) +
+                       ") is not divisible by tp·pp·cp" +
+                       (fits ? " = " + std::to_string(rest) : std::string()));
+      dp_known = false;
+    }
+  }
+
+  const bool gpus_fit = msg.num_gpus() <= std::numeric_limits<std::int32_t>::max();
+  if (!gpus_fit) {
+    c.fail("num_gpus", "too large (got " + std::to_string(msg.num_gpus()) + ")");
+    reported.emplace("num_gpus");
+  }
+  if (model && cluster && msg.has_num_gpus()) {
+    for (auto d : detail::check_plan(plan, *model, *cluster, msg.num_gpus(), dp_known)) {
+      d.field = field_of_flag(d.field);
+      if (reported.find(d.field) != reported.end()) continue;
+      d.file = path;
+      d.line = c.line_of(d.field);
+      diags.add(std::move(d));
+    }
+  }
+  diags.throw_if_any();
+  SIM_ASSERT(model && cluster, "a scenario that failed to load left no diagnostic");
+  return Scenario{std::move(*model), std::move(*cluster), static_cast<std::int32_t>(msg.num_gpus()),
+                  std::move(plan)};
+}
+
+Scenario make_scenario(ir::ModelSpec model, Cluster cluster, std::int64_t num_gpus,
+                       parallel::ParallelPlan plan) {
+  auto problems = check_plan(plan, model, cluster, num_gpus);
+  if (num_gpus > std::numeric_limits<std::int32_t>::max()) {
+    problems.push_back(Diagnostic{"", 0, "--gpus", "too large (got " + std::to_string(num_gpus) + ")"});
+  }
+  if (!problems.empty()) throw InputError(std::move(problems));
+  return Scenario{std::move(model), std::move(cluster), static_cast<std::int32_t>(num_gpus),
+                  std::move(plan)};
+}
+
+}  // namespace ts::config

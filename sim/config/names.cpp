@@ -1,0 +1,201 @@
+// Spellings of the enumerated options shared by the command line and the input files.
+#include "sim/config/names.h"
+
+#include <array>
+#include <charconv>
+#include <utility>
+
+#include "sim/base/diagnostic.h"
+
+namespace ts::config {
+namespace {
+
+template <class E, std::size_t N>
+std::optional<E> lookup(const std::array<std::pair<std::string_view, E>, N>& table,
+                        std::string_view s) {
+  for (const auto& [n, v] : table) {
+    if (n == s) return v;
+  }
+  return std::nullopt;
+}
+
+template <class E, std::size_t N>
+std::string choices(const std::array<std::pair<std::string_view, E>, N>& table) {
+  std::string out;
+  for (const auto& entry : table) {
+    if (!out.empty()) out += '|';
+    out += entry.first;
+  }
+  return out;
+}
+
+template <class E, std::size_t N>
+std::string_view spelling(const std::array<std::pair<std::string_view, E>, N>& table, E v) {
+  for (const auto& [n, value] : table) {
+    if (value == v) return n;
+  }
+  SIM_ASSERT(false, "enumerator without a spelling");
+  return "?";
+}
+
+template <class E, std::size_t N>
+E parse_flag(const std::array<std::pair<std::string_view, E>, N>& table, std::string_view s,
+             std::string_view flag) {
+  if (auto v = lookup(table, s)) return *v;
+  throw InputError(Diagnostic{"", 0, std::string(flag),
+                              "unknown value '" + std::string(s) + "' (expected " +
+                                  choices(table) + ")"});
+}
+
+// fp32 is a GPU peak but not a training precision trainsim models (mixed precision only).
+constexpr std::array<std::pair<std::string_view, ir::Dtype>, 3> kDtypes{{
+    {"bf16", ir::Dtype::kBf16}, {"fp16", ir::Dtype::kFp16}, {"fp8", ir::Dtype::kFp8}}};
+constexpr std::array<std::pair<std::string_view, parallel::Recompute>, 3> kRecompute{{
+    {"none", parallel::Recompute::kNone},
+    {"selective", parallel::Recompute::kSelective},
+    {"full", parallel::Recompute::kFull}}};
+constexpr std::array<std::pair<std::string_view, parallel::Schedule>, 3> kSchedules{{
+    {"gpipe", parallel::Schedule::kGpipe},
+    {"1f1b", parallel::Schedule::k1F1B},
+    {"interleaved", parallel::Schedule::kInterleaved}}};
+constexpr std::array<std::pair<std::string_view, parallel::CpAlgo>, 3> kCpAlgos{{
+    {"ring", parallel::CpAlgo::kRing},
+    {"allgather", parallel::CpAlgo::kAllGather},
+    {"ulysses", parallel::CpAlgo::kUlysses}}};
+constexpr std::array<std::pair<std::string_view, parallel::OptimizerStates>, 2> kOptStates{{
+    {"fp32", parallel::OptimizerStates::kFp32}, {"bf16", parallel::OptimizerStates::kBf16}}};
+constexpr std::array<std::pair<std::string_view, parallel::Axis>, 4> kAxes{{
+    {"tp", parallel::Axis::kTp},
+    {"cp", parallel::Axis::kCp},
+    {"dp", parallel::Axis::kDp},
+    {"pp", parallel::Axis::kPp}}};
+constexpr std::array<std::pair<std::string_view, ir::Norm>, 2> kNorms{{
+    {"layernorm", ir::Norm::kLayerNorm}, {"rmsnorm", ir::Norm::kRmsNorm}}};
+constexpr std::array<std::pair<std::string_view, ir::Activation>, 2> kActivations{{
+    {"gelu", ir::Activation::kGelu}, {"swiglu", ir::Activation::kSwiglu}}};
+constexpr std::array<std::pair<std::string_view, ir::Position>, 2> kPositions{{
+    {"learned", ir::Position::kLearned}, {"rope", ir::Position::kRope}}};
+constexpr std::array<std::pair<std::string_view, topology::FabricKind>, 2> kFabricKinds{{
+    {"rail_optimized_fat_tree", topology::FabricKind::kRailOptimizedFatTree},
+    {"fat_tree", topology::FabricKind::kFatTree}}};
+
+// Splits "a,b,c" at commas, trimming spaces around items.
+std::vector<std::string_view> split_list(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = s.find(',', start);
+    std::string_view item = s.substr(start, comma == std::string_view::npos ? s.npos : comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    out.push_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ir::Dtype> try_parse_dtype(std::string_view s) { return lookup(kDtypes, s); }
+std::string dtype_choices() { return choices(kDtypes); }
+std::optional<parallel::Recompute> try_parse_recompute(std::string_view s) {
+  return lookup(kRecompute, s);
+}
+std::string recompute_choices() { return choices(kRecompute); }
+std::optional<parallel::Schedule> try_parse_schedule(std::string_view s) {
+  return lookup(kSchedules, s);
+}
+std::string schedule_choices() { return choices(kSchedules); }
+std::optional<parallel::CpAlgo> try_parse_cp_algo(std::string_view s) { return lookup(kCpAlgos, s); }
+std::string cp_algo_choices() { return choices(kCpAlgos); }
+std::optional<parallel::OptimizerStates> try_parse_optimizer_states(std::string_view s) {
+  return lookup(kOptStates, s);
+}
+std::string optimizer_states_choices() { return choices(kOptStates); }
+std::optional<parallel::Axis> try_parse_axis(std::string_view s) { return lookup(kAxes, s); }
+std::string axis_choices() { return choices(kAxes); }
+std::optional<ir::Norm> try_parse_norm(std::string_view s) { return lookup(kNorms, s); }
+std::string norm_choices() { return choices(kNorms); }
+std::optional<ir::Activation> try_parse_activation(std::string_view s) {
+  return lookup(kActivations, s);
+}
+std::string activation_choices() { return choices(kActivations); }
+std::optional<ir::Position> try_parse_position(std::string_view s) { return lookup(kPositions, s); }
+std::string position_choices() { return choices(kPositions); }
+std::optional<topology::FabricKind> try_parse_fabric_kind(std::string_view s) {
+  return lookup(kFabricKinds, s);
+}
+std::string fabric_kind_choices() { return choices(kFabricKinds); }
+
+ir::Dtype parse_dtype(std::string_view s, std::string_view flag) {
+  return parse_flag(kDtypes, s, flag);
+}
+parallel::Recompute parse_recompute(std::string_view s, std::string_view flag) {
+  return parse_flag(kRecompute, s, flag);
+}
+parallel::Schedule parse_schedule(std::string_view s, std::string_view flag) {
+  return parse_flag(kSchedules, s, flag);
+}
+parallel::CpAlgo parse_cp_algo(std::string_view s, std::string_view flag) {
+  return parse_flag(kCpAlgos, s, flag);
+}
+parallel::OptimizerStates parse_optimizer_states(std::string_view s, std::string_view flag) {
+  return parse_flag(kOptStates, s, flag);
+}
+
+std::vector<parallel::Axis> parse_order(std::string_view s, std::string_view flag) {
+  std::vector<parallel::Axis> out;
+  for (std::string_view item : split_list(s)) {
+    auto axis = lookup(kAxes, item);
+    if (!axis) {
+      throw InputError(Diagnostic{"", 0, std::string(flag),
+                                  "unknown axis '" + std::string(item) + "' in '" +
+                                      std::string(s) + "' (expected a permutation of tp,cp,dp,pp)"});
+    }
+    out.push_back(*axis);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> parse_int_list(std::string_view s, std::string_view flag) {
+  std::vector<std::int64_t> out;
+  for (std::string_view item : split_list(s)) {
+    std::int64_t v = 0;
+    const char* end = item.data() + item.size();
+    auto [ptr, ec] = std::from_chars(item.data(), end, v);
+    if (item.empty() || ec != std::errc() || ptr != end) {
+      throw InputError(Diagnostic{"", 0, std::string(flag),
+                                  "'" + std::string(item) + "' in '" + std::string(s) +
+                                      "' is not an integer (expected a comma-separated list such "
+                                      "as 15,16,16,15)"});
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string_view name(ir::Dtype v) {
+  if (v == ir::Dtype::kFp32) return "fp32";
+  return spelling(kDtypes, v);
+}
+std::string_view name(parallel::Recompute v) { return spelling(kRecompute, v); }
+std::string_view name(parallel::Schedule v) { return spelling(kSchedules, v); }
+std::string_view name(parallel::CpAlgo v) { return spelling(kCpAlgos, v); }
+std::string_view name(parallel::OptimizerStates v) { return spelling(kOptStates, v); }
+std::string_view name(parallel::Axis v) { return spelling(kAxes, v); }
+std::string_view name(ir::Norm v) { return spelling(kNorms, v); }
+std::string_view name(ir::Activation v) { return spelling(kActivations, v); }
+std::string_view name(ir::Position v) { return spelling(kPositions, v); }
+std::string_view name(topology::FabricKind v) { return spelling(kFabricKinds, v); }
+
+std::string format_order(const std::vector<parallel::Axis>& order) {
+  std::string out;
+  for (auto a : order) {
+    if (!out.empty()) out += ',';
+    out += name(a);
+  }
+  return out;
+}
+
+}  // namespace ts::config
