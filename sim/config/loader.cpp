@@ -325,6 +325,22 @@ std::string field_of_flag(const std::string& flag) {
   return flag;
 }
 
+// `message` with every flag it mentions ("give --pp-layers") replaced by the scenario field.
+std::string fields_for_flags(std::string message) {
+  std::vector<std::pair<std::string_view, std::string_view>> flags(std::begin(kFlagFields),
+                                                                   std::end(kFlagFields));
+  // Longest first, so that "--pp-layers" is not read as "--pp" followed by "-layers".
+  std::sort(flags.begin(), flags.end(),
+            [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [flag, field] : flags) {
+    for (std::size_t at = message.find(flag); at != std::string::npos;
+         at = message.find(flag, at + field.size())) {
+      message.replace(at, flag.size(), field);
+    }
+  }
+  return message;
+}
+
 }  // namespace
 
 std::filesystem::path data_dir() {
@@ -478,6 +494,7 @@ Scenario load_scenario(const std::string& path) {
   if (model && cluster && msg.has_num_gpus()) {
     for (auto d : detail::check_plan(plan, *model, *cluster, msg.num_gpus(), dp_known)) {
       d.field = field_of_flag(d.field);
+      d.message = fields_for_flags(std::move(d.message));
       if (reported.find(d.field) != reported.end()) continue;
       d.file = path;
       d.line = c.line_of(d.field);

@@ -319,9 +319,16 @@ class JsonWalker : public nlohmann::json_sax<nlohmann::json> {
   bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& ex) override {
     std::string what = ex.what();
-    // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ..."
-    if (const std::size_t colon = what.find(": "); colon != std::string::npos) {
-      what = what.substr(colon + 2);
+    // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ...":
+    // the line is given separately, so keep what follows the position.
+    if (const std::size_t tag = what.find("] "); what.rfind("[json.exception", 0) == 0 &&
+                                                  tag != std::string::npos) {
+      what = what.substr(tag + 2);
+    }
+    if (what.rfind("parse error at ", 0) == 0) {
+      if (const std::size_t colon = what.find(": "); colon != std::string::npos) {
+        what = what.substr(colon + 2);
+      }
     }
     diags_.add(Diagnostic{display_, line_at(position), "", "JSON syntax error: " + what});
     failed_ = true;
