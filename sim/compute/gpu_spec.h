@@ -35,6 +35,8 @@ struct GpuSpec {
     }
     return peak_bf16;
   }
+  // Whether the GPU has a math path for `d` (no FP8 tensor cores on A100: peak_fp8 == 0).
+  bool supports(ir::Dtype d) const { return peak(d).per_s() > 0; }
 };
 
 }  // namespace ts::compute

@@ -38,8 +38,8 @@ TEST_CASE("fit report of every calibrated GPU", "[.report]") {
     const auto r = compute::evaluate_fit(*cal, 3);
     print_report(r, true);
     const auto& gp = r.fitted.gemm;
-    std::printf("  gemm: a16 %.4f a8 %.4f a32 %.4f per-wave %.3f us fixed %.3f us; mem %.1f GB/s launch %.3f us\n",
-                gp.inv_efficiency[0], gp.inv_efficiency[1], gp.inv_efficiency[2], gp.per_wave_s * 1e6,
+    std::printf("  gemm: a16 %.4f a8 %.4f a32 %.4f fill %.3f us fixed %.3f us; mem %.1f GB/s launch %.3f us\n",
+                gp.inv_efficiency[0], gp.inv_efficiency[1], gp.inv_efficiency[2], gp.fill_s * 1e6,
                 gp.fixed_s * 1e6, r.fitted.memory.achievable_bps * 1e-9, r.fitted.memory.launch_s * 1e6);
     for (const auto& a : r.fitted.attention) {
       const auto pr = [](const char* n, const compute::AttentionDirParams& d) {

@@ -1,0 +1,230 @@
+// Calibrated compute model: kernel times from the fitted parameters (calibrated_model.h).
+#include "sim/compute/calibrated_model.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "sim/base/diagnostic.h"
+#include "sim/compute/kernel_features.h"
+
+namespace ts::compute {
+
+const char* attention_pass_name(AttentionPass p) {
+  switch (p) {
+    case AttentionPass::kForward: return "fwd";
+    case AttentionPass::kBackward: return "bwd";
+    case AttentionPass::kForwardBackward: return "fwd+bwd";
+  }
+  return "?";
+}
+
+const char* memory_pattern_name(MemoryPattern p) {
+  switch (p) {
+    case MemoryPattern::kLoadStore: return "load_store";
+    case MemoryPattern::kLoad: return "load";
+    case MemoryPattern::kStore: return "store";
+  }
+  return "?";
+}
+
+GemmClass gemm_class(ir::Dtype d) {
+  switch (d) {
+    case ir::Dtype::kBf16: return GemmClass::k16Bit;
+    case ir::Dtype::kFp16: return GemmClass::k16Bit;
+    case ir::Dtype::kFp8: return GemmClass::kFp8;
+    case ir::Dtype::kFp32: return GemmClass::kFp32;
+  }
+  return GemmClass::k16Bit;
+}
+
+const char* gemm_class_name(GemmClass c) {
+  switch (c) {
+    case GemmClass::k16Bit: return "bf16/fp16";
+    case GemmClass::kFp8: return "fp8";
+    case GemmClass::kFp32: return "fp32";
+  }
+  return "?";
+}
+
+const AttentionParams* FittedModel::find_attention(const std::string& kernel) const {
+  for (const auto& a : attention) {
+    if (a.kernel == kernel) return &a;
+  }
+  return nullptr;
+}
+
+GemmPrediction predict_gemm(const GemmParams& p, const GpuSpec& gpu, const std::vector<GemmTile>& tiles,
+                            double memory_bps, const GemmShape& shape) {
+  SIM_ASSERT(shape.m >= 0 && shape.n >= 0 && shape.k >= 0 && shape.batch >= 0, "negative GEMM dimension");
+  GemmPrediction out;
+  if (shape.m == 0 || shape.n == 0 || shape.k == 0 || shape.batch == 0) return out;
+  const double peak = gpu.peak(shape.dtype).per_s();
+  SIM_ASSERT(peak > 0, gpu.name + " has no " + ir::dtype_name(shape.dtype) + " peak");
+  const double a = p.inv_efficiency[static_cast<std::size_t>(gemm_class(shape.dtype))];
+  out.seconds = std::numeric_limits<double>::infinity();
+  for (const auto& tile : tiles) {
+    const auto f = detail::gemm_features(shape, tile, gpu.num_sms, peak);
+    const double t = a * f.mma_s + p.fill_s * f.fill + p.fixed_s;
+    if (t < out.seconds) {
+      out.seconds = t;
+      out.tile = tile;
+      out.waves = static_cast<std::int64_t>(f.waves);
+    }
+  }
+  const double t_mem = detail::gemm_bytes(shape) / memory_bps;
+  if (t_mem > out.seconds) {
+    out.seconds = t_mem;
+    out.memory_bound = true;
+  }
+  return out;
+}
+
+namespace {
+
+double direction_time(const AttentionDirParams& d, const detail::AttentionFeatures& f) {
+  return d.inv_efficiency * f.mma_s + d.score_cost * f.scores_s + d.per_wave_s * f.waves + d.fixed_s;
+}
+
+struct DirTimes {
+  double fwd = 0, bwd = 0;  // compute terms, before the bytes floor
+  double fwd_bytes = 0, bwd_bytes = 0;
+};
+
+DirTimes attention_terms(const AttentionParams& p, AttentionShape s) {
+  s.direction = Direction::kForward;
+  const auto ff = detail::attention_features(s, false, p.block, p.num_sms, p.peak_flops);
+  s.direction = Direction::kBackward;
+  const auto fb = detail::attention_features(s, true, p.block, p.num_sms, p.peak_flops);
+  DirTimes t;
+  t.fwd_bytes = ff.bytes;
+  t.bwd_bytes = fb.bytes;
+  if (!p.split) {
+    t.fwd = direction_time(p.fwd, ff);
+    t.bwd = direction_time(p.bwd, fb);
+    return t;
+  }
+  detail::AttentionFeatures sum;
+  sum.mma_s = ff.mma_s + fb.mma_s;
+  sum.scores_s = ff.scores_s + fb.scores_s;
+  sum.waves = ff.waves + fb.waves;
+  const double total = direction_time(p.total, sum) + p.total.fixed_s;  // two kernels: 2c
+  const DirTimes ref = attention_terms(*p.reference, s);
+  const double share = ref.fwd / (ref.fwd + ref.bwd);
+  t.fwd = share * total;
+  t.bwd = total - t.fwd;
+  return t;
+}
+
+bool empty_attention(const AttentionShape& s) {
+  SIM_ASSERT(s.batch >= 0 && s.heads >= 0 && s.seq_q >= 0 && s.seq_kv >= 0 && s.head_dim >= 0,
+             "negative attention dimension");
+  return s.batch == 0 || s.heads == 0 || s.seq_q == 0 || s.seq_kv == 0 || s.head_dim == 0;
+}
+
+}  // namespace
+
+double predict_attention(const AttentionParams& p, const AttentionShape& shape) {
+  if (empty_attention(shape)) return 0;
+  const DirTimes t = attention_terms(p, shape);
+  const bool bwd = shape.direction == Direction::kBackward;
+  return std::max(bwd ? t.bwd : t.fwd, (bwd ? t.bwd_bytes : t.fwd_bytes) / p.memory_bps);
+}
+
+double predict_attention_fwd_bwd(const AttentionParams& p, const AttentionShape& shape) {
+  if (empty_attention(shape)) return 0;
+  const DirTimes t = attention_terms(p, shape);
+  return std::max(t.fwd, t.fwd_bytes / p.memory_bps) + std::max(t.bwd, t.bwd_bytes / p.memory_bps);
+}
+
+CalibratedModel::CalibratedModel(std::shared_ptr<const Calibration> calibration, FittedModel fitted,
+                                 GpuSpec gpu)
+    : calibration_(std::move(calibration)), fitted_(std::move(fitted)), gpu_(std::move(gpu)) {
+  SIM_ASSERT(calibration_ != nullptr, "null calibration");
+  default_attention_ = fitted_.find_attention(calibration_->attention_kernel);
+  if (default_attention_ == nullptr && !fitted_.attention.empty()) {
+    throw InputError(Diagnostic{calibration_->file, 0, "attention_model.kernel",
+                                "no attention points for kernel '" + calibration_->attention_kernel + "'"});
+  }
+}
+
+GemmPrediction CalibratedModel::gemm_detail(const GemmShape& shape) const {
+  const auto& cal = *calibration_;
+  if (cal.gpu.peak(shape.dtype).per_s() <= 0) {
+    throw InputError(Diagnostic{"", 0, "dtype",
+                                cal.gpu.name + " has no " + ir::dtype_name(shape.dtype) +
+                                    " tensor cores (its datasheet peak is 0)"});
+  }
+  return predict_gemm(fitted_.gemm, cal.gpu, cal.gemm_tiles, fitted_.memory.achievable_bps, shape);
+}
+
+Duration CalibratedModel::gemm(const GemmShape& shape) const {
+  return Duration::from_seconds(gemm_detail(shape).seconds);
+}
+
+Duration CalibratedModel::attention_with(const AttentionParams& p, const AttentionShape& shape) const {
+  double t = predict_attention(p, shape);
+  switch (shape.dtype) {
+    case ir::Dtype::kBf16:
+    case ir::Dtype::kFp16:
+    // No FP8 attention is calibrated (the simulator runs attention in bf16 also under an fp8
+    // plan): the bf16 time, an upper bound.
+    case ir::Dtype::kFp8:
+      break;
+    case ir::Dtype::kFp32:
+      // No fp32 flash kernel exists; the bf16 fit scaled to the fp32 (SIMT) peak.
+      t *= calibration_->gpu.peak_bf16.per_s() / calibration_->gpu.peak_fp32.per_s();
+      break;
+  }
+  return Duration::from_seconds(t);
+}
+
+Duration CalibratedModel::attention(const AttentionShape& shape) const {
+  SIM_ASSERT(default_attention_ != nullptr, calibration_->gpu.name + " has no attention calibration");
+  return attention_with(*default_attention_, shape);
+}
+
+Duration CalibratedModel::attention(const AttentionShape& shape, const std::string& kernel) const {
+  const AttentionParams* p = fitted_.find_attention(kernel);
+  if (p == nullptr) {
+    std::string known;
+    for (const auto& k : attention_kernels()) known += (known.empty() ? "" : ", ") + k;
+    throw InputError(Diagnostic{"", 0, "--kernel",
+                                "unknown attention kernel '" + kernel + "' for " + calibration_->gpu.name +
+                                    " (known: " + known + ")"});
+  }
+  return attention_with(*p, shape);
+}
+
+std::vector<std::string> CalibratedModel::attention_kernels() const {
+  std::vector<std::string> out;
+  for (const auto& a : fitted_.attention) out.push_back(a.kernel);
+  return out;
+}
+
+Duration CalibratedModel::memory_bound(Bytes moved) const {
+  return Duration::from_seconds(moved.real() / fitted_.memory.achievable_bps + fitted_.memory.launch_s);
+}
+
+GpuSpec fitted_gpu_spec(const Calibration& calibration, const FittedModel& fitted) {
+  GpuSpec g = calibration.gpu;
+  g.matmul_efficiency = 1.0 / fitted.gemm.inv_efficiency[static_cast<std::size_t>(GemmClass::k16Bit)];
+  g.memory_efficiency = fitted.memory.achievable_bps / calibration.gpu.memory_bandwidth.bytes_per_s();
+  g.kernel_launch_overhead = Duration::from_seconds(fitted.memory.launch_s);
+  return g;
+}
+
+std::unique_ptr<CalibratedModel> make_calibrated_model(std::shared_ptr<const Calibration> calibration) {
+  SIM_ASSERT(calibration != nullptr, "null calibration");
+  FittedModel f = fit(*calibration);
+  GpuSpec g = fitted_gpu_spec(*calibration, f);
+  return std::make_unique<CalibratedModel>(std::move(calibration), std::move(f), std::move(g));
+}
+
+std::unique_ptr<CalibratedModel> make_calibrated_model(std::shared_ptr<const Calibration> calibration,
+                                                       const GpuSpec& gpu) {
+  SIM_ASSERT(calibration != nullptr, "null calibration");
+  FittedModel f = fit(*calibration);
+  return std::make_unique<CalibratedModel>(std::move(calibration), std::move(f), gpu);
+}
+
+}  // namespace ts::compute

@@ -1,0 +1,127 @@
+// Calibration: the measured kernel tables of one GPU kind, as plain data (loaded by sim/config).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/base/units.h"
+#include "sim/compute/gpu_spec.h"
+#include "sim/ir/dtype.h"
+
+namespace ts::compute {
+
+// Where the numbers of a table come from (calibration.proto Provenance).
+struct Provenance {
+  std::string source;
+  std::string date;
+  std::string software;
+  std::string method;
+  std::string notes;
+};
+
+// Fit: the model is fitted to the table's points. Check: the points are only compared with
+// the fitted model (another library or GPU variant), and reported apart.
+enum class TableRole { kFit, kCheck };
+
+// Where a point was read from, for reports: "calibration/H100-SXM5-80GB.textproto:57".
+struct PointOrigin {
+  std::string file;
+  int line = 0;
+};
+
+// C[m,n] = A[m,k]·B[k,n], `batch` independent products, measured at `tflops`.
+struct GemmPoint {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  ir::Dtype dtype = ir::Dtype::kBf16;
+  double tflops = 0;
+  PointOrigin origin;
+};
+
+struct GemmTable {
+  std::string name;
+  TableRole role = TableRole::kFit;
+  Provenance provenance;
+  std::vector<GemmPoint> points;
+};
+
+// A CTA tile of the GEMM library: rows × columns of C computed by one thread block.
+struct GemmTile {
+  std::int64_t m = 0, n = 0;
+};
+
+enum class AttentionPass { kForward, kBackward, kForwardBackward };
+const char* attention_pass_name(AttentionPass p);  // "fwd", "bwd", "fwd+bwd"
+
+// One measured fused-attention run: `batch` sequences of `seq` tokens (queries = keys),
+// `heads` heads of `head_dim`, at `tflops` with the FlashAttention FLOP convention.
+struct AttentionPoint {
+  AttentionPass pass = AttentionPass::kForward;
+  bool causal = false;
+  std::int64_t head_dim = 0, seq = 0, batch = 0, heads = 0;
+  double tflops = 0;
+  PointOrigin origin;
+};
+
+struct AttentionTable {
+  std::string name;
+  std::string kernel;  // "FlashAttention-2", "FlashAttention-3"
+  TableRole role = TableRole::kFit;
+  Provenance provenance;
+  std::vector<AttentionPoint> points;
+};
+
+// Which HBM directions a streaming kernel uses; training's elementwise kernels read and write.
+enum class MemoryPattern { kLoadStore, kLoad, kStore };
+const char* memory_pattern_name(MemoryPattern p);
+
+struct MemoryPoint {
+  std::string kernel;
+  MemoryPattern pattern = MemoryPattern::kLoadStore;
+  double gbps = 0;
+  PointOrigin origin;
+};
+
+struct MemoryTable {
+  std::string name;
+  TableRole role = TableRole::kFit;
+  Provenance provenance;
+  std::vector<MemoryPoint> points;
+};
+
+struct Calibration;
+
+// The forward share of a forward+backward time taken from the same kernel on another GPU
+// (used where a kernel is published only as forward+backward).
+struct DirectionSplit {
+  std::string reason;
+  std::shared_ptr<const Calibration> reference;  // the other GPU's calibration
+  std::string kernel;                            // the kernel within it
+};
+
+// Everything measured about one GPU kind. The compute model is fitted to it (fit.h).
+struct Calibration {
+  std::string file;                  // where it was loaded from, for reports
+  GpuSpec gpu;                       // datasheet: name, peaks, memory, SMs (efficiencies unset)
+  std::vector<std::string> aliases;  // other names for the command line
+  Provenance datasheet_provenance;
+
+  std::vector<GemmTile> gemm_tiles;
+  Provenance gemm_model_provenance;
+  std::vector<GemmTable> gemm;
+
+  std::int64_t attention_block = 0;
+  std::string attention_kernel;  // the kernel the simulator uses
+  Provenance attention_model_provenance;
+  std::optional<DirectionSplit> direction_split;
+  std::vector<AttentionTable> attention;
+
+  std::vector<MemoryTable> memory;
+
+  std::optional<Duration> launch_overhead;  // measured; else the GEMM fit's fixed term
+  Provenance launch_overhead_provenance;
+};
+
+}  // namespace ts::compute

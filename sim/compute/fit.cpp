@@ -1,0 +1,369 @@
+// Least-squares fits of the calibrated compute model (calibrated_model.h) to measured points.
+#include <Eigen/Dense>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/base/diagnostic.h"
+#include "sim/compute/calibrated_model.h"
+#include "sim/compute/kernel_features.h"
+
+namespace ts::compute {
+namespace {
+
+using Eigen::Index;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+[[noreturn]] void fit_error(const Calibration& cal, const std::string& field, const std::string& msg) {
+  throw InputError(Diagnostic{cal.file, 0, field, msg});
+}
+
+// Non-negative least squares: min |A·x − y| subject to x >= 0 (Lawson & Hanson, "Solving
+// Least Squares Problems", 1974, ch. 23, algorithm NNLS). The unconstrained subproblems on the
+// passive set are solved with Eigen's column-pivoting Householder QR. Columns are scaled to
+// unit norm first, so that regressors in seconds and in waves weigh alike. Every parameter of
+// the model is a cost (an inverse efficiency or a time), hence the sign constraint.
+VectorXd nnls(const MatrixXd& a_in, const VectorXd& y) {
+  const Index n = a_in.cols();
+  MatrixXd a = a_in;
+  VectorXd scale = VectorXd::Zero(n);
+  for (Index i = 0; i < n; ++i) {
+    const double norm = a.col(i).norm();
+    if (norm > 0) {
+      scale(i) = 1.0 / norm;
+      a.col(i) *= scale(i);
+    }
+  }
+  VectorXd x = VectorXd::Zero(n);
+  std::vector<bool> passive(static_cast<std::size_t>(n), false);
+  const double tol = 1e-12 * std::max(1.0, y.norm());
+  const int max_iter = 30 * static_cast<int>(n) + 30;
+  for (int outer = 0; outer < max_iter; ++outer) {
+    const VectorXd w = a.transpose() * (y - a * x);
+    Index enter = -1;
+    double best = tol;
+    for (Index i = 0; i < n; ++i) {
+      if (!passive[static_cast<std::size_t>(i)] && scale(i) > 0 && w(i) > best) {
+        best = w(i);
+        enter = i;
+      }
+    }
+    if (enter < 0) break;
+    passive[static_cast<std::size_t>(enter)] = true;
+    for (int inner = 0; inner < max_iter; ++inner) {
+      std::vector<Index> idx;
+      for (Index i = 0; i < n; ++i) {
+        if (passive[static_cast<std::size_t>(i)]) idx.push_back(i);
+      }
+      MatrixXd ap(a.rows(), static_cast<Index>(idx.size()));
+      for (std::size_t j = 0; j < idx.size(); ++j) ap.col(static_cast<Index>(j)) = a.col(idx[j]);
+      const VectorXd zp = ap.colPivHouseholderQr().solve(y);
+      VectorXd z = VectorXd::Zero(n);
+      bool feasible = true;
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        z(idx[j]) = zp(static_cast<Index>(j));
+        if (zp(static_cast<Index>(j)) <= 0) feasible = false;
+      }
+      if (feasible) {
+        x = z;
+        break;
+      }
+      // Step from x towards z until the first passive coordinate reaches zero.
+      double alpha = std::numeric_limits<double>::infinity();
+      for (const Index i : idx) {
+        if (z(i) <= 0) alpha = std::min(alpha, x(i) / (x(i) - z(i)));
+      }
+      x += alpha * (z - x);
+      for (const Index i : idx) {
+        if (x(i) <= tol) {
+          x(i) = 0;
+          passive[static_cast<std::size_t>(i)] = false;
+        }
+      }
+    }
+  }
+  return x.cwiseProduct(scale);
+}
+
+// --- GEMM -----------------------------------------------------------------------------------
+
+struct GemmRow {
+  GemmShape shape;
+  double measured_s = 0;
+};
+
+double gemm_objective(const GemmParams& p, const Calibration& cal, double memory_bps,
+                      const std::vector<GemmRow>& rows) {
+  double sum = 0;
+  for (const auto& r : rows) {
+    const double e = predict_gemm(p, cal.gpu, cal.gemm_tiles, memory_bps, r.shape).seconds / r.measured_s - 1.0;
+    sum += e * e;
+  }
+  return sum;
+}
+
+// The tile choice (argmin of the predicted time) and the memory floor make the model piecewise
+// linear in its parameters. The fit alternates: with the tiles and the memory-bound points
+// fixed by the current parameters, a, b and c solve a linear NNLS on the relative errors
+// (each row divided by its measured time); then the tiles are chosen again. It stops when the
+// choices repeat, and keeps the parameters with the smallest relative squared error.
+GemmParams fit_gemm(const Calibration& cal, const std::vector<GemmRow>& rows, double memory_bps) {
+  std::array<bool, kNumGemmClasses> present{};
+  for (const auto& r : rows) present[static_cast<std::size_t>(gemm_class(r.shape.dtype))] = true;
+  std::array<Index, kNumGemmClasses> column{};
+  Index ncols = 0;
+  for (std::size_t c = 0; c < kNumGemmClasses; ++c) column[c] = present[c] ? ncols++ : -1;
+  const Index col_fill = ncols++;
+  const Index col_fixed = ncols++;
+  if (static_cast<Index>(rows.size()) < ncols) {
+    fit_error(cal, "gemm", std::to_string(rows.size()) + " GEMM fit points cannot determine " +
+                               std::to_string(ncols) + " parameters");
+  }
+  if (cal.gemm_tiles.empty()) fit_error(cal, "gemm_model.tile", "GEMM points need at least one tile");
+
+  GemmParams p;
+  for (std::size_t c = 0; c < kNumGemmClasses; ++c) {
+    p.inv_efficiency[c] = 1.0;  // start from the datasheet peak
+    p.fitted[c] = present[c];
+  }
+  p.num_points = rows.size();
+  GemmParams best = p;
+  double best_obj = std::numeric_limits<double>::infinity();
+  std::vector<int> prev_choice;
+  for (int iter = 0; iter < 50; ++iter) {
+    std::vector<int> choice(rows.size());
+    MatrixXd a = MatrixXd::Zero(static_cast<Index>(rows.size()), ncols);
+    VectorXd y = VectorXd::Zero(static_cast<Index>(rows.size()));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      const auto cls = static_cast<std::size_t>(gemm_class(r.shape.dtype));
+      const double peak = cal.gpu.peak(r.shape.dtype).per_s();
+      double best_t = std::numeric_limits<double>::infinity();
+      detail::GemmFeatures best_f;
+      for (std::size_t t = 0; t < cal.gemm_tiles.size(); ++t) {
+        const auto f = detail::gemm_features(r.shape, cal.gemm_tiles[t], cal.gpu.num_sms, peak);
+        const double time = p.inv_efficiency[cls] * f.mma_s + p.fill_s * f.fill + p.fixed_s;
+        if (time < best_t) {
+          best_t = time;
+          best_f = f;
+          choice[i] = static_cast<int>(t);
+        }
+      }
+      const bool memory_bound = iter > 0 && detail::gemm_bytes(r.shape) / memory_bps > best_t;
+      if (memory_bound) {
+        choice[i] = -1 - choice[i];
+        continue;  // a zero row: this point does not constrain the compute terms
+      }
+      const auto row = static_cast<Index>(i);
+      a(row, column[cls]) = best_f.mma_s / r.measured_s;
+      a(row, col_fill) = best_f.fill / r.measured_s;
+      a(row, col_fixed) = 1.0 / r.measured_s;
+      y(row) = 1.0;
+    }
+    if (choice == prev_choice) break;
+    prev_choice = choice;
+    const VectorXd x = nnls(a, y);
+    for (std::size_t c = 0; c < kNumGemmClasses; ++c) {
+      if (present[c]) p.inv_efficiency[c] = x(column[c]);
+    }
+    p.fill_s = x(col_fill);
+    p.fixed_s = x(col_fixed);
+    const double obj = gemm_objective(p, cal, memory_bps, rows);
+    if (obj < best_obj) {
+      best_obj = obj;
+      best = p;
+    }
+  }
+  // A class without points runs at the 16-bit efficiency relative to its own peak.
+  const double fallback = best.fitted[0] ? best.inv_efficiency[0] : 1.0;
+  for (std::size_t c = 0; c < kNumGemmClasses; ++c) {
+    if (!best.fitted[c] || best.inv_efficiency[c] <= 0) {
+      best.inv_efficiency[c] = fallback;
+      best.fitted[c] = false;
+    }
+  }
+  return best;
+}
+
+// --- attention ------------------------------------------------------------------------------
+
+struct AttentionRow {
+  AttentionPoint point;
+  double measured_s = 0;
+};
+
+constexpr Index kAttentionCols = 3;  // a, e, b per direction; c is the kernel launch cost
+
+void put_features(MatrixXd& a, Index row, Index col0, const detail::AttentionFeatures& f,
+                  double measured_s) {
+  a(row, col0 + 0) += f.mma_s / measured_s;
+  a(row, col0 + 1) += f.scores_s / measured_s;
+  a(row, col0 + 2) += f.waves / measured_s;
+}
+
+AttentionDirParams dir_params(const VectorXd& x, Index col0, double launch_s) {
+  AttentionDirParams d;
+  d.inv_efficiency = x(col0 + 0);
+  d.score_cost = x(col0 + 1);
+  d.per_wave_s = x(col0 + 2);
+  d.fixed_s = launch_s;
+  return d;
+}
+
+// One kernel's parameters by NNLS on relative errors. With forward or backward points the two
+// directions have separate parameters (a, e, b each), and a forward+backward point constrains
+// their sum. Without either, the forward+backward sums are fitted with one set over the summed
+// features, and the forward share comes from the reference kernel on another GPU. The fixed
+// cost of a kernel is not fitted but taken as the launch cost c: every published attention
+// point has the same tokens and hidden size (16k × 2048), so a fitted constant would absorb
+// per-token costs and misprice other shapes. The bytes floor is left out of the fit: the
+// measured attention points are compute-bound.
+AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& kernel,
+                                     const std::vector<AttentionRow>& rows, double memory_bps,
+                                     double launch_s) {
+  AttentionParams p;
+  p.kernel = kernel;
+  p.block = cal.attention_block;
+  p.num_sms = cal.gpu.num_sms;
+  p.peak_flops = cal.gpu.peak_bf16.per_s();
+  p.memory_bps = memory_bps;
+  p.num_points = rows.size();
+  if (p.block <= 0) fit_error(cal, "attention_model.block", "attention points need a block size");
+  bool has_fwd = false, has_bwd = false;
+  for (const auto& r : rows) {
+    has_fwd = has_fwd || r.point.pass == AttentionPass::kForward;
+    has_bwd = has_bwd || r.point.pass == AttentionPass::kBackward;
+  }
+  p.split = !has_fwd && !has_bwd;
+  const Index ncols = p.split ? kAttentionCols : 2 * kAttentionCols;
+  if (static_cast<Index>(rows.size()) < ncols) {
+    fit_error(cal, "attention", kernel + ": " + std::to_string(rows.size()) +
+                                    " fit points cannot determine " + std::to_string(ncols) + " parameters");
+  }
+  if (!p.split && !(has_fwd && has_bwd)) {
+    bool has_both = false;
+    for (const auto& r : rows) has_both = has_both || r.point.pass == AttentionPass::kForwardBackward;
+    if (!has_both) {
+      fit_error(cal, "attention", kernel + ": only " + std::string(has_fwd ? "forward" : "backward") +
+                                      " points; the other direction needs backward or forward+backward points");
+    }
+  }
+  MatrixXd a = MatrixXd::Zero(static_cast<Index>(rows.size()), ncols);
+  VectorXd y = VectorXd::Ones(static_cast<Index>(rows.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const auto row = static_cast<Index>(i);
+    const bool fwd = r.point.pass != AttentionPass::kBackward;
+    const bool bwd = r.point.pass != AttentionPass::kForward;
+    if (fwd) {
+      const auto f = detail::attention_features(detail::attention_point_shape(r.point, false), false,
+                                                p.block, p.num_sms, p.peak_flops);
+      put_features(a, row, 0, f, r.measured_s);
+      y(row) -= launch_s / r.measured_s;
+    }
+    if (bwd) {
+      const auto f = detail::attention_features(detail::attention_point_shape(r.point, true), true,
+                                                p.block, p.num_sms, p.peak_flops);
+      put_features(a, row, p.split ? 0 : kAttentionCols, f, r.measured_s);
+      y(row) -= launch_s / r.measured_s;
+    }
+  }
+  const VectorXd x = nnls(a, y);
+  if (p.split) {
+    p.total = dir_params(x, 0, launch_s);
+    if (!cal.direction_split || !cal.direction_split->reference) {
+      fit_error(cal, "attention_model.direction_split",
+                kernel + " has only forward+backward points: name a GPU and kernel whose forward "
+                         "and backward were measured apart");
+    }
+    const FittedModel ref = fit(*cal.direction_split->reference);
+    const AttentionParams* rp = ref.find_attention(cal.direction_split->kernel);
+    if (rp == nullptr || rp->split) {
+      fit_error(cal, "attention_model.direction_split.kernel",
+                "the reference " + cal.direction_split->reference->gpu.name + " has no separate forward "
+                "and backward fit of '" + cal.direction_split->kernel + "'");
+    }
+    p.reference = std::make_shared<AttentionParams>(*rp);
+  } else {
+    p.fwd = dir_params(x, 0, launch_s);
+    p.bwd = dir_params(x, kAttentionCols, launch_s);
+  }
+  return p;
+}
+
+}  // namespace
+
+FittedModel fit(const Calibration& cal, const FitOptions& options) {
+  FittedModel out;
+
+  // Memory: the least-squares constant of the load+store streaming points is their mean.
+  {
+    double sum = 0;
+    std::size_t n = 0, index = 0;
+    for (const auto& t : cal.memory) {
+      if (t.role != TableRole::kFit) continue;
+      for (const auto& pt : t.points) {
+        if (is_held_out(index++, options.holdout_every)) continue;
+        if (pt.pattern != MemoryPattern::kLoadStore) continue;
+        sum += pt.gbps * 1e9;
+        ++n;
+      }
+    }
+    if (n == 0) fit_error(cal, "memory", "no load_store memory point to set the achievable HBM bandwidth");
+    out.memory.achievable_bps = sum / static_cast<double>(n);
+    out.memory.num_points = n;
+  }
+
+  // GEMM.
+  {
+    std::vector<GemmRow> rows;
+    std::size_t index = 0;
+    for (const auto& t : cal.gemm) {
+      if (t.role != TableRole::kFit) continue;
+      for (const auto& pt : t.points) {
+        if (is_held_out(index++, options.holdout_every)) continue;
+        GemmRow r;
+        r.shape = GemmShape{pt.m, pt.n, pt.k, pt.batch, pt.dtype};
+        r.measured_s = r.shape.flops().value() / (pt.tflops * 1e12);
+        rows.push_back(r);
+      }
+    }
+    if (rows.empty()) fit_error(cal, "gemm", "no GEMM fit point");
+    out.gemm = fit_gemm(cal, rows, out.memory.achievable_bps);
+  }
+
+  if (cal.launch_overhead) {
+    out.memory.launch_s = cal.launch_overhead->seconds();
+    out.memory.launch_measured = true;
+  } else {
+    out.memory.launch_s = out.gemm.fill_s + out.gemm.fixed_s;
+  }
+
+  // Attention, per kernel in order of first appearance.
+  {
+    std::vector<std::string> kernels;
+    std::map<std::string, std::vector<AttentionRow>> rows;
+    std::map<std::string, std::size_t> index;
+    for (const auto& t : cal.attention) {
+      if (t.role != TableRole::kFit) continue;
+      if (rows.find(t.kernel) == rows.end()) kernels.push_back(t.kernel);
+      auto& list = rows[t.kernel];
+      for (const auto& pt : t.points) {
+        if (is_held_out(index[t.kernel]++, options.holdout_every)) continue;
+        list.push_back(AttentionRow{pt, detail::attention_point_flops(pt) / (pt.tflops * 1e12)});
+      }
+    }
+    for (const auto& k : kernels) {
+      out.attention.push_back(fit_attention_kernel(cal, k, rows[k], out.memory.achievable_bps,
+                                                   out.memory.launch_s));
+    }
+  }
+
+  return out;
+}
+
+}  // namespace ts::compute
