@@ -1,0 +1,226 @@
+// Loading calibration files: names and aliases, provenance, imports, errors, make_compute_model.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "sim/compute/calibrated_model.h"
+#include "sim/config/calibration_loader.h"
+#include "tests/unit/config/config_test_util.h"
+
+namespace {
+
+using namespace ts;
+using namespace ts::config;
+using test::diagnostics_of;
+using test::find_field;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void check_provenance(const compute::Provenance& p, const std::string& what) {
+  INFO(what);
+  CHECK(!p.source.empty());
+  CHECK(!p.date.empty());
+  CHECK(!p.software.empty());
+  CHECK(!p.method.empty());
+}
+
+// A small valid file; each line numbered in its comment.
+constexpr std::string_view kValid =
+    "gpu: \"TEST-GPU\"\n"                                                          // 1
+    "aliases: \"test\"\n"                                                          // 2
+    "datasheet {\n"                                                                // 3
+    "  peak_bf16_tflops: 100 peak_fp16_tflops: 100 peak_fp8_tflops: 0\n"           // 4
+    "  peak_tf32_tflops: 50 peak_fp32_tflops: 10\n"                                // 5
+    "  memory_gb: 80 memory_bandwidth_gbps: 1000 num_sms: 100\n"                   // 6
+    "  provenance { source: \"s\" date: \"d\" software: \"w\" method: \"m\" }\n"   // 7
+    "}\n"                                                                          // 8
+    "gemm_model { tile { m: 128 n: 128 }\n"                                        // 9
+    "  provenance { source: \"s\" date: \"d\" software: \"w\" method: \"m\" } }\n" // 10
+    "gemm {\n"                                                                     // 11
+    "  name: \"t\"\n"                                                              // 12
+    "  provenance { source: \"s\" date: \"d\" software: \"w\" method: \"m\" }\n"   // 13
+    "  point { m: 1024 n: 1024 k: 1024 dtype: \"bf16\" tflops: 40 }\n"             // 14
+    "  point { m: 2048 n: 2048 k: 2048 dtype: \"bf16\" tflops: 60 }\n"             // 15
+    "  point { m: 4096 n: 4096 k: 4096 dtype: \"bf16\" tflops: 70 }\n"             // 16
+    "  point { m: 8192 n: 8192 k: 8192 dtype: \"bf16\" tflops: 75 }\n"             // 17
+    "}\n"                                                                          // 18
+    "attention_model { block: 128 kernel: \"k\"\n"                                 // 19
+    "  provenance { source: \"s\" date: \"d\" software: \"w\" method: \"m\" } }\n" // 20
+    "attention {\n"                                                                // 21
+    "  name: \"a\" kernel: \"k\"\n"                                                // 22
+    "  provenance { source: \"s\" date: \"d\" software: \"w\" method: \"m\" }\n"   // 23
+    "  point { direction: \"fwd\" causal: false head_dim: 128 seq: 1024 batch: 16 heads: 16 tflops: 50 }\n"
+    "  point { direction: \"fwd\" causal: false head_dim: 128 seq: 4096 batch: 4 heads: 16 tflops: 60 }\n"
+    "  point { direction: \"fwd\" causal: true head_dim: 64 seq: 2048 batch: 8 heads: 32 tflops: 40 }\n"
+    "  point { direction: \"bwd\" causal: false head_dim: 128 seq: 1024 batch: 16 heads: 16 tflops: 40 }\n"
+    "  point { direction: \"bwd\" causal: false head_dim: 128 seq: 4096 batch: 4 heads: 16 tflops: 50 }\n"
+    "  point { direction: \"bwd\" causal: false head_dim: 64 seq: 2048 batch: 8 heads: 32 tflops: 35 }\n"
+    "}\n"
+    "memory {\n"
+    "  name: \"m\"\n"
+    "  provenance { source: \"s\" date: \"d\" software: \"w\" method: \"m\" }\n"
+    "  point { kernel: \"copy\" pattern: \"load_store\" achieved_gbps: 850 }\n"
+    "}\n";
+
+}  // namespace
+
+TEST_CASE("the four zoo GPU kinds are calibrated and found by name or alias, any case") {
+  std::vector<std::string> names;
+  for (const auto& g : known_calibrations()) names.push_back(g.name);
+  for (const char* want : {"A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB"}) {
+    CHECK(std::find(names.begin(), names.end(), want) != names.end());
+  }
+  CHECK(load_calibration("h100-sxm")->gpu.name == "H100-SXM5-80GB");
+  CHECK(load_calibration("H100")->gpu.name == "H100-SXM5-80GB");
+  CHECK(load_calibration("a100-sxm")->gpu.name == "A100-SXM4-80GB");
+  CHECK(load_calibration("a100-40gb")->gpu.name == "A100-SXM4-40GB");
+  CHECK(load_calibration("h200-sxm")->gpu.name == "H200-SXM-141GB");
+  CHECK(calibration_file("H100-SXM5-80GB").has_value());
+  CHECK_FALSE(calibration_file("B200").has_value());
+}
+
+TEST_CASE("an unknown GPU is an error on the flag that lists the known ones") {
+  const auto ds = diagnostics_of([] { load_calibration("mi300x", "--gpu"); });
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].field == "--gpu");
+  CHECK(ds[0].message.find("mi300x") != std::string::npos);
+  CHECK(ds[0].message.find("H100-SXM5-80GB (h100-sxm5-80gb, h100-sxm, h100)") != std::string::npos);
+  CHECK(ds[0].message.find("A100-SXM4-40GB") != std::string::npos);
+}
+
+TEST_CASE("every table of every calibration carries its provenance") {
+  for (const auto& g : known_calibrations()) {
+    const auto cal = load_calibration(g.name);
+    INFO(g.name);
+    check_provenance(cal->datasheet_provenance, "datasheet");
+    check_provenance(cal->gemm_model_provenance, "gemm_model");
+    check_provenance(cal->attention_model_provenance, "attention_model");
+    for (const auto& t : cal->gemm) check_provenance(t.provenance, t.name);
+    for (const auto& t : cal->attention) check_provenance(t.provenance, t.name);
+    for (const auto& t : cal->memory) check_provenance(t.provenance, t.name);
+    // Every point knows the file and line it came from.
+    for (const auto& t : cal->gemm) {
+      for (const auto& p : t.points) CHECK(p.origin.line > 0);
+    }
+  }
+}
+
+TEST_CASE("imports bring another GPU's points with their efficiency and say so") {
+  const auto h100 = load_calibration("H100-SXM5-80GB");
+  const auto h200 = load_calibration("H200-SXM-141GB");
+  // H200 has no bf16 GEMM measurement of its own: the H100's, at the same peak (ratio 1).
+  std::size_t bf16 = 0;
+  for (const auto& t : h200->gemm) {
+    for (const auto& p : t.points) {
+      if (p.dtype != ir::Dtype::kBf16 && p.dtype != ir::Dtype::kFp16) continue;
+      ++bf16;
+      CHECK(ends_with(t.name, "[from H100-SXM5-80GB]"));
+      CHECK(t.provenance.notes.find("imported from H100-SXM5-80GB") != std::string::npos);
+    }
+  }
+  CHECK(bf16 >= 5);
+  // A100-40GB memory: the 80GB measurements scaled by the datasheet ratio 1555/2039.
+  const auto a40 = load_calibration("A100-SXM4-40GB");
+  const auto a80 = load_calibration("A100-SXM4-80GB");
+  REQUIRE(!a40->memory.empty());
+  REQUIRE(!a80->memory.empty());
+  CHECK(a40->memory[0].points[0].gbps == Approx(a80->memory[0].points[0].gbps * 1555.0 / 2039.0));
+  // A100 FP32 GEMM: H100 SGEMM efficiency at the A100 FP32 peak (19.5 vs 67 TFLOP/s).
+  double h100_fp32 = 0, a100_fp32 = 0;
+  for (const auto& t : h100->gemm) {
+    for (const auto& p : t.points) {
+      if (p.dtype == ir::Dtype::kFp32 && p.m == 8192) h100_fp32 = p.tflops;
+    }
+  }
+  for (const auto& t : a80->gemm) {
+    for (const auto& p : t.points) {
+      if (p.dtype == ir::Dtype::kFp32 && p.m == 8192) a100_fp32 = p.tflops;
+    }
+  }
+  CHECK(a100_fp32 == Approx(h100_fp32 * 19.5 / 67));
+  // The A100's FlashAttention-2 has only fwd+bwd points: its forward share comes from H100.
+  REQUIRE(a80->direction_split.has_value());
+  CHECK(a80->direction_split->reference->gpu.name == "H100-SXM5-80GB");
+  REQUIRE(a40->direction_split.has_value());  // inherited with the imported points
+}
+
+TEST_CASE("a valid small calibration file loads and fits") {
+  test::TempDir dir;
+  const auto path = dir.write("TEST-GPU.textproto", kValid);
+  const auto cal = load_calibration(path);
+  CHECK(cal->gpu.name == "TEST-GPU");
+  CHECK(cal->gpu.num_sms == 100);
+  CHECK(cal->gemm.at(0).points.size() == 4);
+  CHECK(cal->gemm.at(0).points.at(1).origin.line == 15);
+  const auto model = compute::make_calibrated_model(cal);
+  CHECK(model->gemm(compute::GemmShape{4096, 4096, 4096, 1, ir::Dtype::kBf16}) > Duration::zero());
+}
+
+TEST_CASE("every problem of a calibration file is reported at once, with line and field path") {
+  test::TempDir dir;
+  std::string text(kValid);
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  };
+  replace("tflops: 60 }", "tflops: 600 }");                 // line 15: above the 100 TFLOP/s peak
+  replace("dtype: \"bf16\" tflops: 70", "dtype: \"bf8\" tflops: 70");  // line 16: unknown dtype
+  replace("dtype: \"bf16\" tflops: 75", "dtype: \"fp8\" tflops: 75");  // line 17: no fp8 on this GPU
+  replace("  provenance { source: \"s\" date: \"d\" software: \"w\" method: \"m\" }\n  point { m: 1024",
+          "  provenance { source: \"s\" software: \"w\" method: \"m\" }\n  point { m: 1024");  // line 13
+  replace("name: \"a\" kernel: \"k\"", "name: \"a\" kernel: \"k\" colour: \"red\"");          // line 22
+  const auto path = dir.write("BAD.textproto", text);
+  const auto ds = diagnostics_of([&] { load_calibration(path); });
+  INFO(test::dump(ds));
+  const Diagnostic* d = nullptr;
+  REQUIRE((d = find_field(ds, "gemm[0].point[1].tflops")) != nullptr);
+  CHECK(d->line == 15);
+  CHECK(d->message.find("exceeds the datasheet peak") != std::string::npos);
+  REQUIRE((d = find_field(ds, "gemm[0].point[2].dtype")) != nullptr);
+  CHECK(d->line == 16);
+  REQUIRE((d = find_field(ds, "gemm[0].point[3].dtype")) != nullptr);
+  CHECK(d->message.find("no fp8 tensor cores") != std::string::npos);
+  REQUIRE((d = find_field(ds, "gemm[0].provenance.date")) != nullptr);
+  CHECK(d->line == 13);
+  REQUIRE((d = find_field(ds, "attention.colour")) != nullptr);
+  CHECK(d->line == 22);
+  for (const auto& x : ds) CHECK(ends_with(x.file, "BAD.textproto"));
+}
+
+TEST_CASE("make_compute_model: calibrated for a calibrated GPU, roofline otherwise") {
+  const auto cal = load_calibration("H100-SXM5-80GB");
+  compute::GpuSpec gpu = cal->gpu;  // the cluster's spec of the same GPU
+  gpu.matmul_efficiency = 0.7;
+  gpu.memory_efficiency = 0.9;
+  gpu.kernel_launch_overhead = Duration::from_us(3);
+  const auto model = make_compute_model(gpu);
+  const auto* calibrated = dynamic_cast<const compute::CalibratedModel*>(model.get());
+  REQUIRE(calibrated != nullptr);
+  CHECK(model->gpu().name == "H100-SXM5-80GB");
+  CHECK(calibrated->default_attention_kernel() == "FlashAttention-3");
+  // An uncalibrated GPU kind falls back to the roofline.
+  compute::GpuSpec other = gpu;
+  other.name = "MI300X";
+  const auto roofline = make_compute_model(other);
+  CHECK(dynamic_cast<const compute::CalibratedModel*>(roofline.get()) == nullptr);
+  const compute::GemmShape s{8192, 8192, 8192, 1, ir::Dtype::kBf16};
+  CHECK(roofline->gemm(s).seconds() == Approx(s.flops().value() / (989e12 * 0.7) + 3e-6).epsilon(1e-6));
+  // A cluster whose GPU contradicts the calibration's datasheet is an input error.
+  compute::GpuSpec wrong = gpu;
+  wrong.num_sms = 114;  // an H100 PCIe under the SXM name
+  wrong.memory_bandwidth = Bandwidth::gbytes_per_s(2000);
+  const auto ds = diagnostics_of([&] { make_compute_model(wrong); });
+  CHECK(find_field(ds, "datasheet.num_sms") != nullptr);
+  CHECK(find_field(ds, "datasheet.memory_bandwidth_gbps") != nullptr);
+}
+
+TEST_CASE("kernel dtypes: bf16, fp16, fp8, fp32") {
+  CHECK(try_parse_kernel_dtype("bf16") == ir::Dtype::kBf16);
+  CHECK(try_parse_kernel_dtype("fp32") == ir::Dtype::kFp32);
+  CHECK_FALSE(try_parse_kernel_dtype("tf32").has_value());
+  CHECK(kernel_dtype_choices() == "bf16, fp16, fp8, fp32");
+}
