@@ -16,6 +16,8 @@ struct NodeSpec {
   std::int32_t nics_per_node = 0;
   Bandwidth nic_bandwidth;  // per NIC, per direction
   Duration nic_latency;
+  // GPU ↔ NIC path (PCIe), per direction; zero = never the bottleneck (not modelled).
+  Bandwidth pcie_bandwidth;
 };
 
 enum class FabricKind { kRailOptimizedFatTree, kFatTree };
@@ -26,6 +28,12 @@ struct FabricSpec {
   double oversubscription = 1.0;  // downlink:uplink ratio at the leaf; 1 = non-blocking
   Duration switch_latency;
   std::int32_t switch_radix = 0;  // ports per switch (64 on a Quantum-2 NDR switch)
+  // Switch-to-switch links, per direction; zero = the NIC line rate.
+  Bandwidth link_bandwidth;
+  // Nodes under one leaf switch (rail-optimized: one leaf per rail per group of this many
+  // nodes, a DGX SuperPOD "scalable unit"); 0 = the leaf's downlink ports,
+  // switch_radix · oversubscription / (1 + oversubscription).
+  std::int32_t nodes_per_leaf = 0;
 };
 
 struct ClusterSpec {

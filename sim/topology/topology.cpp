@@ -1,14 +1,365 @@
 #include "sim/topology/topology.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/visitors.hpp>
+
 #include "sim/base/diagnostic.h"
 
 namespace ts::topology {
+
+std::string_view vertex_kind_name(VertexKind k) {
+  switch (k) {
+    case VertexKind::kGpu: return "gpu";
+    case VertexKind::kNvSwitch: return "nvswitch";
+    case VertexKind::kNic: return "nic";
+    case VertexKind::kLeafSwitch: return "leaf";
+    case VertexKind::kSpineSwitch: return "spine";
+    case VertexKind::kCoreSwitch: return "core";
+  }
+  return "?";
+}
+
+std::string_view link_kind_name(LinkKind k) {
+  switch (k) {
+    case LinkKind::kNvLink: return "nvlink";
+    case LinkKind::kPcie: return "pcie";
+    case LinkKind::kNetwork: return "network";
+    case LinkKind::kFabric: return "fabric";
+  }
+  return "?";
+}
+
+namespace {
+
+struct VertexProps {
+  VertexKind kind = VertexKind::kGpu;
+};
+struct EdgeProps {
+  LinkId id = 0;
+};
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexProps, EdgeProps>;
+
+constexpr int kNumKinds = 6;
+int kind_index(VertexKind k) { return static_cast<int>(k); }
+
+std::int32_t ceil_div(std::int32_t a, std::int32_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+struct Topology::Impl {
+  Graph graph;
+  std::vector<Link> links;
+  std::int32_t first[kNumKinds] = {};
+  std::int32_t counts[kNumKinds] = {};
+
+  bool rail_optimized = true;
+  std::int32_t gpus_per_node = 0;
+  std::int32_t rails = 0;           // NICs per node as built
+  std::int32_t nodes_per_leaf = 0;
+  std::int32_t leaves = 0;
+  std::int32_t uplinks = 0;         // per leaf = spines per pod
+  std::int32_t leaves_per_pod = 0;
+  std::int32_t pods = 0;
+  std::int32_t cores_per_group = 0;
+
+  std::vector<LinkId> nvl_up, nvl_down;      // per GPU
+  std::vector<LinkId> pcie_up, pcie_down;    // per GPU (GPU→NIC, NIC→GPU)
+  std::vector<LinkId> nic_up, nic_down;      // per NIC (NIC→leaf, leaf→NIC)
+  std::vector<LinkId> leaf_up, leaf_down;    // per (leaf, spine slot): leaf→spine, spine→leaf
+  std::vector<LinkId> spine_up, spine_down;  // per (spine, core slot): spine→core, core→spine
+  std::vector<std::int32_t> leaf_of_nic;
+
+  std::int32_t vertex(VertexKind k, std::int32_t i) const { return first[kind_index(k)] + i; }
+
+  LinkId add_link(std::int32_t from, std::int32_t to, LinkKind kind, Bandwidth bw, Duration lat) {
+    const auto id = static_cast<LinkId>(links.size());
+    links.push_back(Link{from, to, kind, bw, lat});
+    boost::add_edge(static_cast<std::size_t>(from), static_cast<std::size_t>(to), EdgeProps{id}, graph);
+    return id;
+  }
+  // A cable: two links; returns {from→to, to→from}.
+  std::pair<LinkId, LinkId> add_cable(std::int32_t a, std::int32_t b, LinkKind kind, Bandwidth bw,
+                                      Duration lat) {
+    const LinkId up = add_link(a, b, kind, bw, lat);
+    const LinkId down = add_link(b, a, kind, bw, lat);
+    return {up, down};
+  }
+
+  std::int32_t rail_of_local(std::int32_t local) const {
+    return static_cast<std::int32_t>(static_cast<std::int64_t>(local) * rails / gpus_per_node);
+  }
+  // The first GPU (local index) attached to NIC `rail`.
+  std::int32_t local_of_rail(std::int32_t rail) const {
+    return static_cast<std::int32_t>(
+        (static_cast<std::int64_t>(rail) * gpus_per_node + rails - 1) / rails);
+  }
+};
 
 Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
     : spec_(std::move(spec)), num_gpus_(num_gpus) {
   SIM_ASSERT(spec_.node.gpus_per_node > 0, "node without GPUs");
   SIM_ASSERT(num_gpus_ > 0, "cluster without GPUs");
   num_nodes_ = (num_gpus_ + spec_.node.gpus_per_node - 1) / spec_.node.gpus_per_node;
+
+  auto impl = std::make_shared<Impl>();
+  Impl& m = *impl;
+  const auto& node = spec_.node;
+  const auto& fabric = spec_.fabric;
+  m.gpus_per_node = node.gpus_per_node;
+  m.rail_optimized = fabric.kind == FabricKind::kRailOptimizedFatTree;
+  const std::int32_t nics = std::max<std::int32_t>(0, node.nics_per_node);
+  m.rails = std::min(nics, node.gpus_per_node);
+  // More NICs than GPUs: each GPU's NICs act as one NIC of their total bandwidth.
+  const double nic_merge = m.rails > 0 ? static_cast<double>(nics) / m.rails : 1.0;
+  const Bandwidth nic_bw = node.nic_bandwidth * nic_merge;
+  const bool has_fabric = m.rails > 0 && num_nodes_ > 1;
+
+  // Fabric shape.
+  const std::int32_t tiers = std::clamp(fabric.tiers, 1, 3);
+  const double oversub = std::max(1.0, fabric.oversubscription);
+  const std::int32_t radix = std::max(0, fabric.switch_radix);
+  if (has_fabric) {
+    const std::int32_t leaves_per_group = m.rail_optimized ? m.rails : 1;
+    std::int32_t npl = fabric.nodes_per_leaf;
+    if (npl <= 0) {
+      // Leaf downlink ports: radix · o / (1 + o); one per node (rail-optimized) or one per NIC.
+      const auto down_ports = radix > 0
+          ? static_cast<std::int32_t>(std::floor(radix * oversub / (1.0 + oversub)))
+          : num_nodes_ * (m.rail_optimized ? 1 : m.rails);
+      npl = m.rail_optimized ? down_ports : down_ports / m.rails;
+    }
+    if (tiers == 1) npl = num_nodes_;
+    m.nodes_per_leaf = std::clamp(npl, 1, num_nodes_);
+    m.leaves = ceil_div(num_nodes_, m.nodes_per_leaf) * leaves_per_group;
+    if (tiers >= 2) {
+      const std::int32_t down = m.nodes_per_leaf * (m.rail_optimized ? 1 : m.rails);
+      m.uplinks = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(down * nic_merge / oversub - 1e-9)));
+      if (tiers == 3 && radix > 0) {
+        const std::int32_t lp = std::max(leaves_per_group, (radix / 2) / leaves_per_group * leaves_per_group);
+        m.leaves_per_pod = std::min(lp, m.leaves);
+      } else {
+        m.leaves_per_pod = m.leaves;
+      }
+      m.pods = ceil_div(m.leaves, m.leaves_per_pod);
+      if (tiers == 3) {
+        m.cores_per_group = radix > 0 ? std::max(1, ceil_div(m.leaves_per_pod * m.pods, radix)) : 1;
+      }
+    } else {
+      m.leaves_per_pod = m.leaves;
+      m.pods = 1;
+    }
+  }
+
+  // Vertices, grouped by kind.
+  m.counts[kind_index(VertexKind::kGpu)] = num_gpus_;
+  m.counts[kind_index(VertexKind::kNvSwitch)] = num_nodes_;
+  m.counts[kind_index(VertexKind::kNic)] = m.rails * num_nodes_;
+  m.counts[kind_index(VertexKind::kLeafSwitch)] = m.leaves;
+  m.counts[kind_index(VertexKind::kSpineSwitch)] = m.uplinks * m.pods;
+  m.counts[kind_index(VertexKind::kCoreSwitch)] = m.uplinks * m.cores_per_group;
+  std::int32_t total = 0;
+  for (int k = 0; k < kNumKinds; ++k) {
+    m.first[k] = total;
+    total += m.counts[k];
+  }
+  for (int k = 0; k < kNumKinds; ++k) {
+    for (std::int32_t i = 0; i < m.counts[k]; ++i) boost::add_vertex(VertexProps{static_cast<VertexKind>(k)}, m.graph);
+  }
+  SIM_ASSERT(static_cast<std::int32_t>(boost::num_vertices(m.graph)) == total, "vertex count");
+
+  // Node: NVLink to the NVSwitch, PCIe to the NIC.
+  const Bandwidth pcie = node.pcie_bandwidth.bytes_per_s() > 0
+      ? node.pcie_bandwidth
+      : Bandwidth::bytes_per_s(std::numeric_limits<double>::infinity());
+  m.nvl_up.resize(static_cast<std::size_t>(num_gpus_));
+  m.nvl_down.resize(static_cast<std::size_t>(num_gpus_));
+  m.pcie_up.assign(static_cast<std::size_t>(num_gpus_), -1);
+  m.pcie_down.assign(static_cast<std::size_t>(num_gpus_), -1);
+  for (std::int32_t g = 0; g < num_gpus_; ++g) {
+    const auto sw = m.vertex(VertexKind::kNvSwitch, node_of(g));
+    const auto [up, down] = m.add_cable(g, sw, LinkKind::kNvLink, node.nvlink_bandwidth, node.nvlink_latency);
+    m.nvl_up[static_cast<std::size_t>(g)] = up;
+    m.nvl_down[static_cast<std::size_t>(g)] = down;
+    if (m.rails > 0) {
+      const auto nic = m.vertex(VertexKind::kNic, node_of(g) * m.rails + m.rail_of_local(local_index(g)));
+      const auto [pu, pd] = m.add_cable(g, nic, LinkKind::kPcie, pcie, Duration::zero());
+      m.pcie_up[static_cast<std::size_t>(g)] = pu;
+      m.pcie_down[static_cast<std::size_t>(g)] = pd;
+    }
+  }
+
+  // Fabric.
+  if (has_fabric) {
+    const Bandwidth link_bw = fabric.link_bandwidth.bytes_per_s() > 0 ? fabric.link_bandwidth : node.nic_bandwidth;
+    const std::int32_t num_nics = m.rails * num_nodes_;
+    m.nic_up.resize(static_cast<std::size_t>(num_nics));
+    m.nic_down.resize(static_cast<std::size_t>(num_nics));
+    m.leaf_of_nic.resize(static_cast<std::size_t>(num_nics));
+    for (std::int32_t nic = 0; nic < num_nics; ++nic) {
+      const std::int32_t n = nic / m.rails;
+      const std::int32_t r = nic % m.rails;
+      const std::int32_t group = n / m.nodes_per_leaf;
+      const std::int32_t leaf = m.rail_optimized ? group * m.rails + r : group;
+      m.leaf_of_nic[static_cast<std::size_t>(nic)] = leaf;
+      const auto [up, down] = m.add_cable(m.vertex(VertexKind::kNic, nic), m.vertex(VertexKind::kLeafSwitch, leaf),
+                                          LinkKind::kNetwork, nic_bw, node.nic_latency);
+      m.nic_up[static_cast<std::size_t>(nic)] = up;
+      m.nic_down[static_cast<std::size_t>(nic)] = down;
+    }
+    if (m.uplinks > 0) {
+      m.leaf_up.resize(static_cast<std::size_t>(m.leaves * m.uplinks));
+      m.leaf_down.resize(m.leaf_up.size());
+      for (std::int32_t leaf = 0; leaf < m.leaves; ++leaf) {
+        const std::int32_t pod = leaf / m.leaves_per_pod;
+        for (std::int32_t s = 0; s < m.uplinks; ++s) {
+          const auto spine = m.vertex(VertexKind::kSpineSwitch, pod * m.uplinks + s);
+          const auto [up, down] = m.add_cable(m.vertex(VertexKind::kLeafSwitch, leaf), spine, LinkKind::kFabric,
+                                              link_bw, Duration::zero());
+          m.leaf_up[static_cast<std::size_t>(leaf * m.uplinks + s)] = up;
+          m.leaf_down[static_cast<std::size_t>(leaf * m.uplinks + s)] = down;
+        }
+      }
+    }
+    if (m.cores_per_group > 0) {
+      // A spine has as many uplinks as downlinks (leaves of its pod), spread over the cores of
+      // its group: one aggregated link per (spine, core).
+      const Bandwidth spine_core_bw = link_bw * (static_cast<double>(m.leaves_per_pod) / m.cores_per_group);
+      const std::int32_t spines = m.uplinks * m.pods;
+      m.spine_up.resize(static_cast<std::size_t>(spines * m.cores_per_group));
+      m.spine_down.resize(m.spine_up.size());
+      for (std::int32_t sp = 0; sp < spines; ++sp) {
+        const std::int32_t s = sp % m.uplinks;
+        for (std::int32_t c = 0; c < m.cores_per_group; ++c) {
+          const auto core = m.vertex(VertexKind::kCoreSwitch, s * m.cores_per_group + c);
+          const auto [up, down] = m.add_cable(m.vertex(VertexKind::kSpineSwitch, sp), core, LinkKind::kFabric,
+                                              spine_core_bw, Duration::zero());
+          m.spine_up[static_cast<std::size_t>(sp * m.cores_per_group + c)] = up;
+          m.spine_down[static_cast<std::size_t>(sp * m.cores_per_group + c)] = down;
+        }
+      }
+    }
+  }
+  impl_ = std::move(impl);
+}
+
+std::int32_t Topology::num_vertices() const {
+  return static_cast<std::int32_t>(boost::num_vertices(impl_->graph));
+}
+VertexKind Topology::vertex_kind(std::int32_t v) const {
+  return impl_->graph[static_cast<std::size_t>(v)].kind;
+}
+std::int32_t Topology::num_links() const { return static_cast<std::int32_t>(impl_->links.size()); }
+const Link& Topology::link(LinkId id) const { return impl_->links[static_cast<std::size_t>(id)]; }
+std::span<const Link> Topology::links() const { return impl_->links; }
+std::int32_t Topology::nvswitch_vertex(std::int32_t node) const {
+  return impl_->vertex(VertexKind::kNvSwitch, node);
+}
+std::int32_t Topology::count(VertexKind kind) const { return impl_->counts[kind_index(kind)]; }
+std::int32_t Topology::rails() const { return impl_->rails; }
+std::int32_t Topology::rail_of(std::int32_t gpu) const { return impl_->rail_of_local(local_index(gpu)); }
+std::int32_t Topology::nodes_per_leaf() const { return impl_->nodes_per_leaf; }
+std::int32_t Topology::leaf_uplinks() const { return impl_->uplinks; }
+std::int32_t Topology::leaves_per_pod() const { return impl_->leaves_per_pod; }
+LinkId Topology::nvlink_up(std::int32_t gpu) const { return impl_->nvl_up[static_cast<std::size_t>(gpu)]; }
+LinkId Topology::nvlink_down(std::int32_t gpu) const { return impl_->nvl_down[static_cast<std::size_t>(gpu)]; }
+
+void Topology::route(std::int32_t src, std::int32_t dst, std::vector<LinkId>& out) const {
+  if (src == dst) return;
+  const Impl& m = *impl_;
+  const auto s = static_cast<std::size_t>(src);
+  const auto d = static_cast<std::size_t>(dst);
+  const std::int32_t src_node = node_of(src);
+  const std::int32_t dst_node = node_of(dst);
+  if (src_node == dst_node) {
+    out.push_back(m.nvl_up[s]);
+    out.push_back(m.nvl_down[d]);
+    return;
+  }
+  SIM_ASSERT(m.rails > 0, "route between nodes of a cluster without NICs");
+  const std::int32_t dst_rail = m.rail_of_local(local_index(dst));
+  std::int32_t out_rail = m.rail_of_local(local_index(src));
+  std::int32_t proxy = src;
+  if (m.rail_optimized && out_rail != dst_rail) {
+    // PXN: hand the data over NVLink to the GPU on the destination's rail.
+    proxy = src_node * m.gpus_per_node + m.local_of_rail(dst_rail);
+    out_rail = dst_rail;
+    if (proxy != src) {
+      out.push_back(m.nvl_up[s]);
+      out.push_back(m.nvl_down[static_cast<std::size_t>(proxy)]);
+    }
+  }
+  const std::int32_t nic_s = src_node * m.rails + out_rail;
+  const std::int32_t nic_d = dst_node * m.rails + dst_rail;
+  out.push_back(m.pcie_up[static_cast<std::size_t>(proxy)]);
+  out.push_back(m.nic_up[static_cast<std::size_t>(nic_s)]);
+  const std::int32_t leaf_s = m.leaf_of_nic[static_cast<std::size_t>(nic_s)];
+  const std::int32_t leaf_d = m.leaf_of_nic[static_cast<std::size_t>(nic_d)];
+  if (leaf_s != leaf_d) {
+    SIM_ASSERT(m.uplinks > 0, "route between leaves of a one-tier fabric");
+    // D-mod-k on the destination's index among the hosts of its leaves: the node on a rail
+    // (NIC ids of one rail are all congruent modulo the rail count), the NIC otherwise.
+    const std::int32_t dest = m.rail_optimized ? dst_node : nic_d;
+    const std::int32_t slot = dest % m.uplinks;
+    const std::int32_t pod_s = leaf_s / m.leaves_per_pod;
+    const std::int32_t pod_d = leaf_d / m.leaves_per_pod;
+    out.push_back(m.leaf_up[static_cast<std::size_t>(leaf_s * m.uplinks + slot)]);
+    if (pod_s != pod_d) {
+      SIM_ASSERT(m.cores_per_group > 0, "route between pods of a two-tier fabric");
+      const std::int32_t core = (dest / m.uplinks) % m.cores_per_group;
+      out.push_back(m.spine_up[static_cast<std::size_t>((pod_s * m.uplinks + slot) * m.cores_per_group + core)]);
+      out.push_back(m.spine_down[static_cast<std::size_t>((pod_d * m.uplinks + slot) * m.cores_per_group + core)]);
+    }
+    out.push_back(m.leaf_down[static_cast<std::size_t>(leaf_d * m.uplinks + slot)]);
+  }
+  out.push_back(m.nic_down[static_cast<std::size_t>(nic_d)]);
+  out.push_back(m.pcie_down[d]);
+}
+
+std::int32_t Topology::switch_hops(std::int32_t src, std::int32_t dst) const {
+  std::vector<LinkId> path;
+  route(src, dst, path);
+  std::int32_t hops = 0;
+  for (const LinkId id : path) {
+    switch (vertex_kind(link(id).to)) {
+      case VertexKind::kLeafSwitch:
+      case VertexKind::kSpineSwitch:
+      case VertexKind::kCoreSwitch: ++hops; break;
+      case VertexKind::kGpu:
+      case VertexKind::kNvSwitch:
+      case VertexKind::kNic: break;
+    }
+  }
+  return hops;
+}
+
+Duration Topology::route_latency(std::int32_t src, std::int32_t dst) const {
+  std::vector<LinkId> path;
+  route(src, dst, path);
+  Duration total = spec_.fabric.switch_latency * switch_hops(src, dst);
+  for (const LinkId id : path) total += link(id).latency;
+  return total;
+}
+
+std::int32_t Topology::shortest_hops(std::int32_t from_vertex, std::int32_t to_vertex) const {
+  const Graph& g = impl_->graph;
+  std::vector<std::int32_t> dist(boost::num_vertices(g), -1);
+  dist[static_cast<std::size_t>(from_vertex)] = 0;
+  // Records the tree edge distances: d(target) = d(source) + 1.
+  struct Recorder : boost::default_bfs_visitor {
+    std::vector<std::int32_t>* dist;
+    void tree_edge(Graph::edge_descriptor e, const Graph& graph) const {
+      (*dist)[boost::target(e, graph)] = (*dist)[boost::source(e, graph)] + 1;
+    }
+  };
+  Recorder rec;
+  rec.dist = &dist;
+  boost::breadth_first_search(g, static_cast<std::size_t>(from_vertex), boost::visitor(rec));
+  return dist[static_cast<std::size_t>(to_vertex)];
 }
 
 }  // namespace ts::topology

@@ -1,0 +1,24 @@
+// Collective operations and algorithms, and the nccl-tests bus-bandwidth factors.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ts::network {
+
+// kSendRecv follows nccl-tests sendrecv_perf: every rank i sends the buffer to rank i+1
+// (mod n) of its group, in the group's rank order.
+enum class CollectiveOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
+enum class Algorithm { kAuto, kRing, kTree, kNvls, kDirect, kHierarchical };
+
+std::string_view collective_name(CollectiveOp op);
+std::string_view algorithm_name(Algorithm a);
+std::optional<CollectiveOp> parse_collective(std::string_view name);  // "all_reduce", ...
+std::optional<Algorithm> parse_algorithm(std::string_view name);      // "ring", ...
+
+// nccl-tests doc/PERFORMANCE.md: busbw = algbw · factor, with factor 2(n-1)/n for all-reduce,
+// (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and send/recv.
+double bus_bandwidth_factor(CollectiveOp op, std::int32_t n);
+
+}  // namespace ts::network
