@@ -46,6 +46,13 @@ const char* gemm_class_name(GemmClass c) {
   return "?";
 }
 
+double gemm_bytes(const GemmShape& shape) { return detail::gemm_bytes(shape); }
+
+double attention_bytes(const AttentionShape& shape) {
+  // The block size and GPU do not change the bytes.
+  return detail::attention_features(shape, shape.direction == Direction::kBackward, 128, 1, 1.0).bytes;
+}
+
 const AttentionParams* FittedModel::find_attention(const std::string& kernel) const {
   for (const auto& a : attention) {
     if (a.kernel == kernel) return &a;

@@ -125,6 +125,12 @@ double predict_attention(const AttentionParams& p, const AttentionShape& shape);
 // Forward+backward of one shape (shape.direction is ignored).
 double predict_attention_fwd_bwd(const AttentionParams& p, const AttentionShape& shape);
 
+// HBM bytes the model charges: a GEMM reads A and B and writes C once (an FP8 GEMM writes a
+// 16-bit C); attention reads Q, K, V and writes O forward, and reads Q, K, V, O, dO and writes
+// dQ, dK, dV backward, with K and V over kv_heads (GQA/MQA).
+double gemm_bytes(const GemmShape& shape);
+double attention_bytes(const AttentionShape& shape);
+
 class CalibratedModel final : public ComputeModel {
  public:
   // `gpu` is the spec the simulator reports (the cluster's); the fit uses the calibration's
