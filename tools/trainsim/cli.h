@@ -32,5 +32,6 @@ Format parse_format(const std::string& value, bool allow_csv);
 // The subcommands (one file each).
 int cmd_run(const Args& args);
 int cmd_inspect(const Args& args);
+int cmd_kernel(const Args& args);
 
 }  // namespace ts::cli

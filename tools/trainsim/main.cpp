@@ -15,6 +15,7 @@ constexpr Command kCommands[] = {
     {"run", "simulate one training iteration of a model on a cluster", ts::cli::cmd_run},
     {"inspect", "parameters, FLOPs, static memory and task counts, without replay",
      ts::cli::cmd_inspect},
+    {"kernel", "time of one GEMM, attention or memory-bound kernel on a calibrated GPU", ts::cli::cmd_kernel},
 };
 
 void print_usage(std::ostream& out) {
