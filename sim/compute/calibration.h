@@ -61,6 +61,7 @@ struct AttentionPoint {
   AttentionPass pass = AttentionPass::kForward;
   bool causal = false;
   std::int64_t head_dim = 0, seq = 0, batch = 0, heads = 0;
+  std::int64_t kv_heads = 0;  // GQA/MQA key/value heads; 0 = heads
   double tflops = 0;
   PointOrigin origin;
 };

@@ -110,7 +110,7 @@ inline AttentionShape attention_point_shape(const AttentionPoint& p, bool backwa
   AttentionShape s;
   s.batch = p.batch;
   s.heads = p.heads;
-  s.kv_heads = p.heads;
+  s.kv_heads = p.kv_heads > 0 ? p.kv_heads : p.heads;
   s.seq_q = p.seq;
   s.seq_kv = p.seq;
   s.head_dim = p.head_dim;

@@ -222,6 +222,11 @@ void convert_attention(const sch::Calibration& m, const Checker& root, Calibrati
       pt.seq = p.seq();
       pt.batch = p.batch();
       pt.heads = p.heads();
+      if (p.has_kv_heads()) {
+        pc.positive(true, static_cast<double>(p.kv_heads()), "kv_heads");
+        if (p.kv_heads() > 0 && p.heads() % p.kv_heads() != 0) pc.fail("kv_heads", "must divide heads");
+        pt.kv_heads = p.kv_heads();
+      }
       check_throughput(pc, p.has_tflops(), p.tflops(), cal.gpu.peak_bf16.tflops(), "tflops", "bf16 peak");
       pt.tflops = p.tflops();
       pt.origin = origin(c, item("point", j));
