@@ -51,14 +51,8 @@ namespace {
 
 constexpr std::size_t kMaxCacheEntries = 1 << 14;
 
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  // splitmix64 step over the running hash.
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27;
-  return h;
-}
+// FNV-1a style step over 32-bit words: cheap enough to hash 16k GPU ids per call.
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) { return (h ^ v) * 0x100000001b3ULL; }
 
 }  // namespace
 
@@ -91,15 +85,24 @@ bool NetworkModel::nvls_available() const {
 GroupShape NetworkModel::shape_of(const Group& group) const {
   GroupShape s;
   s.size = static_cast<std::int32_t>(group.size());
-  std::map<std::int32_t, std::int32_t> per_node;
+  if (group.empty()) return s;
+  // Node of every member, sorted: runs of equal nodes are the per-node counts.
+  std::vector<std::int32_t> nodes;
+  nodes.reserve(group.size());
   for (const std::int32_t g : group) {
     SIM_ASSERT(g >= 0 && g < topo_.num_gpus(), "GPU index outside the cluster");
-    ++per_node[topo_.node_of(g)];
+    nodes.push_back(topo_.node_of(g));
   }
-  s.nodes = static_cast<std::int32_t>(per_node.size());
-  s.per_node = per_node.empty() ? 0 : per_node.begin()->second;
-  for (const auto& [node, k] : per_node) {
-    if (k != s.per_node) s.per_node = 0;
+  if (!std::is_sorted(nodes.begin(), nodes.end())) std::sort(nodes.begin(), nodes.end());
+  std::int32_t run = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    ++run;
+    if (i + 1 == nodes.size() || nodes[i + 1] != nodes[i]) {
+      if (s.nodes == 0) s.per_node = run;
+      if (run != s.per_node) s.per_node = 0;
+      ++s.nodes;
+      run = 0;
+    }
   }
   return s;
 }
@@ -137,7 +140,7 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
   State& st = *state_;
 
   // Cache lookup by (op, algorithm, groups).
-  std::uint64_t h = mix(static_cast<std::uint64_t>(r.op), static_cast<std::uint64_t>(r.algorithm));
+  std::uint64_t h = mix(mix(0xcbf29ce484222325ULL, static_cast<std::uint64_t>(r.op)), static_cast<std::uint64_t>(r.algorithm));
   h = mix(h, static_cast<std::uint64_t>(n));
   for (const auto& g : r.groups) {
     for (const std::int32_t x : g) h = mix(h, static_cast<std::uint64_t>(x));
@@ -177,6 +180,9 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
       if (!(s == shape)) shape = GroupShape{n, std::max(shape.nodes, s.nodes), 0};
     }
     if (ranked) shape.per_node = 0;
+    // Groups inside one node each use only their own GPUs' NVLink links (the NVSwitch is
+    // non-blocking), so they cannot slow each other down: cost the first alone.
+    if (shape.nodes == 1) positions.resize(1);
 
     std::vector<Algorithm> algos;
     if (r.algorithm != Algorithm::kAuto) {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <set>
 
 #include "sim/base/diagnostic.h"
 #include "sim/network/flow_solver.h"
@@ -141,6 +142,28 @@ TEST_CASE("K disjoint groups inside nodes take the same time as one", "[network]
       CHECK(all.algorithm == one.algorithm);
     }
   }
+}
+
+TEST_CASE("groups inside nodes use disjoint links, NVLS included", "[network]") {
+  // Why the model costs one in-node group for all: every transfer of a group inside a node runs
+  // over its own GPUs' NVLink links to the NVSwitch, so two groups never share a link.
+  const Topology topo(testing::dgx_h100(), 16);
+  std::set<topology::LinkId> first, second;
+  std::vector<topology::LinkId> path;
+  for (int a = 0; a < 4; ++a) {
+    for (int b = 0; b < 4; ++b) {
+      path.clear();
+      topo.route(a, b, path);
+      first.insert(path.begin(), path.end());
+      path.clear();
+      topo.route(4 + a, 4 + b, path);
+      second.insert(path.begin(), path.end());
+    }
+    first.insert({topo.nvlink_up(a), topo.nvlink_down(a)});
+    second.insert({topo.nvlink_up(4 + a), topo.nvlink_down(4 + a)});
+  }
+  for (const auto l : first) CHECK(second.count(l) == 0);
+  CHECK(first.size() == 8);
 }
 
 TEST_CASE("eight TP groups in eight nodes do not contend; DP groups across an oversubscribed spine do",
