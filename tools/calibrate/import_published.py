@@ -238,8 +238,8 @@ def gemm_tables(gemm, gpu):
             groups, mper = r["M"].split(" ")[0].split("x")
             return gemm_point(r, dtype="fp8", batch=int(groups), m=mper,
                               note="grouped contiguous GEMM: %s groups of M=%s" % (groups, mper))
-        t += gemm_table("DeepGEMM H800 fp8 (check)", dg, dg_prov, role="check")
-        t += gemm_table("DeepGEMM H800 fp8 grouped (check)", gg, dg_prov, role="check",
+        t += gemm_table("DeepGEMM H800 fp8", dg, dg_prov, role="check")
+        t += gemm_table("DeepGEMM H800 fp8 grouped", gg, dg_prov, role="check",
                         point_fn=grouped_point)
     elif gpu == "H200-SXM-141GB":
         mamf8 = rows(lambda r: r["gpu"] == "H200" and r["variant"] == "SXM" and r["dtype"] == "fp8_e4m3")
@@ -332,7 +332,7 @@ def attention_tables(att, gpu):
             r = dict(r)
             r["causal"] = "False"
             return attn_point(r)
-        t += attn_table("tritonbench H100 FA3 fwd (check)", "FlashAttention-3", tb, (
+        t += attn_table("tritonbench H100 FA3 fwd", "FlashAttention-3", tb, (
             tb[0]["source"], "2024 (pytorch/benchmark PR #2391)", "tritonbench flash_v3",
             "printed in the commit message test plan; B*S=16k, H*D=2048 as in the FA3 paper; "
             "causal off (tritonbench default)",
@@ -413,7 +413,7 @@ def memory_tables(mem, gpu):
             "BabelStream best bandwidth, reported in TB/s with 2 decimals"))
     if gpu == "H100-SXM5-80GB":
         sm = rows(lambda r: r["gpu"] == "H100" and r["kernel"].startswith("softmax"))
-        t += mem_table("QuACK softmax H100 (check)", sm, (
+        t += mem_table("QuACK softmax H100", sm, (
             sm[0]["source"], "2025", "CuTe-DSL (QuACK) and torch.compile (Triton)",
             "DRAM throughput of a softmax kernel as quoted by a secondary summary of the blog",
             "check only: one fused kernel's implementation quality (90% vs 60% of spec), not "
