@@ -33,5 +33,6 @@ Format parse_format(const std::string& value, bool allow_csv);
 int cmd_run(const Args& args);
 int cmd_inspect(const Args& args);
 int cmd_kernel(const Args& args);
+int cmd_collective(const Args& args);
 
 }  // namespace ts::cli

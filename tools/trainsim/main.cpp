@@ -16,6 +16,7 @@ constexpr Command kCommands[] = {
     {"inspect", "parameters, FLOPs, static memory and task counts, without replay",
      ts::cli::cmd_inspect},
     {"kernel", "time of one GEMM, attention or memory-bound kernel on a calibrated GPU", ts::cli::cmd_kernel},
+    {"collective", "time and bus bandwidth of one collective, with concurrent groups", ts::cli::cmd_collective},
 };
 
 void print_usage(std::ostream& out) {
