@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <utility>
@@ -595,6 +596,21 @@ std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec
   }
   diags.throw_if_any();
   return compute::make_calibrated_model(cal, gpu);
+}
+
+std::shared_ptr<const compute::ComputeModel> ComputeModelCache::get(const compute::GpuSpec& gpu) {
+  // The roofline depends on every field of the spec, the calibrated model reports the spec it
+  // was given: the key is the whole spec.
+  char key[512];
+  std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%.17g|%.17g|%.17g|%lld|%.17g|%d|%.17g|%.17g|%lld",
+                gpu.name.c_str(), gpu.peak_bf16.per_s(), gpu.peak_fp16.per_s(), gpu.peak_fp8.per_s(),
+                gpu.peak_tf32.per_s(), gpu.peak_fp32.per_s(), static_cast<long long>(gpu.memory_capacity.count()),
+                gpu.memory_bandwidth.bytes_per_s(), gpu.num_sms, gpu.matmul_efficiency, gpu.memory_efficiency,
+                static_cast<long long>(gpu.kernel_launch_overhead.ps()));
+  const std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = models_[key];
+  if (!slot) slot = make_compute_model(gpu);
+  return slot;
 }
 
 }  // namespace ts::config

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +42,18 @@ std::optional<std::filesystem::path> calibration_file(const std::string& gpu_nam
 // (compute::make_roofline_model). The calibration's datasheet must agree with `gpu` (peaks,
 // bandwidth within 5%, same SM count), else InputError.
 std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu);
+
+// The compute models of many simulations (a sweep): each distinct GPU spec is loaded and fitted
+// once (a fit takes ~10-30 ms), then shared. Thread-safe; the models are immutable, and their
+// const methods may be called from any thread.
+class ComputeModelCache {
+ public:
+  std::shared_ptr<const compute::ComputeModel> get(const compute::GpuSpec& gpu);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const compute::ComputeModel>> models_;
+};
 
 // Kernel dtypes as spelled in calibration files and by `trainsim kernel --dtype`:
 // bf16, fp16, fp8, fp32.

@@ -224,3 +224,20 @@ TEST_CASE("kernel dtypes: bf16, fp16, fp8, fp32") {
   CHECK_FALSE(try_parse_kernel_dtype("tf32").has_value());
   CHECK(kernel_dtype_choices() == "bf16, fp16, fp8, fp32");
 }
+
+TEST_CASE("ComputeModelCache fits each GPU spec once and shares the model") {
+  ComputeModelCache cache;
+  const auto cal = load_calibration("H100-SXM5-80GB");
+  compute::GpuSpec gpu = cal->gpu;
+  gpu.matmul_efficiency = 0.7;
+  gpu.memory_efficiency = 0.9;
+  const auto a = cache.get(gpu);
+  const auto b = cache.get(gpu);
+  CHECK(a.get() == b.get());
+  compute::GpuSpec other = gpu;
+  other.name = "MI300X";  // uncalibrated: a roofline, cached apart
+  const auto c = cache.get(other);
+  CHECK(c.get() != a.get());
+  CHECK(dynamic_cast<const compute::CalibratedModel*>(a.get()) != nullptr);
+  CHECK(dynamic_cast<const compute::CalibratedModel*>(c.get()) == nullptr);
+}
