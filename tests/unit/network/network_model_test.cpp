@@ -166,7 +166,7 @@ TEST_CASE("groups inside nodes use disjoint links, NVLS included", "[network]") 
   CHECK(first.size() == 8);
 }
 
-TEST_CASE("eight TP groups in eight nodes do not contend; DP groups across an oversubscribed spine do",
+TEST_CASE("eight TP groups in eight nodes do not contend, DP groups across an oversubscribed spine do",
           "[network][property]") {
   // 16 nodes, 4 per leaf unit; DP pairs {node j, node j+4} for j in the first unit cross the
   // spine on one rail. Non-blocking: 4 uplinks, D-mod-k gives each pair its own → as fast as a
