@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     }
   }
   const NetworkCalibration cal = config::load_network_calibration(calibration);
-  std::printf("%-34s %7s %8s %14s %12s\n", "benchmark", "gpus", "groups", "us/evaluation", "model_ms");
+  std::printf("%-42s %6s %7s %14s %10s\n", "benchmark", "gpus", "groups", "us/evaluation", "model_ms");
   for (const std::int32_t gpus : {8, 1024, 16384}) {
     const topology::Topology topo(dgx_h100(gpus > 2048 ? 3 : 2), gpus);
     struct Case {
@@ -117,9 +117,9 @@ int main(int argc, char** argv) {
             (void)warm.collective(r);
           },
           1000);
-      std::printf("%-34s %7d %8zu %14.1f %12.3f\n", (c.name + ", cold").c_str(), gpus, c.groups.size(), cold_us,
+      std::printf("%-42s %6d %7zu %14.1f %10.3f\n", (c.name + ", cold").c_str(), gpus, c.groups.size(), cold_us,
                   predicted.seconds() * 1e3);
-      std::printf("%-34s %7d %8zu %14.2f %12s\n", (c.name + ", cached").c_str(), gpus, c.groups.size(), warm_us, "");
+      std::printf("%-42s %6d %7zu %14.2f %10s\n", (c.name + ", cached").c_str(), gpus, c.groups.size(), warm_us, "");
     }
   }
   return 0;
