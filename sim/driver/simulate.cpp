@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "sim/compute/compute_model.h"
+#include "sim/config/calibration_loader.h"
+#include "sim/config/network_calibration_loader.h"
 #include "sim/memory/footprint.h"
 #include "sim/network/network_model.h"
 #include "sim/parallel/lowering.h"
@@ -111,8 +113,8 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options) {
   const parallel::TaskGraph graph = parallel::lower(sc.model, plan, lowering_options(sc, options.full));
   const parallel::Layout layout(plan);
   const topology::Topology topo(sc.cluster.cluster, sc.num_gpus);
-  const network::NetworkModel network(topo);
-  const auto compute = compute::make_roofline_model(sc.cluster.gpu);
+  const network::NetworkModel network(topo, config::load_network_calibration());
+  const auto compute = config::make_compute_model(sc.cluster.gpu);
   runtime::ExecuteOptions eo;
   eo.memory_timeline = options.trace.has_value();
   const runtime::Execution ex = runtime::execute(graph, layout, *compute, network, eo);

@@ -1,57 +1,26 @@
 #include "tools/trainsim/scenario_flags.h"
 
+#include <algorithm>
 #include <optional>
-#include <sstream>
 
 #include "sim/base/diagnostic.h"
+#include "sim/config/names.h"
 
 namespace po = boost::program_options;
 
 namespace ts::cli {
 namespace {
 
-template <class E>
-struct Named {
-  const char* name;
-  E value;
-};
-
-// Looks `value` up in `table`; unknown names are reported naming the flag and the known names.
-template <class E, std::size_t N>
-std::optional<E> lookup(const std::string& flag, const std::string& value, const Named<E> (&table)[N],
-                        DiagnosticList& problems) {
-  std::string known;
-  for (const auto& n : table) {
-    if (value == n.name) return n.value;
-    known += known.empty() ? "" : ", ";
-    known += n.name;
+// Runs `parse` (a config/names.h parser that throws InputError naming the flag), collecting its
+// problems instead of stopping at the first.
+template <class F>
+void collect(DiagnosticList& problems, F&& parse) {
+  try {
+    parse();
+  } catch (const InputError& e) {
+    for (const auto& d : e.diagnostics()) problems.add(d);
   }
-  problems.add({"", 0, flag, "unknown value '" + value + "' (known: " + known + ")"});
-  return std::nullopt;
 }
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(item);
-  return out;
-}
-
-constexpr Named<ir::Dtype> kDtypes[] = {{"bf16", ir::Dtype::kBf16}, {"fp16", ir::Dtype::kFp16}, {"fp8", ir::Dtype::kFp8}};
-constexpr Named<parallel::Recompute> kRecompute[] = {{"none", parallel::Recompute::kNone},
-                                                     {"selective", parallel::Recompute::kSelective},
-                                                     {"full", parallel::Recompute::kFull}};
-constexpr Named<parallel::Schedule> kSchedules[] = {{"gpipe", parallel::Schedule::kGpipe},
-                                                    {"1f1b", parallel::Schedule::k1F1B},
-                                                    {"interleaved", parallel::Schedule::kInterleaved}};
-constexpr Named<parallel::CpAlgo> kCpAlgos[] = {{"ring", parallel::CpAlgo::kRing},
-                                                {"allgather", parallel::CpAlgo::kAllGather},
-                                                {"ulysses", parallel::CpAlgo::kUlysses}};
-constexpr Named<parallel::OptimizerStates> kOptimizerStates[] = {{"fp32", parallel::OptimizerStates::kFp32},
-                                                                 {"bf16", parallel::OptimizerStates::kBf16}};
-constexpr Named<parallel::Axis> kAxes[] = {{"tp", parallel::Axis::kTp}, {"cp", parallel::Axis::kCp},
-                                           {"dp", parallel::Axis::kDp}, {"pp", parallel::Axis::kPp}};
 
 }  // namespace
 
@@ -114,40 +83,26 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   if (vm.count("dp")) {
     p.dp = vm["dp"].as<std::int64_t>();
   } else {
+    // When --gpus is not a multiple of tp·pp·cp, the plan check reports the mismatch.
     const std::int64_t mp = p.tp * p.pp * p.cp;
-    p.dp = mp > 0 && gpus % mp == 0 ? gpus / mp : 0;
-    if (p.dp == 0) {
-      problems.add({"", 0, "--dp", "cannot derive: --gpus " + std::to_string(gpus) +
-                                       " is not a multiple of tp·pp·cp = " + std::to_string(mp)});
-    }
+    p.dp = mp > 0 ? std::max<std::int64_t>(1, gpus / mp) : 1;
   }
-  if (auto v = lookup("--dtype", vm["dtype"].as<std::string>(), kDtypes, problems)) p.dtype = *v;
-  if (auto v = lookup("--recompute", vm["recompute"].as<std::string>(), kRecompute, problems)) p.recompute = *v;
-  if (auto v = lookup("--schedule", vm["schedule"].as<std::string>(), kSchedules, problems)) p.schedule = *v;
-  if (auto v = lookup("--cp-algo", vm["cp-algo"].as<std::string>(), kCpAlgos, problems)) p.cp_algo = *v;
-  if (auto v = lookup("--optimizer-states", vm["optimizer-states"].as<std::string>(), kOptimizerStates, problems)) {
-    p.optimizer_states = *v;
-  }
-  p.order.clear();
-  for (const auto& a : split(vm["order"].as<std::string>())) {
-    if (auto v = lookup("--order", a, kAxes, problems)) p.order.push_back(*v);
-  }
+  collect(problems, [&] { p.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  collect(problems, [&] { p.recompute = config::parse_recompute(vm["recompute"].as<std::string>(), "--recompute"); });
+  collect(problems, [&] { p.schedule = config::parse_schedule(vm["schedule"].as<std::string>(), "--schedule"); });
+  collect(problems, [&] { p.cp_algo = config::parse_cp_algo(vm["cp-algo"].as<std::string>(), "--cp-algo"); });
+  collect(problems, [&] {
+    p.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
+  });
+  collect(problems, [&] { p.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
   if (vm.count("pp-layers")) {
-    for (const auto& item : split(vm["pp-layers"].as<std::string>())) {
-      try {
-        std::size_t used = 0;
-        p.pp_layers.push_back(std::stoll(item, &used));
-        if (used != item.size()) throw std::invalid_argument(item);
-      } catch (const std::logic_error&) {
-        problems.add({"", 0, "--pp-layers", "'" + item + "' is not an integer"});
-      }
-    }
+    collect(problems, [&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
   if (gpus <= 0 || gpus > (std::int64_t{1} << 30)) {
     problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(gpus)});
   }
   sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= (std::int64_t{1} << 30) ? gpus : 1);
-  if (model && cluster && problems.empty()) {
+  if (model && cluster) {
     for (auto& d : config::check_plan(p, *model, *cluster, gpus)) problems.add(std::move(d));
   }
   problems.throw_if_any();

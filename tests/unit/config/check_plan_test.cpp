@@ -62,7 +62,7 @@ TEST_CASE("sizes must be positive, and zero sizes do not break the other rules")
   CHECK(find_field(ds, "--tp")->message == "must be > 0 (got 0)");
 }
 
-TEST_CASE("--tp must divide the attention heads") {
+TEST_CASE("plan rule --tp must divide the attention heads") {
   Fixture f;
   f.plan.tp = 3;  // 64 heads
   f.plan.dp = 1;
@@ -75,7 +75,7 @@ TEST_CASE("--tp must divide the attention heads") {
   CHECK(d->message.find("attention heads") != std::string::npos);
 }
 
-TEST_CASE("--tp and grouped-query KV heads") {
+TEST_CASE("plan rule --tp and grouped-query KV heads") {
   Fixture f;
   SECTION("tp above the KV heads is allowed when a multiple of them (KV heads replicated)") {
     f.plan.tp = 16;  // llama3-70b: 8 KV heads, each on 2 ranks
@@ -107,7 +107,7 @@ TEST_CASE("--tp and grouped-query KV heads") {
   }
 }
 
-TEST_CASE("--tp must divide ffn_hidden; the vocabulary is padded, never rejected") {
+TEST_CASE("plan rule --tp must divide ffn_hidden; the vocabulary is padded, never rejected") {
   Fixture f;
   f.model.ffn_hidden = 1001;
   const auto d = only(f.check(), "--tp");
@@ -118,7 +118,7 @@ TEST_CASE("--tp must divide ffn_hidden; the vocabulary is padded, never rejected
   CHECK(g.check().empty());
 }
 
-TEST_CASE("--pp must divide the layers unless --pp-layers is given") {
+TEST_CASE("plan rule --pp must divide the layers unless --pp-layers is given") {
   Fixture f;
   f.plan.pp = 3;  // 80 layers
   f.plan.dp = 1;
@@ -130,7 +130,7 @@ TEST_CASE("--pp must divide the layers unless --pp-layers is given") {
   CHECK(f.check().empty());
 }
 
-TEST_CASE("--pp-layers: one positive entry per stage, summing to the layers") {
+TEST_CASE("plan rule --pp-layers: one positive entry per stage, summing to the layers") {
   Fixture f;
   SECTION("count") {
     f.plan.pp_layers = {40, 40};
@@ -164,7 +164,7 @@ TEST_CASE("tp·pp·dp·cp must equal --gpus") {
   CHECK(d.message == "tp·pp·dp·cp = 8·4·2·1 = 64 must equal the number of GPUs (128)");
 }
 
-TEST_CASE("--gpus: whole nodes beyond one node, any count within one") {
+TEST_CASE("plan rule --gpus: whole nodes beyond one node, any count within one") {
   Fixture f;
   f.plan = parallel::ParallelPlan{};
   f.plan.tp = 4;
@@ -180,7 +180,7 @@ TEST_CASE("--gpus: whole nodes beyond one node, any count within one") {
   CHECK(f.check().empty());
 }
 
-TEST_CASE("--global-batch must be a multiple of dp·micro_batch") {
+TEST_CASE("plan rule --global-batch must be a multiple of dp·micro_batch") {
   Fixture f;
   f.plan.micro_batch = 3;
   const auto d = only(f.check(), "--global-batch");
@@ -217,7 +217,7 @@ TEST_CASE("context parallelism and the sequence length") {
   }
 }
 
-TEST_CASE("--sequence-parallel splits each cp rank's tokens over tp") {
+TEST_CASE("plan rule --sequence-parallel splits each cp rank's tokens over tp") {
   Fixture f;
   f.plan.sequence_parallel = true;
   CHECK(f.check().empty());
@@ -225,7 +225,7 @@ TEST_CASE("--sequence-parallel splits each cp rank's tokens over tp") {
   only(f.check(), "--sequence-parallel");
 }
 
-TEST_CASE("--seq may not exceed a learned position table") {
+TEST_CASE("plan rule --seq may not exceed a learned position table") {
   Fixture f;
   f.model = load_model("gpt3-175b");
   f.plan.seq_len = 4096;
@@ -275,7 +275,7 @@ TEST_CASE("virtual stages and the interleaved schedule") {
   }
 }
 
-TEST_CASE("--dtype fp8 needs FP8 tensor cores") {
+TEST_CASE("plan rule --dtype fp8 needs FP8 tensor cores") {
   Fixture f;
   f.plan.dtype = ir::Dtype::kFp8;
   CHECK(f.check().empty());  // H100
@@ -284,7 +284,7 @@ TEST_CASE("--dtype fp8 needs FP8 tensor cores") {
   CHECK(d.message.find("A100-SXM4-80GB") != std::string::npos);
 }
 
-TEST_CASE("--zero stage is 0..3") {
+TEST_CASE("plan rule --zero stage is 0..3") {
   Fixture f;
   f.plan.zero_stage = 4;
   only(f.check(), "--zero");
@@ -294,7 +294,7 @@ TEST_CASE("--zero stage is 0..3") {
   CHECK(f.check().empty());
 }
 
-TEST_CASE("--mst-chunks at least 1 and at most the tokens of a cp rank") {
+TEST_CASE("plan rule --mst-chunks at least 1 and at most the tokens of a cp rank") {
   Fixture f;
   f.plan.mst_chunks = 8;
   CHECK(f.check().empty());
@@ -302,7 +302,7 @@ TEST_CASE("--mst-chunks at least 1 and at most the tokens of a cp rank") {
   only(f.check(), "--mst-chunks");
 }
 
-TEST_CASE("--order is a permutation of tp, cp, dp, pp") {
+TEST_CASE("plan rule --order is a permutation of tp, cp, dp, pp") {
   Fixture f;
   using parallel::Axis;
   f.plan.order = {Axis::kTp, Axis::kTp, Axis::kDp, Axis::kPp};
@@ -314,7 +314,7 @@ TEST_CASE("--order is a permutation of tp, cp, dp, pp") {
   CHECK(f.check().empty());
 }
 
-TEST_CASE("--optimizer-in-backward needs one micro-batch per iteration") {
+TEST_CASE("plan rule --optimizer-in-backward needs one micro-batch per iteration") {
   Fixture f;
   f.plan.optimizer_in_backward = true;
   only(f.check(), "--optimizer-in-backward");
