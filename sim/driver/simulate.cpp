@@ -3,13 +3,10 @@
 #include <algorithm>
 
 #include "sim/compute/compute_model.h"
-#include "sim/config/calibration_loader.h"
-#include "sim/config/network_calibration_loader.h"
 #include "sim/memory/footprint.h"
 #include "sim/network/network_model.h"
 #include "sim/parallel/lowering.h"
 #include "sim/runtime/executor.h"
-#include "sim/topology/topology.h"
 #include "sim/trace/chrome_trace.h"
 
 namespace ts::driver {
@@ -80,6 +77,11 @@ InspectResult inspect(const config::Scenario& sc, bool full) {
 }
 
 RunResult simulate(const config::Scenario& sc, const RunOptions& options) {
+  Resources resources;
+  return simulate(sc, options, resources);
+}
+
+RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resources& resources) {
   const auto& plan = sc.plan;
   RunResult r;
   r.parameters = ir::parameter_count(sc.model);
@@ -112,12 +114,11 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options) {
 
   const parallel::TaskGraph graph = parallel::lower(sc.model, plan, lowering_options(sc, options.full));
   const parallel::Layout layout(plan);
-  const topology::Topology topo(sc.cluster.cluster, sc.num_gpus);
-  const network::NetworkModel network(topo, config::load_network_calibration());
-  const auto compute = config::make_compute_model(sc.cluster.gpu);
+  const network::NetworkModel& network = resources.network(sc.cluster, sc.num_gpus);
+  const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu);
   runtime::ExecuteOptions eo;
   eo.memory_timeline = options.trace.has_value();
-  const runtime::Execution ex = runtime::execute(graph, layout, *compute, network, eo);
+  const runtime::Execution ex = runtime::execute(graph, layout, compute, network, eo);
   const auto breakdowns = runtime::time_breakdown(graph, ex);
 
   r.tasks = static_cast<std::int64_t>(graph.tasks.size());

@@ -9,6 +9,7 @@
 
 #include "sim/base/units.h"
 #include "sim/config/loader.h"
+#include "sim/driver/resources.h"
 #include "sim/parallel/layout.h"
 #include "sim/runtime/breakdown.h"
 
@@ -62,6 +63,9 @@ struct RunResult {
   std::uint64_t events = 0;
 };
 
+// Simulates one scenario; `resources` carries fitted models and network caches across calls.
+RunResult simulate(const config::Scenario& scenario, const RunOptions& options, Resources& resources);
+// One-off simulation with fresh resources.
 RunResult simulate(const config::Scenario& scenario, const RunOptions& options);
 
 // What can be known without a replay: sizes, FLOPs, static memory per stage and task counts.

@@ -51,7 +51,8 @@ struct Task {
   std::int32_t device = 0;       // index into TaskGraph::devices
   std::int32_t layer = -1;       // global transformer layer, -1 when none
   std::int32_t micro_batch = -1;
-  std::int32_t ops = -1;         // compute: index into TaskGraph::op_lists
+  std::int32_t ops = -1;         // compute: index into TaskGraph::op_lists, or -1 to use `duration`
+  Duration duration;             // compute without ops: a recorded duration (imported traces)
   CommOp comm = CommOp::kAllReduce;
   Bytes bytes;                   // communication: nccl-tests size (see network::CollectiveRequest)
   std::int32_t communicator = -1;

@@ -207,6 +207,7 @@ class Replay {
   }
 
   Duration compute_time(const Task& task) {
+    if (task.ops < 0) return task.duration;
     auto& cached = op_time_[static_cast<std::size_t>(task.ops)];
     if (cached == Duration::max()) cached = op_list_time(compute_, g_.op_lists[static_cast<std::size_t>(task.ops)]);
     return cached;

@@ -103,11 +103,11 @@ std::string chrome_trace_json(const parallel::TaskGraph& g, const runtime::Execu
     out += ",\"dur\":";
     append_us(out, (tm.end - tm.start).ps());
     out += ",\"args\":{";
-    if (task.kind == TaskKind::kCompute) {
+    if (task.kind == TaskKind::kCompute && task.ops >= 0) {
       const auto& ops = g.op_lists[static_cast<std::size_t>(task.ops)];
       out += "\"ops\":" + std::to_string(ops.size()) + ",\"gflops\":" +
              nlohmann::json(ir::total_flops(ops).value() * 1e-9).dump();
-    } else {
+    } else if (task.kind != TaskKind::kCompute) {
       out += "\"op\":\"" + std::string(parallel::comm_op_name(task.comm)) + "\",\"bytes\":" +
              std::to_string(task.bytes.count()) + ",\"group_size\":" +
              std::to_string(g.communicators[static_cast<std::size_t>(task.communicator)].ranks.size());

@@ -1,0 +1,29 @@
+#include "sim/driver/resources.h"
+
+#include "sim/config/network_calibration_loader.h"
+
+namespace ts::driver {
+
+Resources::Resources(std::shared_ptr<config::ComputeModelCache> compute_cache)
+    : compute_cache_(std::move(compute_cache)) {}
+
+Resources::~Resources() = default;
+
+const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu) {
+  auto& slot = compute_[gpu.name];
+  if (!slot) slot = compute_cache_->get(gpu);
+  return *slot;
+}
+
+const network::NetworkModel& Resources::network(const config::Cluster& cluster, std::int32_t num_gpus) {
+  // Cluster files are identified by name; a sweep or validation run uses few distinct ones.
+  auto& f = fabrics_[{cluster.cluster.name + "/" + cluster.gpu.name, num_gpus}];
+  if (!f.network) {
+    if (!calibration_) calibration_ = config::load_network_calibration();
+    f.topology = std::make_unique<topology::Topology>(cluster.cluster, num_gpus);
+    f.network = std::make_unique<network::NetworkModel>(*f.topology, *calibration_);
+  }
+  return *f.network;
+}
+
+}  // namespace ts::driver

@@ -1,0 +1,43 @@
+// Resources: what many simulations share — fitted compute models, the network calibration, and
+// one network model (with its collective cache) per cluster and GPU count.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "sim/config/calibration_loader.h"
+#include "sim/config/loader.h"
+#include "sim/network/calibration.h"
+#include "sim/network/network_model.h"
+#include "sim/topology/topology.h"
+
+namespace ts::driver {
+
+// Not thread-safe: a sweep gives each worker thread its own Resources (sharing one
+// ComputeModelCache, which is).
+class Resources {
+ public:
+  explicit Resources(std::shared_ptr<config::ComputeModelCache> compute_cache =
+                         std::make_shared<config::ComputeModelCache>());
+  ~Resources();
+  Resources(const Resources&) = delete;
+  Resources& operator=(const Resources&) = delete;
+
+  const compute::ComputeModel& compute(const compute::GpuSpec& gpu);
+  const network::NetworkModel& network(const config::Cluster& cluster, std::int32_t num_gpus);
+
+ private:
+  struct Fabric {
+    std::unique_ptr<topology::Topology> topology;
+    std::unique_ptr<network::NetworkModel> network;
+  };
+  std::shared_ptr<config::ComputeModelCache> compute_cache_;
+  std::map<std::string, std::shared_ptr<const compute::ComputeModel>> compute_;
+  std::optional<network::NetworkCalibration> calibration_;
+  std::map<std::pair<std::string, std::int32_t>, Fabric> fabrics_;
+};
+
+}  // namespace ts::driver
