@@ -1,11 +1,14 @@
 // Simulator: the discrete-event engine (clock, event queue ordered by time, phase, sequence).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <utility>
 #include <vector>
 
 #include "sim/base/units.h"
+#include "sim/engine/event_callback.h"
+#include "sim/engine/event_queue.h"
 
 namespace ts::engine {
 
@@ -25,15 +28,17 @@ class EventHandle {
 
 class Simulator {
  public:
-  using Callback = std::function<void()>;
+  using Callback = EventCallback;
 
   SimTime now() const { return now_; }
-  // Schedules `cb` at absolute time `t` (not before now()).
+  // Schedules `cb` at absolute time `t` (not before now()). An event scheduled at now() runs
+  // after the current event (even with a lower phase) and before later times.
   EventHandle schedule_at(SimTime t, Callback cb, Phase phase = 0);
   EventHandle schedule_in(Duration d, Callback cb, Phase phase = 0) {
     return schedule_at(now_ + d, std::move(cb), phase);
   }
-  // Cancels a pending event; false if it already ran, was cancelled, or never existed.
+  // Cancels a pending event; false if it already ran (or is running), was cancelled, or never
+  // existed. The callback (and what it captured) is destroyed at once.
   bool cancel(EventHandle h);
   // Runs the next event; false when none is left.
   bool step();
@@ -43,23 +48,17 @@ class Simulator {
   std::uint64_t events_processed() const { return processed_; }
 
  private:
-  struct Entry {
-    std::int64_t time;
-    std::uint64_t order;  // phase in the top 8 bits, insertion sequence below
-    std::uint32_t slot;
-    std::uint32_t generation;
-  };
-  static bool later(const Entry& a, const Entry& b) {
-    return a.time != b.time ? a.time > b.time : a.order > b.order;
+  // Brings the slot of an event that will run soon into the cache.
+  auto prefetch_slot() {
+    return [this](std::uint32_t slot) { __builtin_prefetch(&slots_[slot]); };
   }
-  void push(Entry e);
-  Entry pop();
 
-  struct Slot {
+  // One cache line per slot: the callback (56 bytes) and the generation of the handle.
+  struct alignas(64) Slot {
     Callback cb;
     std::uint32_t generation = 0;
   };
-  std::vector<Entry> heap_;
+  detail::EventQueue queue_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
   SimTime now_;
