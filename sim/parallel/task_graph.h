@@ -39,7 +39,7 @@ const char* part_name(Part p);
 // A communicator: the global ranks of one group, in rank order. Collectives on a communicator are
 // matched across its members by issue order, as NCCL does.
 struct Communicator {
-  unsigned axes = 0;  // axis_bit() mask of the axes the group spans
+  unsigned axes = 0;  // axis_bit() mask of the axes the group spans; 0 = not from a plan
   std::vector<std::int32_t> ranks;
 };
 

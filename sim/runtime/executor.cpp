@@ -225,14 +225,17 @@ class Replay {
       network::CollectiveRequest r;
       r.op = to_network(task.comm);
       r.bytes = task.bytes;
-      auto groups = concurrent_groups_.find(comm.axes);
-      if (groups == concurrent_groups_.end()) {
-        groups = concurrent_groups_.emplace(comm.axes, layout_.all_groups(comm.axes)).first;
-      }
-      // The request lists this communicator first, then every other group of the same kind.
+      // The request lists this communicator first, then every other group of the same kind
+      // (a communicator without parallel axes, e.g. from an imported trace, runs alone).
       r.groups.push_back(comm.ranks);
-      for (const auto& other : groups->second) {
-        if (other != comm.ranks) r.groups.push_back(other);
+      if (comm.axes != 0) {
+        auto groups = concurrent_groups_.find(comm.axes);
+        if (groups == concurrent_groups_.end()) {
+          groups = concurrent_groups_.emplace(comm.axes, layout_.all_groups(comm.axes)).first;
+        }
+        for (const auto& other : groups->second) {
+          if (other != comm.ranks) r.groups.push_back(other);
+        }
       }
       d = network_.collective(r).time;
     }
