@@ -2,61 +2,284 @@
 
 #include <algorithm>
 
-#include "sim/ir/model_graph.h"
+#include "sim/base/diagnostic.h"
 
 namespace ts::memory {
 
-StaticFootprint static_footprint(const ir::ModelSpec& model, const parallel::ParallelPlan& plan,
-                                 std::int64_t stage, std::int64_t stage_layers) {
-  const std::int64_t h = model.hidden;
-  const std::int64_t vocab_shard = (model.vocab + plan.tp - 1) / plan.tp * h;
-  std::int64_t params = stage_layers * ir::layer_parameter_count(model) / plan.tp;
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::int64_t norm_parameters(const ir::ModelSpec& m) {
+  return (m.norm == ir::Norm::kLayerNorm ? 2 : 1) * m.hidden;  // LayerNorm: scale and shift
+}
+
+// K and V heads one TP rank holds: Megatron splits the KV heads (query groups) over TP; when
+// there are fewer KV heads than ranks each rank keeps one (replicated) head.
+std::int64_t kv_heads_per_rank(const ir::ModelSpec& m, std::int64_t tp) {
+  return std::max<std::int64_t>(1, ceil_div(m.num_kv_heads, tp));
+}
+
+// Model chunks per pipeline rank: v virtual stages in the interleaved schedule, else one.
+std::int64_t chunks_per_stage(const parallel::ParallelPlan& plan) {
+  return plan.schedule == parallel::Schedule::kInterleaved ? std::max<std::int64_t>(1, plan.vpp) : 1;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+
+LayerParameters layer_parameters(const ir::ModelSpec& m) {
+  const std::int64_t h = m.hidden;
+  const std::int64_t kv = m.kv_hidden();
+  const std::int64_t fc1_out = (m.activation == ir::Activation::kSwiglu ? 2 : 1) * m.ffn_hidden;
+  LayerParameters p;
+  p.qkv_weight = h * (h + 2 * kv);
+  p.proj_weight = h * h;
+  p.fc1_weight = h * fc1_out;
+  p.fc2_weight = m.ffn_hidden * h;
+  if (m.linear_bias) {
+    p.qkv_bias = h + 2 * kv;
+    p.proj_bias = h;
+    p.fc1_bias = fc1_out;
+    p.fc2_bias = h;
+  }
+  p.norms = 2 * norm_parameters(m);
+  return p;
+}
+
+std::int64_t LayerParameters::total() const {
+  return qkv_weight + qkv_bias + proj_weight + proj_bias + fc1_weight + fc1_bias + fc2_weight + fc2_bias +
+         norms;
+}
+
+std::int64_t LayerParameters::per_tp_rank(const ir::ModelSpec& m, std::int64_t tp) const {
+  if (tp == 1) return total();
+  const std::int64_t h = m.hidden;
+  const std::int64_t qkv_cols = ceil_div(h, tp) + 2 * kv_heads_per_rank(m, tp) * m.head_dim();
+  const std::int64_t qkv = h * qkv_cols + (qkv_bias > 0 ? qkv_cols : 0);
+  return qkv + ceil_div(proj_weight, tp) + proj_bias + ceil_div(fc1_weight, tp) + ceil_div(fc1_bias, tp) +
+         ceil_div(fc2_weight, tp) + fc2_bias + norms;
+}
+
+std::int64_t LayerParameters::largest_per_tp_rank(const ir::ModelSpec& m, std::int64_t tp) const {
+  const std::int64_t qkv_cols = ceil_div(m.hidden, tp) + 2 * kv_heads_per_rank(m, tp) * m.head_dim();
+  return std::max({m.hidden * qkv_cols, ceil_div(proj_weight, tp), ceil_div(fc1_weight, tp),
+                   ceil_div(fc2_weight, tp)});
+}
+
+std::int64_t parameter_count(const ir::ModelSpec& m) {
+  const std::int64_t h = m.hidden;
+  std::int64_t n = m.num_layers * layer_parameters(m).total();
+  n += m.vocab * h;                                         // input embedding
+  if (!m.tied_embeddings) n += m.vocab * h;                 // LM head
+  if (m.position == ir::Position::kLearned) n += m.max_seq_len * h;
+  n += norm_parameters(m);                                  // final norm
+  return n;
+}
+
+namespace {
+
+// Rows of the vocab-parallel embedding (or LM head) one TP rank holds (Megatron
+// VocabParallelEmbedding / ColumnParallelLinear output layer).
+std::int64_t vocab_shard(const ir::ModelSpec& m, std::int64_t tp) { return ceil_div(m.vocab, tp) * m.hidden; }
+
+bool holds_lm_head(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage) {
+  return stage == plan.pp - 1 && !(m.tied_embeddings && plan.pp == 1);
+}
+
+}  // namespace
+
+std::int64_t stage_parameters(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage,
+                              std::int64_t stage_layers) {
+  SIM_ASSERT(stage >= 0 && stage < plan.pp, "pipeline stage out of range");
+  std::int64_t n = stage_layers * layer_parameters(m).per_tp_rank(m, plan.tp);
   if (stage == 0) {
-    params += vocab_shard;
-    if (model.position == ir::Position::kLearned) params += model.max_seq_len * h;
+    n += vocab_shard(m, plan.tp);
+    // Learned position embeddings are not split over TP (Megatron LanguageModelEmbedding).
+    if (m.position == ir::Position::kLearned) n += m.max_seq_len * m.hidden;
   }
-  if (stage == plan.pp - 1) {
-    params += (model.norm == ir::Norm::kLayerNorm ? 2 : 1) * h;
-    if (!model.tied_embeddings || stage != 0) params += vocab_shard;
+  if (stage == plan.pp - 1) n += norm_parameters(m);
+  if (holds_lm_head(m, plan, stage)) n += vocab_shard(m, plan.tp);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Static footprint
+
+BytesPerParameter bytes_per_parameter(const parallel::ParallelPlan& plan) {
+  BytesPerParameter b;
+  switch (plan.optimizer_states) {
+    case parallel::OptimizerStates::kFp32:
+      b.weights = 2;           // bf16
+      b.gradients = 4;         // fp32 main_grad accumulation buffer
+      b.optimizer_states = 8;  // fp32 m and v
+      b.master_weights = 4;    // fp32 master copy
+      break;
+    case parallel::OptimizerStates::kBf16:
+      b.weights = 2;           // bf16, also the master copy
+      b.gradients = 2;         // bf16
+      b.optimizer_states = 4;  // bf16 m and v
+      b.master_weights = 0;
+      break;
   }
-  // Mixed-precision Adam (Rajbhandari et al. 2020, Sec. 3.1): 2 bytes of bf16 weights, gradients
-  // accumulated in fp32 (4 bytes, Megatron's main_grad), and 12 bytes of optimizer state (fp32
-  // master weights, momentum, variance). ZeRO stage k shards the first k of (optimizer states,
-  // gradients, weights) over the data-parallel ranks; CP ranks hold the same weights and join
-  // the sharding group (Megatron's distributed optimizer shards over DP × CP).
+  return b;
+}
+
+StaticFootprint static_footprint(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage,
+                                 std::int64_t stage_layers) {
+  const std::int64_t params = stage_parameters(m, plan, stage, stage_layers);
+  const BytesPerParameter bpp = bytes_per_parameter(plan);
   const std::int64_t shards = plan.dp * plan.cp;
-  auto shard = [&](std::int64_t bytes, int stage_needed) {
-    return Bytes(plan.zero_stage >= stage_needed ? (bytes + shards - 1) / shards : bytes);
-  };
-  const bool bf16_states = plan.optimizer_states == parallel::OptimizerStates::kBf16;
+  // Parameters of this rank whose state ZeRO stage `needed` (or higher) shards.
+  auto sharded = [&](int needed) { return plan.zero_stage >= needed ? ceil_div(params, shards) : params; };
+
   StaticFootprint f;
-  f.weights = shard(params * 2, 3);
-  f.gradients = shard(params * (bf16_states ? 2 : 4), 2);
-  f.optimizer_states = shard(params * (bf16_states ? 4 : 8), 1);
-  f.master_weights = shard(bf16_states ? 0 : params * 4, 1);
+  f.weights = Bytes(sharded(3) * bpp.weights);
+  if (plan.optimizer_in_backward) {
+    std::int64_t largest = stage_layers > 0 ? layer_parameters(m).largest_per_tp_rank(m, plan.tp) : 0;
+    if (stage == 0) {
+      largest = std::max(largest, vocab_shard(m, plan.tp));
+      if (m.position == ir::Position::kLearned) largest = std::max(largest, m.max_seq_len * m.hidden);
+    }
+    if (holds_lm_head(m, plan, stage)) largest = std::max(largest, vocab_shard(m, plan.tp));
+    f.gradients = Bytes(largest * bpp.gradients);
+  } else {
+    f.gradients = Bytes(sharded(2) * bpp.gradients);
+  }
+  f.optimizer_states = Bytes(sharded(1) * bpp.optimizer_states);
+  f.master_weights = Bytes(sharded(1) * bpp.master_weights);
   return f;
 }
 
-Bytes layer_activation_bytes(const ir::ModelSpec& model, const parallel::ParallelPlan& plan) {
-  // Korthikanti et al. 2022, Sec. 4.1, in bytes for a GPT layer with s tokens, micro-batch b,
-  // hidden h, a heads: attention block 11sbh + 5as²b, MLP block 19sbh, two layer norms 4sbh:
-  // 34sbh + 5as²b. With flash attention the s² terms (scores, softmax, dropout mask) are not
-  // stored. TP splits everything but the norm and dropout inputs (10sbh); sequence parallelism
-  // splits those too.
-  const double s = static_cast<double>(plan.seq_len / plan.cp);
+// ---------------------------------------------------------------------------------------------
+// Activations
+
+ActivationOptions default_activation_options(const ir::ModelSpec& m) {
+  ActivationOptions o;
+  o.flash_attention = true;
+  o.dropout = m.norm == ir::Norm::kLayerNorm && m.activation == ir::Activation::kGelu;
+  return o;
+}
+
+// Derivation, per layer and micro-batch, in bytes (bf16 tensors: 2 bytes per element; dropout
+// masks: 1 byte). Notation: s tokens of each sequence on this device (seq_len / cp), S = seq_len
+// keys each query attends to, b micro-batch, h hidden, kv = kv_hidden (h without GQA), f = ffn,
+// a heads, t = tp; u = 1/t with sequence parallelism, else 1 (tensors outside the TP regions
+// are then split over the sequence: Korthikanti et al. 2022 Sec. 4.2.2 keep only the sharded
+// input of each all-gather and gather it again in the backward pass).
+//
+// Attention block (Korthikanti Sec. 4.1, "11sbh + 5as²b" for GPT):
+//   norm input                         2sbh·u
+//   QKV GEMM input (norm output)       2sbh·u
+//   Q, K, V (RoPE applied; its backward needs no saved input)
+//                                      2sb·h/t + 2·2sb·kv/t
+//   without flash attention: softmax output 2·a·b·s·S/t, and with dropout its mask a·b·s·S/t
+//     and output 2·a·b·s·S/t (GPT: 5as²b/t);
+//   with flash attention: the log-sum-exp, fp32 per query and head, 4·a·b·s/t (the softmax is
+//     recomputed blockwise in the backward pass, Dao et al. 2022 Sec. 3.1)
+//   projection input (the attention output, also what flash attention saves)
+//                                      2sb·h/t
+//   dropout mask after the projection  sbh·u
+// MLP block ("19sbh" for GPT with f = 4h):
+//   norm input                         2sbh·u
+//   fc1 input (norm output)            2sbh·u
+//   GELU: fc1 output (GELU input) and GELU output (fc2 input): 2·2sb·f/t
+//   SwiGLU: gate output, up output and their product silu(gate)·up (fc2 input); Megatron's
+//     fused swiglu recomputes silu in its backward from the saved gate: 3·2sb·f/t
+//   dropout mask after fc2             sbh·u
+// GPT (kv = h, f = 4h, dropout, no flash attention) sums to sbh(10u + 24/t) + 5as²b/t, which is
+// Korthikanti's Table 2 for every row; Llama (RMSNorm, GQA, SwiGLU, flash attention, no dropout)
+// to 8sbh·u + (4sbh + 4sb·kv + 6sbf + 4abs)/t. Per-token norm statistics (fp32 mean and rstd,
+// 4–8 bytes per token) are left out, as in Korthikanti's accounting.
+//
+// Recompute. Selective (Korthikanti Sec. 5) recomputes the core attention: its internal tensors
+// (the s² terms, or the log-sum-exp) are dropped and rebuilt in the backward pass; Q, K, V and
+// the output are the checkpoint's inputs and output and stay. Full recompute keeps only each
+// layer's input, 2sbh·u, and rebuilds the rest of the layer during its backward pass.
+LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::ParallelPlan& plan,
+                                   const ActivationOptions& o) {
+  SIM_ASSERT(plan.cp >= 1 && plan.tp >= 1 && plan.micro_batch >= 1, "invalid parallel plan");
+  const double s = static_cast<double>(plan.seq_len) / static_cast<double>(plan.cp);
+  const double full_s = static_cast<double>(plan.seq_len);
   const double b = static_cast<double>(plan.micro_batch);
-  const double h = static_cast<double>(model.hidden);
+  const double h = static_cast<double>(m.hidden);
   const double t = static_cast<double>(plan.tp);
-  if (plan.recompute == parallel::Recompute::kFull) return Bytes();  // only the layer input, kept separately
-  const double unsplit = plan.sequence_parallel ? 10.0 / t : 10.0;
-  double per_sbh = unsplit + 24.0 / t;
-  const double ffn_ratio = static_cast<double>(model.ffn_hidden) / (4.0 * h);
-  // The MLP holds its input (2sbh), the up-projection output (8sbh ⇒ 2·ffn bytes per token) and
-  // activation output (8sbh), and a dropout mask (sbh): scale the ffn-sized parts by ffn/4h, and
-  // SwiGLU keeps gate and up outputs (2·ffn) besides their product (ffn).
-  const double mlp_ffn_parts = model.activation == ir::Activation::kSwiglu ? 3.0 * 4.0 : 2.0 * 4.0;
-  per_sbh += (mlp_ffn_parts * ffn_ratio - 16.0) / t;
-  return Bytes::from_real(s * b * h * per_sbh);
+  const double a = static_cast<double>(m.num_heads);
+  const double kv = static_cast<double>(kv_heads_per_rank(m, plan.tp) * m.head_dim()) * t;  // per rank × t
+  const double f = static_cast<double>(m.ffn_hidden);
+  const double u = plan.sequence_parallel ? 1.0 / t : 1.0;
+  const double sbh = s * b * h;
+  const double drop = o.dropout ? 1.0 : 0.0;
+
+  // Outside the TP regions: two norm inputs, two GEMM inputs, two dropout masks.
+  const double unsplit = sbh * (2 + 2 + 2 + 2 + 2 * drop) * u;
+  // Inside: Q, K, V, attention output, MLP intermediates.
+  const double mlp_parts = m.activation == ir::Activation::kSwiglu ? 3.0 : 2.0;
+  const double split = (2 * s * b * h + 4 * s * b * kv + 2 * s * b * h + mlp_parts * 2 * s * b * f) / t;
+  // Core-attention internals: what selective recompute drops.
+  const double core = o.flash_attention ? 4 * a * b * s / t : (2 + 3 * drop) * a * b * s * full_s / t;
+
+  const double all = unsplit + split + core;
+  LayerActivations r;
+  r.input = Bytes::from_real(2 * sbh * u);
+  switch (plan.recompute) {
+    case parallel::Recompute::kNone:
+      r.kept = Bytes::from_real(all);
+      r.rematerialized = Bytes();
+      break;
+    case parallel::Recompute::kSelective:
+      r.kept = Bytes::from_real(unsplit + split);
+      r.rematerialized = Bytes::from_real(core);
+      break;
+    case parallel::Recompute::kFull:
+      r.kept = r.input;
+      r.rematerialized = Bytes::from_real(all) - r.input;
+      break;
+  }
+  return r;
+}
+
+Bytes layer_activation_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan,
+                             const ActivationOptions& options) {
+  return layer_activations(m, plan, options).kept;
+}
+
+Bytes layer_activation_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan) {
+  return layer_activation_bytes(m, plan, default_activation_options(m));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipeline
+
+std::int64_t in_flight_micro_batches(const parallel::ParallelPlan& plan, std::int64_t stage) {
+  const std::int64_t p = plan.pp;
+  const std::int64_t m = plan.num_micro_batches();
+  SIM_ASSERT(stage >= 0 && stage < p, "pipeline stage out of range");
+  SIM_ASSERT(m >= 1, "no micro-batch in the iteration");
+  const std::int64_t v = chunks_per_stage(plan);
+  switch (plan.schedule) {
+    case parallel::Schedule::kGpipe:
+      return m;
+    case parallel::Schedule::k1F1B:
+      return std::min(p - stage, m);
+    case parallel::Schedule::kInterleaved: {
+      if (v == 1) return std::min(p - stage, m);  // Megatron runs the plain 1F1B schedule
+      const std::int64_t total = m * v;
+      if (m == p) return total;
+      const std::int64_t warmup = 2 * (p - stage - 1) + (v - 1) * p;
+      return std::min(warmup + 1, total);
+    }
+  }
+  return m;
+}
+
+Bytes stage_activation_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage,
+                             std::int64_t stage_layers, const ActivationOptions& options) {
+  const double per_layer = layer_activations(m, plan, options).kept.real();
+  const double chunk_layers = static_cast<double>(stage_layers) / static_cast<double>(chunks_per_stage(plan));
+  return Bytes::from_real(per_layer * chunk_layers * static_cast<double>(in_flight_micro_batches(plan, stage)));
 }
 
 }  // namespace ts::memory
