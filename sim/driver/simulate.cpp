@@ -4,6 +4,7 @@
 
 #include "sim/compute/compute_model.h"
 #include "sim/memory/footprint.h"
+#include "sim/memory/transients.h"
 #include "sim/network/network_model.h"
 #include "sim/parallel/lowering.h"
 #include "sim/runtime/executor.h"
@@ -44,10 +45,11 @@ parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full
   const auto& plan = sc.plan;
   parallel::LoweringOptions lo;
   lo.full = full;
-  lo.layer_activation = memory::layer_activation_bytes(sc.model, plan);
-  // Full recompute keeps each layer's input: one bf16 b·s·h tensor (split by SP and CP).
-  lo.layer_input = Bytes(plan.micro_batch * plan.seq_len / plan.cp * sc.model.hidden * 2 /
-                         (plan.sequence_parallel ? plan.tp : 1));
+  const memory::LayerActivations act =
+      memory::layer_activations(sc.model, plan, memory::default_activation_options(sc.model));
+  lo.layer_kept = act.kept;
+  lo.layer_rematerialized = act.rematerialized;
+  lo.head_transient = memory::lm_head_logits_bytes(sc.model, plan, memory::TransientOptions{});
   // Adam step with fp32 states: reads fp32 gradient, master weight, m and v (16 B), writes master,
   // m and v (12 B) and the bf16 weight (2 B): 30 bytes of HBM traffic per parameter.
   lo.optimizer_bytes_per_param = Bytes(30);
@@ -62,11 +64,11 @@ InspectResult inspect(const config::Scenario& sc, bool full) {
   r.model_flops = ir::model_flops(sc.model, sc.plan.seq_len,
                                   static_cast<double>(sc.plan.global_batch * sc.plan.seq_len)).value();
   const auto lo = lowering_options(sc, full);
-  r.layer_activation = lo.layer_activation;
+  r.layer_activation = lo.layer_kept;
   const auto layers = parallel::stage_layers(sc.plan, sc.model);
   for (std::int64_t s = 0; s < sc.plan.pp; ++s) {
     MemoryBreakdown m = static_memory(sc, s);
-    m.activations = lo.layer_activation * layers[static_cast<std::size_t>(s)];
+    m.activations = lo.layer_kept * layers[static_cast<std::size_t>(s)];
     r.stage_static_memory.push_back(m);
   }
   r.micro_batches = sc.plan.num_micro_batches();
@@ -88,12 +90,6 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   const double tokens = static_cast<double>(plan.global_batch * plan.seq_len);
   r.model_flops = ir::model_flops(sc.model, plan.seq_len, tokens).value();
   r.memory_capacity = sc.cluster.gpu.memory_capacity;
-
-  if (plan.schedule == parallel::Schedule::kInterleaved || plan.vpp > 1) {
-    r.status = Status::kUnsupported;
-    r.reason = "the interleaved pipeline schedule is not simulated yet";
-    return r;
-  }
 
   // Static memory first: a plan whose weights and optimizer states alone overflow the GPU is
   // rejected without a replay.

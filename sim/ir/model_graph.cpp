@@ -35,16 +35,17 @@ Op attention(const ModelSpec& model, const LayerShape& s) {
   op.name = "attention";
   op.kind = OpKind::kAttention;
   op.attn.batch = s.micro_batch;
-  op.attn.heads = model.num_heads / s.tp;
-  // Megatron replicates KV heads when TP exceeds their number.
-  op.attn.kv_heads = std::max<std::int64_t>(1, model.num_kv_heads / s.tp);
-  op.attn.seq_q = s.seq;
-  op.attn.seq_kv = s.full_seq;
+  const std::int64_t split = s.tp * s.attention_heads_divisor;
+  op.attn.heads = model.num_heads / split;
+  // KV heads are replicated when the split exceeds their number.
+  op.attn.kv_heads = std::max<std::int64_t>(1, model.num_kv_heads / split);
+  op.attn.seq_q = s.attention_q > 0 ? s.attention_q : s.seq;
+  op.attn.seq_kv = s.attention_kv > 0 ? s.attention_kv : s.full_seq;
   op.attn.head_dim = model.head_dim();
   op.attn.causal = true;
   // FlashAttention convention (Dao 2023): 4·sq·skv·d per head, halved under a causal mask.
   op.flops = Flops(2.0 * static_cast<double>(s.micro_batch * op.attn.heads * op.attn.head_dim) *
-                   static_cast<double>(s.seq) * static_cast<double>(s.full_seq));
+                   static_cast<double>(op.attn.seq_q) * static_cast<double>(op.attn.seq_kv));
   return op;
 }
 
@@ -122,6 +123,21 @@ Block build_lm_head(const ModelSpec& model, const LayerShape& s) {
   b.forward.push_back(ce);
   b.backward = backward_of(b.forward);
   return b;
+}
+
+SplitAttention split_attention(const Block& attention) {
+  SplitAttention out;
+  Block* part = &out.pre;
+  for (const auto& op : attention.forward) {
+    if (op.kind == OpKind::kAttention) {
+      out.core.forward.push_back(op);
+      part = &out.post;
+    } else {
+      part->forward.push_back(op);
+    }
+  }
+  for (Block* b : {&out.pre, &out.core, &out.post}) b->backward = backward_of(b->forward);
+  return out;
 }
 
 std::vector<Op> backward_of(const std::vector<Op>& forward) {

@@ -42,6 +42,12 @@ struct LayerShape {
   std::int64_t tp = 1;
   bool sequence_parallel = false;
   Dtype gemm_dtype = Dtype::kBf16;  // fp8 runs GEMMs in FP8, everything else in bf16
+  // Context parallelism: the attention core covers `attention_q` queries against `attention_kv`
+  // keys per call, with `attention_heads_divisor` splitting the heads (Ulysses). Zero = defaults
+  // (seq queries against full_seq keys, no head split).
+  std::int64_t attention_q = 0;
+  std::int64_t attention_kv = 0;
+  std::int64_t attention_heads_divisor = 1;
 };
 
 // The ops of one block on one device, in execution order. Backward lists are in the order the
@@ -57,6 +63,16 @@ struct LayerOps {
   Block attention;
   Block mlp;
 };
+
+// The attention block cut around its attention core, for context parallelism that exchanges
+// keys and values between the pre-attention ops (norm, QKV, rotary) and the post-attention ops
+// (output projection, residual).
+struct SplitAttention {
+  Block pre;
+  Block core;
+  Block post;
+};
+SplitAttention split_attention(const Block& attention);
 
 LayerOps build_layer(const ModelSpec& model, const LayerShape& shape);
 // Token embedding lookup (first pipeline stage).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "sim/base/diagnostic.h"
@@ -56,66 +57,75 @@ const char* part_name(Part p) {
   return "?";
 }
 
-std::vector<std::int64_t> stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model) {
+std::vector<std::int64_t> virtual_stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model) {
   if (!plan.pp_layers.empty()) return plan.pp_layers;
-  return std::vector<std::int64_t>(static_cast<std::size_t>(plan.pp), model.num_layers / plan.pp);
+  const std::int64_t stages = plan.pp * plan.model_chunks();
+  return std::vector<std::int64_t>(static_cast<std::size_t>(stages), model.num_layers / stages);
 }
+
+std::vector<std::int64_t> stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model) {
+  const auto virt = virtual_stage_layers(plan, model);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(plan.pp), 0);
+  for (std::size_t v = 0; v < virt.size(); ++v) out[v % out.size()] += virt[v];
+  return out;
+}
+
+namespace {
+
+// Parameters of the input embedding and of the LM head (with the final norm) on one TP rank.
+std::int64_t embedding_parameters(const ir::ModelSpec& model, const ParallelPlan& plan) {
+  std::int64_t n = (model.vocab + plan.tp - 1) / plan.tp * model.hidden;
+  if (model.position == ir::Position::kLearned) n += model.max_seq_len * model.hidden;
+  return n;
+}
+std::int64_t head_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, bool shares_embedding) {
+  std::int64_t n = (model.norm == ir::Norm::kLayerNorm ? 2 : 1) * model.hidden;
+  // A tied LM head on the embedding's stage is the same matrix; on another stage (PP > 1)
+  // Megatron keeps a copy and all-reduces their gradients.
+  if (!model.tied_embeddings || !shares_embedding) n += (model.vocab + plan.tp - 1) / plan.tp * model.hidden;
+  return n;
+}
+
+}  // namespace
 
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage) {
   const auto layers = stage_layers(plan, model);
-  const std::int64_t h = model.hidden;
   std::int64_t n = layers[static_cast<std::size_t>(stage)] * ir::layer_parameter_count(model) / plan.tp;
-  const std::int64_t vocab_shard = (model.vocab + plan.tp - 1) / plan.tp * h;
-  const bool first = stage == 0;
-  const bool last = stage == plan.pp - 1;
-  if (first) {
-    n += vocab_shard;
-    if (model.position == ir::Position::kLearned) n += model.max_seq_len * h;
-  }
-  if (last) {
-    n += (model.norm == ir::Norm::kLayerNorm ? 2 : 1) * h;
-    // A tied LM head is a second copy of the embedding on the last stage when PP > 1 (Megatron
-    // keeps both and all-reduces their gradients); untied heads are always separate.
-    if (!model.tied_embeddings || !first) n += vocab_shard;
-  }
+  if (stage == 0) n += embedding_parameters(model, plan);
+  if (stage == plan.pp - 1) n += head_parameters(model, plan, stage == 0);
   return n;
 }
 
 namespace {
 
+// Pass-through for optional dependencies: negative task ids are ignored by emit().
+constexpr std::int32_t kNone = -1;
+constexpr std::int32_t kTagActivations = 0;
+constexpr std::int32_t kTagGradients = 1;
+
+// The op lists of one layer as the plan cuts it, interned in the graph.
+struct LayerLists {
+  // Without context parallelism the attention block is one task; with it, the block is cut
+  // around the attention core (pre → core → post) for the KV exchange.
+  std::int32_t attn_fwd = kNone, attn_bwd = kNone;
+  std::int32_t pre_fwd = kNone, pre_bwd = kNone, core_fwd = kNone, core_bwd = kNone;
+  std::int32_t post_fwd = kNone, post_bwd = kNone;
+  std::int32_t mlp_fwd = kNone, mlp_bwd = kNone;
+};
+
 // Builds the tasks of every simulated device, one device at a time, in program order.
 class Lowerer {
  public:
   Lowerer(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options)
-      : model_(model), plan_(plan), options_(options), layout_(plan), layers_(stage_layers(plan, model)) {
-    ir::LayerShape shape;
-    shape.micro_batch = plan.micro_batch;
-    shape.seq = plan.seq_len / plan.cp;
-    shape.full_seq = plan.seq_len;
-    shape.tp = plan.tp;
-    shape.sequence_parallel = plan.sequence_parallel;
-    shape.gemm_dtype = plan.dtype;
-    const ir::LayerOps layer = ir::build_layer(model, shape);
-    const ir::Block embedding = ir::build_embedding(model, shape);
-    const ir::Block head = ir::build_lm_head(model, shape);
-    attn_fwd_ = add_ops(layer.attention.forward);
-    mlp_fwd_ = add_ops(layer.mlp.forward);
-    mlp_bwd_ = add_ops(layer.mlp.backward);
-    auto attn_bwd = layer.attention.backward;
-    if (plan.recompute == Recompute::kSelective) {
-      // Selective recompute (Korthikanti et al. 2022) reruns the attention core before its
-      // backward; with flash attention this is the forward kernel.
-      for (const auto& op : layer.attention.forward) {
-        if (op.kind == ir::OpKind::kAttention) attn_bwd.insert(attn_bwd.begin(), op);
-      }
-    }
-    attn_bwd_ = add_ops(attn_bwd);
-    emb_fwd_ = add_ops(embedding.forward);
-    emb_bwd_ = add_ops(embedding.backward);
-    head_fwd_ = add_ops(head.forward);
-    head_bwd_ = add_ops(head.backward);
-    // One bf16 activation tensor of the micro-batch: what TP collectives and pipeline sends move.
-    act_bytes_ = Bytes(plan.micro_batch * shape.seq * model.hidden * 2);
+      : model_(model),
+        plan_(plan),
+        options_(options),
+        layout_(plan),
+        vlayers_(virtual_stage_layers(plan, model)),
+        chunks_(plan.model_chunks()) {
+    vfirst_.assign(vlayers_.size(), 0);
+    for (std::size_t v = 1; v < vlayers_.size(); ++v) vfirst_[v] = vfirst_[v - 1] + vlayers_[v - 1];
+    build_op_lists();
   }
 
   TaskGraph run() {
@@ -134,6 +144,115 @@ class Lowerer {
   }
 
  private:
+  ir::LayerShape base_shape() const {
+    ir::LayerShape shape;
+    shape.micro_batch = plan_.micro_batch;
+    shape.seq = plan_.seq_len / plan_.cp;
+    shape.full_seq = plan_.seq_len;
+    shape.tp = plan_.tp;
+    shape.sequence_parallel = plan_.sequence_parallel;
+    shape.gemm_dtype = plan_.dtype;
+    return shape;
+  }
+
+  void build_op_lists() {
+    ir::LayerShape shape = base_shape();
+    if (plan_.cp > 1) {
+      switch (plan_.cp_algo) {
+        case CpAlgo::kAllGather: break;  // local queries against all gathered keys
+        case CpAlgo::kRing:
+          // One block of local queries against one block of keys per ring step; with the
+          // load-balanced (zig-zag) split every step does the same, causal-halved, work.
+          shape.attention_q = shape.seq;
+          shape.attention_kv = shape.seq;
+          break;
+        case CpAlgo::kUlysses:
+          // All-to-all turns the sequence split into a head split: full sequence, heads / cp.
+          shape.attention_q = plan_.seq_len;
+          shape.attention_kv = plan_.seq_len;
+          shape.attention_heads_divisor = plan_.cp;
+          break;
+      }
+    }
+    const ir::LayerOps layer = ir::build_layer(model_, shape);
+    auto with_selective = [&](std::vector<ir::Op> bwd, const std::vector<ir::Op>& fwd) {
+      // Selective recompute (Korthikanti et al. 2022) reruns the attention core before its
+      // backward; with flash attention this is the forward kernel.
+      if (plan_.recompute == Recompute::kSelective) {
+        for (const auto& op : fwd) {
+          if (op.kind == ir::OpKind::kAttention) bwd.insert(bwd.begin(), op);
+        }
+      }
+      return bwd;
+    };
+    if (plan_.cp == 1) {
+      lists_.attn_fwd = add_ops(layer.attention.forward);
+      lists_.attn_bwd = add_ops(with_selective(layer.attention.backward, layer.attention.forward));
+    } else {
+      const ir::SplitAttention split = ir::split_attention(layer.attention);
+      lists_.pre_fwd = add_ops(split.pre.forward);
+      lists_.pre_bwd = add_ops(split.pre.backward);
+      lists_.core_fwd = add_ops(split.core.forward);
+      lists_.core_bwd = add_ops(with_selective(split.core.backward, split.core.forward));
+      lists_.post_fwd = add_ops(split.post.forward);
+      lists_.post_bwd = add_ops(split.post.backward);
+    }
+    if (plan_.mst_chunks > 1) {
+      // Mini-Sequence Transformer (Luo et al. 2024): the MLP runs on K mini-sequences one after
+      // another, and its backward recomputes each chunk's intermediate before using it.
+      ir::LayerShape mini = shape;
+      mini.seq = shape.seq / plan_.mst_chunks;
+      const ir::LayerOps chunk = ir::build_layer(model_, mini);
+      std::vector<ir::Op> fwd, bwd;
+      for (std::int64_t k = 0; k < plan_.mst_chunks; ++k) {
+        fwd.insert(fwd.end(), chunk.mlp.forward.begin(), chunk.mlp.forward.end());
+        for (const auto& op : chunk.mlp.forward) {
+          if (op.kind == ir::OpKind::kGemm) break;  // recompute up to the intermediate
+          bwd.push_back(op);
+        }
+        bool seen_gemm = false;
+        for (const auto& op : chunk.mlp.forward) {
+          if (seen_gemm && op.kind == ir::OpKind::kGemm) break;
+          if (op.kind == ir::OpKind::kGemm) seen_gemm = true;
+          if (seen_gemm) bwd.push_back(op);
+        }
+        bwd.insert(bwd.end(), chunk.mlp.backward.begin(), chunk.mlp.backward.end());
+      }
+      lists_.mlp_fwd = add_ops(fwd);
+      lists_.mlp_bwd = add_ops(bwd);
+    } else {
+      lists_.mlp_fwd = add_ops(layer.mlp.forward);
+      lists_.mlp_bwd = add_ops(layer.mlp.backward);
+    }
+    const ir::LayerShape plain = base_shape();
+    const ir::Block embedding = ir::build_embedding(model_, plain);
+    emb_fwd_ = add_ops(embedding.forward);
+    emb_bwd_ = add_ops(embedding.backward);
+    if (plan_.mst_chunks > 1) {
+      // The LM head and loss also run per mini-sequence (logits of one chunk at a time).
+      ir::LayerShape mini = plain;
+      mini.seq = plain.seq / plan_.mst_chunks;
+      const ir::Block head = ir::build_lm_head(model_, mini);
+      std::vector<ir::Op> fwd, bwd;
+      for (std::int64_t k = 0; k < plan_.mst_chunks; ++k) {
+        fwd.insert(fwd.end(), head.forward.begin(), head.forward.end());
+        bwd.insert(bwd.end(), head.forward.begin(), head.forward.end());  // logits recomputed
+        bwd.insert(bwd.end(), head.backward.begin(), head.backward.end());
+      }
+      head_fwd_ = add_ops(fwd);
+      head_bwd_ = add_ops(bwd);
+    } else {
+      const ir::Block head = ir::build_lm_head(model_, plain);
+      head_fwd_ = add_ops(head.forward);
+      head_bwd_ = add_ops(head.backward);
+    }
+    // One bf16 activation tensor of the micro-batch: what TP collectives and pipeline sends move.
+    act_bytes_ = Bytes(plan_.micro_batch * shape.seq * model_.hidden * 2);
+    const std::int64_t kv_heads = std::max<std::int64_t>(1, model_.num_kv_heads / plan_.tp);
+    kv_bytes_ = Bytes(plan_.micro_batch * shape.seq * 2 * kv_heads * model_.head_dim() * 2);
+    layer_params_ = ir::layer_parameter_count(model_) / plan_.tp;
+  }
+
   std::int32_t add_ops(std::vector<ir::Op> ops) {
     g_.op_lists.push_back(std::move(ops));
     return static_cast<std::int32_t>(g_.op_lists.size() - 1);
@@ -148,12 +267,12 @@ class Lowerer {
     g_.devices.push_back(d);
   }
 
-  std::int32_t communicator(std::vector<std::int32_t> ranks, unsigned axes) {
-    auto key = std::make_pair(axes, ranks);
+  std::int32_t communicator(std::vector<std::int32_t> ranks, unsigned axes, std::int32_t tag) {
+    auto key = std::make_tuple(axes, tag, ranks);
     auto it = comm_index_.find(key);
     if (it != comm_index_.end()) return it->second;
     const auto id = static_cast<std::int32_t>(g_.communicators.size());
-    g_.communicators.push_back({axes, std::move(ranks)});
+    g_.communicators.push_back({axes, std::move(ranks), tag});
     comm_index_.emplace(std::move(key), id);
     return id;
   }
@@ -170,38 +289,46 @@ class Lowerer {
     return static_cast<std::int32_t>(g_.tasks.size() - 1);
   }
 
-  std::int32_t compute(std::int32_t ops, Pass pass, Part part, std::int32_t layer, std::int32_t mb,
-                       std::int32_t dep, Bytes alloc = Bytes(), Bytes release = Bytes()) {
+  struct Label {
+    Pass pass;
+    Part part;
+    std::int32_t layer;
+    std::int32_t mb;
+  };
+
+  std::int32_t compute(std::int32_t ops, const Label& l, std::initializer_list<std::int32_t> deps,
+                       Bytes alloc = Bytes(), Bytes release = Bytes()) {
     Task t;
     t.kind = TaskKind::kCompute;
     t.stream = Stream::kCompute;
-    t.pass = pass;
-    t.part = part;
-    t.layer = layer;
-    t.micro_batch = mb;
+    t.pass = l.pass;
+    t.part = l.part;
+    t.layer = l.layer;
+    t.micro_batch = l.mb;
     t.ops = ops;
     t.alloc_at_start = alloc;
     t.free_at_end = release;
-    return emit(t, {dep});
+    return emit(t, deps);
   }
 
-  std::int32_t collective(Stream stream, unsigned axes, CommOp op, Bytes bytes, Pass pass, Part part,
-                          std::int32_t layer, std::int32_t mb, std::int32_t dep) {
+  std::int32_t collective(Stream stream, unsigned axes, CommOp op, Bytes bytes, const Label& l,
+                          std::initializer_list<std::int32_t> deps) {
     Task t;
     t.kind = TaskKind::kCollective;
     t.stream = stream;
-    t.pass = pass;
-    t.part = part;
-    t.layer = layer;
-    t.micro_batch = mb;
+    t.pass = l.pass;
+    t.part = l.part;
+    t.layer = l.layer;
+    t.micro_batch = l.mb;
     t.comm = op;
     t.bytes = bytes;
-    t.communicator = communicator(layout_.group(rank_, axes), axes);
-    return emit(t, {dep});
+    t.communicator = communicator(layout_.group(rank_, axes), axes, 0);
+    return emit(t, deps);
   }
 
-  std::int32_t p2p(Stream stream, std::int64_t src_stage, std::int64_t dst_stage, Pass pass,
-                   std::int32_t mb, std::int32_t dep) {
+  // One point-to-point transfer of a pipeline pair, on the stream of its direction and peer.
+  std::int32_t p2p(Stream stream, std::int64_t src_stage, std::int64_t dst_stage, std::int32_t tag,
+                   const Label& l, std::int32_t dep) {
     Coord src = layout_.coord(rank_);
     Coord dst = src;
     src[Axis::kPp] = src_stage;
@@ -209,136 +336,268 @@ class Lowerer {
     Task t;
     t.kind = TaskKind::kP2p;
     t.stream = stream;
-    t.pass = pass;
+    t.pass = l.pass;
     t.part = Part::kActivations;
-    t.micro_batch = mb;
+    t.micro_batch = l.mb;
     t.comm = CommOp::kSendRecv;
     t.bytes = act_bytes_;
     t.communicator = communicator({static_cast<std::int32_t>(layout_.rank(src)),
                                    static_cast<std::int32_t>(layout_.rank(dst))},
-                                  axis_bit(Axis::kPp));
+                                  axis_bit(Axis::kPp), tag);
     return emit(t, {dep});
   }
 
-  // Tensor-parallel traffic after a block (forward) or its backward: one all-reduce of the block
-  // output, or with sequence parallelism an all-gather before and a reduce-scatter after
-  // (Korthikanti et al. 2022, Sec. 4.2.2); none when TP = 1.
-  std::int32_t tp_before(Pass pass, Part part, std::int32_t layer, std::int32_t mb, std::int32_t dep) {
+  // Tensor-parallel traffic around a block: an all-reduce of its output, or with sequence
+  // parallelism an all-gather before and a reduce-scatter after (Korthikanti et al. 2022,
+  // Sec. 4.2.2; in backward the two swap); none when TP = 1.
+  std::int32_t tp_before(const Label& l, std::int32_t dep) {
     if (plan_.tp == 1 || !plan_.sequence_parallel) return dep;
-    const CommOp op = pass == Pass::kBackward ? CommOp::kReduceScatter : CommOp::kAllGather;
-    return collective(Stream::kTpComm, axis_bit(Axis::kTp), op, act_bytes_, pass, part, layer, mb, dep);
+    const CommOp op = l.pass == Pass::kBackward ? CommOp::kReduceScatter : CommOp::kAllGather;
+    return collective(Stream::kTpComm, axis_bit(Axis::kTp), op, act_bytes_, l, {dep});
   }
-  std::int32_t tp_after(Pass pass, Part part, std::int32_t layer, std::int32_t mb, std::int32_t dep) {
+  std::int32_t tp_after(const Label& l, std::int32_t dep) {
     if (plan_.tp == 1) return dep;
     CommOp op = CommOp::kAllReduce;
-    if (plan_.sequence_parallel) op = pass == Pass::kBackward ? CommOp::kAllGather : CommOp::kReduceScatter;
-    return collective(Stream::kTpComm, axis_bit(Axis::kTp), op, act_bytes_, pass, part, layer, mb, dep);
+    if (plan_.sequence_parallel) op = l.pass == Pass::kBackward ? CommOp::kAllGather : CommOp::kReduceScatter;
+    return collective(Stream::kTpComm, axis_bit(Axis::kTp), op, act_bytes_, l, {dep});
   }
 
-  // Context parallelism: keys and values of the whole sequence are gathered before attention and
-  // their gradients reduce-scattered after its backward (all-gather CP, as in Llama 3).
-  std::int32_t cp_kv(Pass pass, std::int32_t layer, std::int32_t mb, std::int32_t dep) {
-    if (plan_.cp == 1) return dep;
-    const std::int64_t kv_heads = std::max<std::int64_t>(1, model_.num_kv_heads / plan_.tp);
-    const Bytes kv(plan_.micro_batch * plan_.seq_len * 2 * kv_heads * model_.head_dim() * 2);
-    const CommOp op = pass == Pass::kBackward ? CommOp::kReduceScatter : CommOp::kAllGather;
-    return collective(Stream::kCpComm, axis_bit(Axis::kCp), op, kv, pass, Part::kAttention, layer, mb, dep);
+  std::int32_t cp_collective(CommOp op, Bytes bytes, const Label& l, std::int32_t dep) {
+    return collective(Stream::kCpComm, axis_bit(Axis::kCp), op, bytes, l, {dep});
+  }
+
+  // The attention core under context parallelism (forward, recompute or backward).
+  std::int32_t attention_core(const Label& l, std::int32_t dep) {
+    const bool bwd = l.pass == Pass::kBackward;
+    const std::int32_t core = bwd ? lists_.core_bwd : lists_.core_fwd;
+    const std::int64_t cp = plan_.cp;
+    switch (plan_.cp_algo) {
+      case CpAlgo::kAllGather: {
+        // Llama 3 (Dubey et al. 2024, Sec. 3.3.2): all-gather K and V, attend locally; the
+        // backward reduce-scatters their gradients.
+        if (!bwd) dep = cp_collective(CommOp::kAllGather, kv_bytes_ * cp, l, dep);
+        dep = compute(core, l, {dep});
+        if (bwd) dep = cp_collective(CommOp::kReduceScatter, kv_bytes_ * cp, l, dep);
+        return dep;
+      }
+      case CpAlgo::kRing: {
+        // Ring attention (Liu et al. 2023): cp steps, each attending to the KV block at hand
+        // while the next one moves one hop around the ring; backward also passes dK, dV.
+        const Bytes step_bytes = bwd ? kv_bytes_ * 2 : kv_bytes_;
+        std::int32_t shift = dep;
+        std::int32_t last = dep;
+        for (std::int64_t i = 0; i < cp; ++i) {
+          const std::int32_t block = compute(core, l, {shift, last});
+          if (i + 1 < cp) shift = cp_collective(CommOp::kSendRecv, step_bytes, l, shift);
+          last = block;
+        }
+        return last;
+      }
+      case CpAlgo::kUlysses: {
+        // DeepSpeed-Ulysses (Jacobs et al. 2023): all-to-all Q, K, V from a sequence split to a
+        // head split, attend over the full sequence, all-to-all the output back.
+        const std::int64_t kv_h = std::max<std::int64_t>(1, model_.num_kv_heads / plan_.tp);
+        const std::int64_t q_h = model_.num_heads / plan_.tp;
+        const Bytes qkv(plan_.micro_batch * (plan_.seq_len / cp) * (q_h + 2 * kv_h) * model_.head_dim() * 2);
+        const Bytes out(plan_.micro_batch * (plan_.seq_len / cp) * q_h * model_.head_dim() * 2);
+        dep = cp_collective(CommOp::kAllToAll, bwd ? out : qkv, l, dep);
+        dep = compute(core, l, {dep});
+        return cp_collective(CommOp::kAllToAll, bwd ? qkv : out, l, dep);
+      }
+    }
+    return dep;
+  }
+
+  // The attention block forward (or recompute); returns its last task.
+  std::int32_t attention_forward(const Label& l, std::int32_t dep, Bytes alloc, std::int32_t extra_dep) {
+    dep = tp_before(l, dep);
+    if (plan_.cp == 1) return tp_after(l, compute(lists_.attn_fwd, l, {dep, extra_dep}, alloc));
+    dep = compute(lists_.pre_fwd, l, {dep, extra_dep}, alloc);
+    dep = attention_core(l, dep);
+    return tp_after(l, compute(lists_.post_fwd, l, {dep}));
+  }
+
+  std::int32_t attention_backward(const Label& l, std::int32_t dep, Bytes release) {
+    dep = tp_before(l, dep);
+    if (plan_.cp == 1) return tp_after(l, compute(lists_.attn_bwd, l, {dep}, Bytes(), release));
+    dep = compute(lists_.post_bwd, l, {dep});
+    dep = attention_core(l, dep);
+    return tp_after(l, compute(lists_.pre_bwd, l, {dep}, Bytes(), release));
+  }
+
+  // ZeRO-3 / FSDP: parameters are gathered before each layer's forward and backward (at most one
+  // layer ahead of the compute) and gradients reduce-scattered after its backward.
+  bool zero3() const { return plan_.zero_stage >= 3 && replicas() > 1; }
+  std::int64_t replicas() const { return plan_.dp * plan_.cp; }
+  unsigned dp_axes() const { return axis_bit(Axis::kDp) | axis_bit(Axis::kCp); }
+
+  std::int32_t gather_layer(const Label& l) {
+    if (!zero3()) return kNone;
+    const std::int32_t g = collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather,
+                                      Bytes(layer_params_ * 2), l, {prefetch_gate_});
+    return g;
   }
 
   // One transformer layer forward (also used for full recompute); returns the last task.
-  std::int32_t layer_forward(Pass pass, std::int32_t layer, std::int32_t mb, std::int32_t dep,
-                             Bytes attn_alloc, Bytes mlp_alloc) {
-    dep = tp_before(pass, Part::kAttention, layer, mb, dep);
-    dep = cp_kv(pass, layer, mb, dep);
-    dep = compute(attn_fwd_, pass, Part::kAttention, layer, mb, dep, attn_alloc);
-    dep = tp_after(pass, Part::kAttention, layer, mb, dep);
-    dep = tp_before(pass, Part::kMlp, layer, mb, dep);
-    dep = compute(mlp_fwd_, pass, Part::kMlp, layer, mb, dep, mlp_alloc);
-    return tp_after(pass, Part::kMlp, layer, mb, dep);
+  std::int32_t layer_forward(const Label& l, std::int32_t dep, Bytes attn_alloc, Bytes mlp_alloc) {
+    const std::int32_t gathered = gather_layer(l);
+    // ZeRO-3 gathers per layer, ZeRO-1/2 with overlapped gathering once per iteration (bucket
+    // gathers); at most one of the two applies, so one dependency slot serves both.
+    std::int32_t param_dep = gathered;
+    if (l.pass == Pass::kForward && first_forward_of_layer_[static_cast<std::size_t>(l.layer)]) {
+      param_dep = std::max(param_dep, param_ready_[static_cast<std::size_t>(l.layer)]);
+      first_forward_of_layer_[static_cast<std::size_t>(l.layer)] = false;
+    }
+    dep = attention_forward({l.pass, Part::kAttention, l.layer, l.mb}, dep, attn_alloc, param_dep);
+    prefetch_gate_ = dep;  // the next layer's gather may start once this layer computes
+    dep = tp_before({l.pass, Part::kMlp, l.layer, l.mb}, dep);
+    dep = compute(lists_.mlp_fwd, {l.pass, Part::kMlp, l.layer, l.mb}, {dep}, mlp_alloc);
+    return tp_after({l.pass, Part::kMlp, l.layer, l.mb}, dep);
   }
 
-  void forward(std::int32_t mb) {
-    const std::int64_t s = stage_;
-    std::int32_t dep = -1;
-    if (s > 0) dep = p2p(Stream::kPpRecvPrev, s - 1, s, Pass::kForward, mb, -1);
-    if (s == 0) dep = compute(emb_fwd_, Pass::kForward, Part::kEmbedding, -1, mb, dep);
+  std::int32_t layer_backward(const Label& l, std::int32_t dep, Bytes mlp_release, Bytes attn_release) {
+    const std::int32_t gathered = gather_layer(l);
+    dep = tp_before({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
+    dep = compute(lists_.mlp_bwd, {Pass::kBackward, Part::kMlp, l.layer, l.mb}, {dep, gathered}, Bytes(), mlp_release);
+    prefetch_gate_ = dep;
+    dep = tp_after({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
+    dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, attn_release);
+    if (zero3()) {
+      collective(Stream::kDpComm, dp_axes(), CommOp::kReduceScatter,
+                 Bytes(layer_params_ * options_.grad_reduce_bytes_per_param),
+                 {Pass::kBackward, Part::kGradients, l.layer, l.mb}, {dep});
+    }
+    return dep;
+  }
+
+  // Gradients of `params` parameters became ready at task `ready` (last micro-batch only): they
+  // join the current bucket, which is reduced once full (Megatron-Core DDP, PyTorch DDP).
+  void gradients_ready(std::int64_t params, std::int32_t ready, bool last_of_iteration) {
+    if (zero3() || replicas() == 1) return;
+    bucket_params_ += params;
+    bucket_ready_ = ready;
+    const bool full = plan_.overlap_grad_reduce && bucket_params_ >= plan_.grad_bucket_params;
+    if (full || last_of_iteration) flush_bucket();
+  }
+  void flush_bucket() {
+    if (bucket_params_ == 0) return;
+    const CommOp op = plan_.zero_stage == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
+    last_grad_reduce_ = collective(Stream::kDpComm, dp_axes(), op,
+                                   Bytes(bucket_params_ * options_.grad_reduce_bytes_per_param),
+                                   {Pass::kOptimizer, Part::kGradients, -1, -1}, {bucket_ready_});
+    bucket_params_ = 0;
+  }
+
+  std::int64_t vstage(std::int64_t chunk) const { return chunk * plan_.pp + stage_; }
+  std::int64_t last_vstage() const { return plan_.pp * chunks_ - 1; }
+  std::int64_t prev_stage() const { return (stage_ + plan_.pp - 1) % plan_.pp; }
+  std::int64_t next_stage() const { return (stage_ + 1) % plan_.pp; }
+
+  void forward(std::int32_t mb, std::int64_t chunk) {
+    const std::int64_t vs = vstage(chunk);
+    const Label l{Pass::kForward, Part::kActivations, -1, mb};
+    std::int32_t dep = kNone;
+    if (vs > 0) dep = p2p(Stream::kPpRecvPrev, prev_stage(), stage_, kTagActivations, l, kNone);
+    if (vs == 0) dep = compute(emb_fwd_, {Pass::kForward, Part::kEmbedding, -1, mb}, {dep});
+    // The attention and MLP blocks each allocate half of what the layer keeps; under full
+    // recompute the layer keeps only its input, allocated with the attention block.
     const bool full = plan_.recompute == Recompute::kFull;
-    const Bytes half = Bytes(options_.layer_activation.count() / 2);
-    for (std::int64_t l = first_layer_; l < first_layer_ + layers_[static_cast<std::size_t>(s)]; ++l) {
-      const auto layer = static_cast<std::int32_t>(l);
+    const Bytes kept = options_.layer_kept;
+    const Bytes attn_alloc = full ? kept : Bytes(kept.count() / 2);
+    const std::int64_t first = vfirst_[static_cast<std::size_t>(vs)];
+    for (std::int64_t i = 0; i < vlayers_[static_cast<std::size_t>(vs)]; ++i) {
+      const Label ll{Pass::kForward, Part::kAttention, static_cast<std::int32_t>(first + i), mb};
+      dep = layer_forward(ll, dep, attn_alloc, kept - attn_alloc);
+    }
+    if (vs == last_vstage()) {
+      compute(head_fwd_, {Pass::kForward, Part::kLmHead, -1, mb}, {dep}, options_.head_transient);
+    } else {
+      p2p(Stream::kPpSendNext, stage_, next_stage(), kTagActivations, l, dep);
+    }
+  }
+
+  void backward(std::int32_t mb, std::int64_t chunk, bool last_micro_batch) {
+    const std::int64_t vs = vstage(chunk);
+    const Label l{Pass::kBackward, Part::kActivations, -1, mb};
+    std::int32_t dep = kNone;
+    if (vs == last_vstage()) {
+      dep = compute(head_bwd_, {Pass::kBackward, Part::kLmHead, -1, mb}, {}, Bytes(), options_.head_transient);
+      if (last_micro_batch) gradients_ready(head_parameters(model_, plan_, plan_.pp == 1), dep, false);
+    } else {
+      dep = p2p(Stream::kPpRecvNext, next_stage(), stage_, kTagGradients, l, kNone);
+    }
+    // Backward releases what the forward kept; full recompute first rebuilds the activations
+    // (half per block), which the backward then releases with the kept input.
+    const bool full = plan_.recompute == Recompute::kFull;
+    const Bytes kept = options_.layer_kept;
+    const Bytes remat = full ? options_.layer_rematerialized : Bytes();
+    const Bytes remat_attn(remat.count() / 2);
+    const Bytes mlp_release = full ? remat - remat_attn : kept - Bytes(kept.count() / 2);
+    const Bytes attn_release = full ? remat_attn + kept : Bytes(kept.count() / 2);
+    const std::int64_t first = vfirst_[static_cast<std::size_t>(vs)];
+    for (std::int64_t i = vlayers_[static_cast<std::size_t>(vs)] - 1; i >= 0; --i) {
+      const Label ll{Pass::kBackward, Part::kAttention, static_cast<std::int32_t>(first + i), mb};
       if (full) {
-        dep = layer_forward(Pass::kForward, layer, mb, dep, options_.layer_input, Bytes());
-      } else {
-        dep = layer_forward(Pass::kForward, layer, mb, dep, half, options_.layer_activation - half);
+        dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, mb}, dep, remat_attn, remat - remat_attn);
       }
+      dep = layer_backward(ll, dep, mlp_release, attn_release);
+      if (last_micro_batch) gradients_ready(layer_params_, dep, false);
     }
-    if (s == plan_.pp - 1) {
-      compute(head_fwd_, Pass::kForward, Part::kLmHead, -1, mb, dep);
+    if (vs == 0) {
+      dep = compute(emb_bwd_, {Pass::kBackward, Part::kEmbedding, -1, mb}, {dep});
+      if (last_micro_batch) gradients_ready(embedding_parameters(model_, plan_), dep, false);
     } else {
-      p2p(Stream::kPpSendNext, s, s + 1, Pass::kForward, mb, dep);
-    }
-  }
-
-  void backward(std::int32_t mb) {
-    const std::int64_t s = stage_;
-    std::int32_t dep = -1;
-    if (s == plan_.pp - 1) {
-      dep = compute(head_bwd_, Pass::kBackward, Part::kLmHead, -1, mb, -1);
-    } else {
-      dep = p2p(Stream::kPpRecvNext, s + 1, s, Pass::kBackward, mb, -1);
-    }
-    const bool full = plan_.recompute == Recompute::kFull;
-    const Bytes half = Bytes(options_.layer_activation.count() / 2);
-    const Bytes other = options_.layer_activation - half;
-    for (std::int64_t l = first_layer_ + layers_[static_cast<std::size_t>(s)] - 1; l >= first_layer_; --l) {
-      const auto layer = static_cast<std::int32_t>(l);
-      if (full) dep = layer_forward(Pass::kRecompute, layer, mb, dep, half, other);
-      dep = tp_before(Pass::kBackward, Part::kMlp, layer, mb, dep);
-      dep = compute(mlp_bwd_, Pass::kBackward, Part::kMlp, layer, mb, dep, Bytes(), other);
-      dep = tp_after(Pass::kBackward, Part::kMlp, layer, mb, dep);
-      dep = tp_before(Pass::kBackward, Part::kAttention, layer, mb, dep);
-      const Bytes release = full ? half + options_.layer_input : half;
-      dep = compute(attn_bwd_, Pass::kBackward, Part::kAttention, layer, mb, dep, Bytes(), release);
-      dep = cp_kv(Pass::kBackward, layer, mb, dep);
-      dep = tp_after(Pass::kBackward, Part::kAttention, layer, mb, dep);
-    }
-    if (s == 0) {
-      dep = compute(emb_bwd_, Pass::kBackward, Part::kEmbedding, -1, mb, dep);
-    } else {
-      p2p(Stream::kPpSendPrev, s, s - 1, Pass::kBackward, mb, dep);
+      p2p(Stream::kPpSendPrev, stage_, prev_stage(), kTagGradients, l, dep);
     }
     last_backward_ = dep;
   }
 
-  // Gradient reduction over DP (× CP, whose ranks hold the same weights) and the optimizer step.
+  // Remaining gradient reduction and the optimizer step; without overlap, the updated
+  // parameters' all-gather (ZeRO ≥ 1) follows the step.
   void optimizer() {
     const std::int64_t params = stage_parameters(model_, plan_, stage_);
-    const unsigned axes = axis_bit(Axis::kDp) | axis_bit(Axis::kCp);
-    const std::int64_t replicas = plan_.dp * plan_.cp;
-    const Bytes grads(params * options_.grad_reduce_bytes_per_param);
-    std::int32_t dep = last_backward_;
+    if (!zero3()) gradients_ready(0, last_backward_, true);
     std::int64_t updated = params;
-    if (replicas > 1) {
-      if (plan_.zero_stage == 0) {
-        dep = collective(Stream::kDpComm, axes, CommOp::kAllReduce, grads, Pass::kOptimizer,
-                         Part::kGradients, -1, -1, dep);
-      } else {
-        // Distributed optimizer / ZeRO: reduce-scatter gradients, update the local shard, then
-        // all-gather the updated bf16 parameters (Rajbhandari et al. 2020).
-        dep = collective(Stream::kDpComm, axes, CommOp::kReduceScatter, grads, Pass::kOptimizer,
-                         Part::kGradients, -1, -1, dep);
-        updated = (params + replicas - 1) / replicas;
-      }
-    }
+    if (replicas() > 1 && plan_.zero_stage > 0) updated = (params + replicas() - 1) / replicas();
     ir::Op step;
     step.name = "adam_step";
     step.kind = ir::OpKind::kMemoryBound;
     step.moved = options_.optimizer_bytes_per_param * updated;
-    dep = compute(add_ops({step}), Pass::kOptimizer, Part::kOptimizer, -1, -1, dep);
-    if (replicas > 1 && plan_.zero_stage > 0) {
-      collective(Stream::kDpComm, axes, CommOp::kAllGather, Bytes(params * 2), Pass::kOptimizer,
-                 Part::kOptimizer, -1, -1, dep);
+    const std::int32_t dep = compute(add_ops({step}), {Pass::kOptimizer, Part::kOptimizer, -1, -1},
+                                     {last_backward_, last_grad_reduce_});
+    if (replicas() > 1 && plan_.zero_stage > 0 && !zero3() && !plan_.overlap_param_gather) {
+      collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather, Bytes(params * 2),
+                 {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
     }
+  }
+
+  // With ZeRO 1/2 and overlapped parameter gathering, the previous step's all-gather runs in
+  // buckets at the start of the iteration and each layer's first forward waits for its bucket.
+  void param_gathers() {
+    param_ready_.assign(static_cast<std::size_t>(model_.num_layers), kNone);
+    first_forward_of_layer_.assign(static_cast<std::size_t>(model_.num_layers), true);
+    if (!(replicas() > 1 && plan_.zero_stage > 0 && !zero3() && plan_.overlap_param_gather)) return;
+    std::int64_t bucket = 0;
+    std::vector<std::int64_t> waiting;
+    auto flush = [&] {
+      if (bucket == 0) return;
+      const std::int32_t t = collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather, Bytes(bucket * 2),
+                                        {Pass::kForward, Part::kOptimizer, -1, -1}, {});
+      for (auto layer : waiting) param_ready_[static_cast<std::size_t>(layer)] = t;
+      waiting.clear();
+      bucket = 0;
+    };
+    for (std::int64_t chunk = 0; chunk < chunks_; ++chunk) {
+      const std::int64_t vs = vstage(chunk);
+      if (vs == 0) bucket += embedding_parameters(model_, plan_);
+      for (std::int64_t i = 0; i < vlayers_[static_cast<std::size_t>(vs)]; ++i) {
+        bucket += layer_params_;
+        waiting.push_back(vfirst_[static_cast<std::size_t>(vs)] + i);
+        if (bucket >= plan_.grad_bucket_params) flush();
+      }
+      if (vs == last_vstage()) bucket += head_parameters(model_, plan_, plan_.pp == 1);
+    }
+    flush();
   }
 
   void lower_device(std::int32_t d) {
@@ -346,26 +605,56 @@ class Lowerer {
     const SimDevice& dev = g_.devices[static_cast<std::size_t>(d)];
     rank_ = dev.rank;
     stage_ = dev.stage;
-    first_layer_ = 0;
-    for (std::int64_t s = 0; s < stage_; ++s) first_layer_ += layers_[static_cast<std::size_t>(s)];
+    last_backward_ = kNone;
+    last_grad_reduce_ = kNone;
+    prefetch_gate_ = kNone;
+    bucket_params_ = 0;
+    param_gathers();
     const auto m = static_cast<std::int32_t>(plan_.num_micro_batches());
+    const std::int64_t p = plan_.pp;
     switch (plan_.schedule) {
       case Schedule::kGpipe:
-        for (std::int32_t i = 0; i < m; ++i) forward(i);
-        for (std::int32_t i = 0; i < m; ++i) backward(i);
+        for (std::int32_t i = 0; i < m; ++i) forward(i, 0);
+        for (std::int32_t i = 0; i < m; ++i) backward(i, 0, i == m - 1);
         break;
       case Schedule::k1F1B:
       case Schedule::kInterleaved: {
-        // Megatron's non-interleaved 1F1B: p − s − 1 warm-up forwards, then one forward and one
-        // backward alternately, then the remaining backwards (Narayanan et al. 2021, Fig. 4).
-        const auto warmup = static_cast<std::int32_t>(std::min<std::int64_t>(plan_.pp - stage_ - 1, m));
-        std::int32_t f = 0, b = 0;
-        for (; f < warmup; ++f) forward(f);
-        for (; f < m; ++f, ++b) {
-          forward(f);
-          backward(b);
+        if (chunks_ == 1) {
+          // Megatron's non-interleaved 1F1B: p − s − 1 warm-up forwards, then one forward and one
+          // backward alternately, then the remaining backwards (Narayanan et al. 2021, Fig. 4).
+          const auto warmup = static_cast<std::int32_t>(std::min<std::int64_t>(p - stage_ - 1, m));
+          std::int32_t f = 0, b = 0;
+          for (; f < warmup; ++f) forward(f, 0);
+          for (; f < m; ++f, ++b) {
+            forward(f, 0);
+            backward(b, 0, b == m - 1);
+          }
+          for (; b < m; ++b) backward(b, 0, b == m - 1);
+          break;
         }
-        for (; b < m; ++b) backward(b);
+        // Interleaved 1F1B (Megatron-LM schedules.py, forward_backward_pipelining_with_
+        // interleaving): virtual micro-step k runs micro-batch (k / (p·v))·p + k mod p of model
+        // chunk (k / p) mod v forward, and of chunk v − 1 − (k / p) mod v backward; rank s warms
+        // up with 2(p − s − 1) + (v − 1)·p forward steps.
+        const std::int64_t v = chunks_;
+        const std::int64_t total = m * v;
+        auto mb_of = [&](std::int64_t k) { return static_cast<std::int32_t>((k / (p * v)) * p + k % p); };
+        auto chunk_of = [&](std::int64_t k, bool fwd) {
+          const std::int64_t c = (k / p) % v;
+          return fwd ? c : v - 1 - c;
+        };
+        const std::int64_t warmup = std::min(total, 2 * (p - stage_ - 1) + (v - 1) * p);
+        std::int64_t f = 0, b = 0;
+        auto run_backward = [&](std::int64_t k) {
+          const std::int32_t mb = mb_of(k);
+          backward(mb, chunk_of(k, false), mb == m - 1);
+        };
+        for (; f < warmup; ++f) forward(mb_of(f), chunk_of(f, true));
+        for (; f < total; ++f, ++b) {
+          forward(mb_of(f), chunk_of(f, true));
+          run_backward(b);
+        }
+        for (; b < total; ++b) run_backward(b);
         break;
       }
     }
@@ -376,17 +665,27 @@ class Lowerer {
   const ParallelPlan& plan_;
   const LoweringOptions& options_;
   Layout layout_;
-  std::vector<std::int64_t> layers_;
+  std::vector<std::int64_t> vlayers_;  // layers per virtual stage
+  std::vector<std::int64_t> vfirst_;   // first layer of each virtual stage
+  std::int64_t chunks_;
   TaskGraph g_;
-  std::map<std::pair<unsigned, std::vector<std::int32_t>>, std::int32_t> comm_index_;
-  std::int32_t attn_fwd_ = -1, mlp_fwd_ = -1, attn_bwd_ = -1, mlp_bwd_ = -1;
-  std::int32_t emb_fwd_ = -1, emb_bwd_ = -1, head_fwd_ = -1, head_bwd_ = -1;
+  std::map<std::tuple<unsigned, std::int32_t, std::vector<std::int32_t>>, std::int32_t> comm_index_;
+  LayerLists lists_;
+  std::int32_t emb_fwd_ = kNone, emb_bwd_ = kNone, head_fwd_ = kNone, head_bwd_ = kNone;
   Bytes act_bytes_;
+  Bytes kv_bytes_;
+  std::int64_t layer_params_ = 0;
+  // Per-device lowering state.
   std::int32_t device_ = 0;
   std::int64_t rank_ = 0;
   std::int64_t stage_ = 0;
-  std::int64_t first_layer_ = 0;
-  std::int32_t last_backward_ = -1;
+  std::int32_t last_backward_ = kNone;
+  std::int32_t last_grad_reduce_ = kNone;
+  std::int32_t prefetch_gate_ = kNone;
+  std::int64_t bucket_params_ = 0;
+  std::int32_t bucket_ready_ = kNone;
+  std::vector<std::int32_t> param_ready_;
+  std::vector<bool> first_forward_of_layer_;
 };
 
 }  // namespace

@@ -12,13 +12,20 @@ namespace ts::parallel {
 
 struct LoweringOptions {
   bool full = false;              // every rank simulated (else one rank per pipeline stage)
-  Bytes layer_activation;         // saved activations of one layer and micro-batch (memory model)
-  Bytes layer_input;              // what full recompute keeps of a layer (its input)
+  // Memory of one layer and micro-batch (from the memory model): what its forward keeps for the
+  // backward (under full recompute: only its input), what full recompute rebuilds, and the LM
+  // head's logits and loss buffers, live from the head's forward to its backward.
+  Bytes layer_kept;
+  Bytes layer_rematerialized;
+  Bytes head_transient;
   std::int64_t grad_reduce_bytes_per_param = 4;  // DP gradient reduction precision
   Bytes optimizer_bytes_per_param;  // HBM traffic of the optimizer step per local parameter
 };
 
-// Layers held by each pipeline stage: the explicit split if given, else an even one.
+// Layers of each virtual pipeline stage (pp · model_chunks entries, virtual stage c·pp + s is
+// chunk c of rank s): the explicit split if given, else an even one.
+std::vector<std::int64_t> virtual_stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model);
+// Layers held by each pipeline rank (summed over its model chunks).
 std::vector<std::int64_t> stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model);
 
 // Parameters held by one rank of pipeline stage `stage` (after TP, before ZeRO sharding).

@@ -35,8 +35,17 @@ struct ParallelPlan {
   std::int64_t mst_chunks = 1;
   OptimizerStates optimizer_states = OptimizerStates::kFp32;
   bool optimizer_in_backward = false;
+  // Gradient reduction in buckets overlapped with the last micro-batch's backward (PyTorch DDP,
+  // FSDP and Megatron-Core --overlap-grad-reduce); off = one reduction after the backward.
+  bool overlap_grad_reduce = true;
+  // ZeRO ≥ 1: the updated parameters' all-gather overlaps the next iteration's forward
+  // (Megatron-Core --overlap-param-gather); off = gathered right after the optimizer step.
+  bool overlap_param_gather = true;
+  std::int64_t grad_bucket_params = 40'000'000;  // Megatron-Core DDP default bucket size
 
   std::int64_t num_gpus() const { return tp * pp * dp * cp; }
+  bool interleaved() const { return schedule == Schedule::kInterleaved && vpp > 1; }
+  std::int64_t model_chunks() const { return interleaved() ? vpp : 1; }
   // Micro-batches each pipeline runs per iteration.
   std::int64_t num_micro_batches() const { return global_batch / (dp * micro_batch); }
 };

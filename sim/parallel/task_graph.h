@@ -41,6 +41,7 @@ const char* part_name(Part p);
 struct Communicator {
   unsigned axes = 0;  // axis_bit() mask of the axes the group spans; 0 = not from a plan
   std::vector<std::int32_t> ranks;
+  std::int32_t tag = 0;  // point-to-point: separates activation and gradient traffic of a pair
 };
 
 struct Task {

@@ -59,8 +59,8 @@ struct Replayed {
 Replayed replay(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, bool full = false) {
   parallel::LoweringOptions lo;
   lo.full = full;
-  lo.layer_activation = Bytes(1000);
-  lo.layer_input = Bytes(10);
+  lo.layer_kept = Bytes(1000);
+  lo.layer_rematerialized = Bytes(10);
   FlopModel fm;
   const topology::Topology topo(free_network(), static_cast<std::int32_t>(plan.num_gpus()));
   const network::NetworkModel net(topo);

@@ -46,7 +46,7 @@ Run run() {
   p.global_batch = 8;
   p.seq_len = 1024;
   parallel::LoweringOptions lo;
-  lo.layer_activation = Bytes(1 << 20);
+  lo.layer_kept = Bytes(1 << 20);
   lo.optimizer_bytes_per_param = Bytes(30);
   topology::ClusterSpec c;
   c.name = "test";
