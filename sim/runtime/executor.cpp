@@ -52,9 +52,10 @@ network::CollectiveOp to_network(CommOp op) {
     case CommOp::kAllGather: return network::CollectiveOp::kAllGather;
     case CommOp::kReduceScatter: return network::CollectiveOp::kReduceScatter;
     case CommOp::kAllToAll: return network::CollectiveOp::kAllToAll;
-    case CommOp::kSendRecv: break;
+    // As a collective: every member sends to the next one of the group (a ring shift).
+    case CommOp::kSendRecv: return network::CollectiveOp::kSendRecv;
   }
-  throw InternalError("send/recv is not a collective");
+  throw InternalError("unknown communication op");
 }
 
 // Event phases: completions before starts at the same instant, so a freed stream is seen.
