@@ -47,7 +47,9 @@ void add_scenario_flags(po::options_description& o) {
       ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")
       ("mst-chunks", po::value<std::int64_t>()->default_value(1), "Mini-Sequence Transformer chunks")
       ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
-      ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward");
+      ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
+      ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward, not in buckets during it")
+      ("no-overlap-param-gather", po::bool_switch(), "ZeRO 1/2: gather parameters after the step, not during the next forward");
 }
 
 config::Scenario scenario_from_flags(const po::variables_map& vm) {
@@ -80,6 +82,8 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   p.optimizer_in_backward = vm["optimizer-in-backward"].as<bool>();
   p.mst_chunks = vm["mst-chunks"].as<std::int64_t>();
+  p.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
+  p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   if (vm.count("dp")) {
     p.dp = vm["dp"].as<std::int64_t>();
   } else {
