@@ -98,6 +98,7 @@ class Replay {
     comm_pending_.resize(g.communicators.size());
     op_time_.assign(g.op_lists.size(), Duration::max());
     exec_.timings.resize(n);
+    exec_.comm.resize(n);
     exec_.memory.resize(g.devices.size());
     current_.assign(g.devices.size(), Bytes());
   }
@@ -152,7 +153,9 @@ class Replay {
         if (static_cast<std::int32_t>(pending.arrived.size()) == members) {
           std::vector<std::uint32_t> group;
           group.swap(pending.arrived);
-          start(group, comm_time(task));
+          const network::CollectiveCost cost = comm_cost(task);
+          for (std::uint32_t member : group) exec_.comm[member] = {cost.algorithm, cost.protocol};
+          start(group, cost.time);
         }
         break;
       }
@@ -214,14 +217,15 @@ class Replay {
     return cached;
   }
 
-  Duration comm_time(const Task& task) {
+  network::CollectiveCost comm_cost(const Task& task) {
     const auto key = std::make_tuple(task.communicator, static_cast<int>(task.comm), task.bytes.count());
-    auto it = comm_time_.find(key);
-    if (it != comm_time_.end()) return it->second;
+    auto it = comm_cost_.find(key);
+    if (it != comm_cost_.end()) return it->second;
     const auto& comm = g_.communicators[static_cast<std::size_t>(task.communicator)];
-    Duration d;
+    network::CollectiveCost cost;
     if (task.kind == TaskKind::kP2p) {
-      d = network_.send_recv(comm.ranks[0], comm.ranks[1], task.bytes);
+      cost.time = network_.send_recv(comm.ranks[0], comm.ranks[1], task.bytes);
+      cost.algorithm = network::Algorithm::kDirect;
     } else {
       network::CollectiveRequest r;
       r.op = to_network(task.comm);
@@ -238,10 +242,10 @@ class Replay {
           if (other != comm.ranks) r.groups.push_back(other);
         }
       }
-      d = network_.collective(r).time;
+      cost = network_.collective(r);
     }
-    comm_time_.emplace(key, d);
-    return d;
+    comm_cost_.emplace(key, cost);
+    return cost;
   }
 
   const TaskGraph& g_;
@@ -258,7 +262,7 @@ class Replay {
   std::vector<std::int32_t> comm_members_;
   std::vector<Pending> comm_pending_;
   std::vector<Duration> op_time_;
-  std::map<std::tuple<std::int32_t, int, std::int64_t>, Duration> comm_time_;
+  std::map<std::tuple<std::int32_t, int, std::int64_t>, network::CollectiveCost> comm_cost_;
   std::map<unsigned, std::vector<std::vector<std::int32_t>>> concurrent_groups_;
   std::vector<Bytes> current_;
   Execution exec_;

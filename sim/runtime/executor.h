@@ -35,6 +35,12 @@ struct ExecuteOptions {
 struct Execution {
   SimTime end;                          // when the last task finished
   std::vector<TaskTiming> timings;      // per task
+  // Per communication task, how the network model ran it (empty algorithm for compute tasks).
+  struct CommChoice {
+    network::Algorithm algorithm = network::Algorithm::kAuto;
+    network::Protocol protocol = network::Protocol::kSimple;
+  };
+  std::vector<CommChoice> comm;
   std::vector<DeviceMemory> memory;     // per simulated device
   std::uint64_t events = 0;
 };
