@@ -34,5 +34,6 @@ int cmd_run(const Args& args);
 int cmd_inspect(const Args& args);
 int cmd_kernel(const Args& args);
 int cmd_collective(const Args& args);
+int cmd_chakra(const Args& args);
 
 }  // namespace ts::cli

@@ -17,6 +17,7 @@ constexpr Command kCommands[] = {
      ts::cli::cmd_inspect},
     {"kernel", "time of one GEMM, attention or memory-bound kernel on a calibrated GPU", ts::cli::cmd_kernel},
     {"collective", "time and bus bandwidth of one collective, with concurrent groups", ts::cli::cmd_collective},
+    {"chakra", "export a run as Chakra ET files, or import and replay Chakra ET files", ts::cli::cmd_chakra},
 };
 
 void print_usage(std::ostream& out) {
