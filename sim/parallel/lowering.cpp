@@ -417,12 +417,14 @@ class Lowerer {
     return tp_after(l, compute(lists_.post_fwd, l, {dep}));
   }
 
-  std::int32_t attention_backward(const Label& l, std::int32_t dep, Bytes release) {
+  // A block's backward holds the gradients of the activations it consumes while it runs (about
+  // as large as those activations) on top of what it releases at its end.
+  std::int32_t attention_backward(const Label& l, std::int32_t dep, Bytes release, Bytes grads) {
     dep = tp_before(l, dep);
-    if (plan_.cp == 1) return tp_after(l, compute(lists_.attn_bwd, l, {dep}, Bytes(), release));
-    dep = compute(lists_.post_bwd, l, {dep});
+    if (plan_.cp == 1) return tp_after(l, compute(lists_.attn_bwd, l, {dep}, grads, release + grads));
+    dep = compute(lists_.post_bwd, l, {dep}, grads);
     dep = attention_core(l, dep);
-    return tp_after(l, compute(lists_.pre_bwd, l, {dep}, Bytes(), release));
+    return tp_after(l, compute(lists_.pre_bwd, l, {dep}, Bytes(), release + grads));
   }
 
   // ZeRO-3 / FSDP: parameters are gathered before each layer's forward and backward (at most one
@@ -455,13 +457,20 @@ class Lowerer {
     return tp_after({l.pass, Part::kMlp, l.layer, l.mb}, dep);
   }
 
-  std::int32_t layer_backward(const Label& l, std::int32_t dep, Bytes mlp_release, Bytes attn_release) {
+  struct BackwardMemory {
+    Bytes mlp_release, attn_release;  // activations freed at the end of each block's backward
+    Bytes mlp_grads, attn_grads;      // activation gradients live during each block's backward
+  };
+
+  std::int32_t layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem) {
     const std::int32_t gathered = gather_layer(l);
     dep = tp_before({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
-    dep = compute(lists_.mlp_bwd, {Pass::kBackward, Part::kMlp, l.layer, l.mb}, {dep, gathered}, Bytes(), mlp_release);
+    dep = compute(lists_.mlp_bwd, {Pass::kBackward, Part::kMlp, l.layer, l.mb}, {dep, gathered},
+                  mem.mlp_grads, mem.mlp_release + mem.mlp_grads);
     prefetch_gate_ = dep;
     dep = tp_after({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
-    dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, attn_release);
+    dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, mem.attn_release,
+                             mem.attn_grads);
     if (zero3()) {
       collective(Stream::kDpComm, dp_axes(), CommOp::kReduceScatter,
                  Bytes(layer_params_ * options_.grad_reduce_bytes_per_param),
@@ -521,7 +530,9 @@ class Lowerer {
     const Label l{Pass::kBackward, Part::kActivations, -1, mb};
     std::int32_t dep = kNone;
     if (vs == last_vstage()) {
-      dep = compute(head_bwd_, {Pass::kBackward, Part::kLmHead, -1, mb}, {}, Bytes(), options_.head_transient);
+      // The logits' gradient is as large as the logits and lives through the head's backward.
+      dep = compute(head_bwd_, {Pass::kBackward, Part::kLmHead, -1, mb}, {}, options_.head_transient,
+                    options_.head_transient * 2);
       if (last_micro_batch) gradients_ready(head_parameters(model_, plan_, plan_.pp == 1), dep, false);
     } else {
       dep = p2p(Stream::kPpRecvNext, next_stage(), stage_, kTagGradients, l, kNone);
@@ -532,15 +543,21 @@ class Lowerer {
     const Bytes kept = options_.layer_kept;
     const Bytes remat = full ? options_.layer_rematerialized : Bytes();
     const Bytes remat_attn(remat.count() / 2);
-    const Bytes mlp_release = full ? remat - remat_attn : kept - Bytes(kept.count() / 2);
-    const Bytes attn_release = full ? remat_attn + kept : Bytes(kept.count() / 2);
+    BackwardMemory mem;
+    mem.mlp_release = full ? remat - remat_attn : kept - Bytes(kept.count() / 2);
+    mem.attn_release = full ? remat_attn + kept : Bytes(kept.count() / 2);
+    // Gradients mirror the activations each block works on (with Mini-Sequence chunking, those
+    // of one MLP chunk at a time).
+    const Bytes worked = full ? remat : kept;
+    mem.attn_grads = Bytes(worked.count() / 2);
+    mem.mlp_grads = (worked - mem.attn_grads) / plan_.mst_chunks;
     const std::int64_t first = vfirst_[static_cast<std::size_t>(vs)];
     for (std::int64_t i = vlayers_[static_cast<std::size_t>(vs)] - 1; i >= 0; --i) {
       const Label ll{Pass::kBackward, Part::kAttention, static_cast<std::int32_t>(first + i), mb};
       if (full) {
         dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, mb}, dep, remat_attn, remat - remat_attn);
       }
-      dep = layer_backward(ll, dep, mlp_release, attn_release);
+      dep = layer_backward(ll, dep, mem);
       if (last_micro_batch) gradients_ready(layer_params_, dep, false);
     }
     if (vs == 0) {
