@@ -35,5 +35,6 @@ int cmd_inspect(const Args& args);
 int cmd_kernel(const Args& args);
 int cmd_collective(const Args& args);
 int cmd_chakra(const Args& args);
+int cmd_validate(const Args& args);
 
 }  // namespace ts::cli

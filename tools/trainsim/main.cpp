@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"kernel", "time of one GEMM, attention or memory-bound kernel on a calibrated GPU", ts::cli::cmd_kernel},
     {"collective", "time and bus bandwidth of one collective, with concurrent groups", ts::cli::cmd_collective},
     {"chakra", "export a run as Chakra ET files, or import and replay Chakra ET files", ts::cli::cmd_chakra},
+    {"validate", "simulate published training runs (CSV) and report the prediction errors", ts::cli::cmd_validate},
 };
 
 void print_usage(std::ostream& out) {

@@ -1,0 +1,1269 @@
+#include "sim/driver/validate.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "sim/base/diagnostic.h"
+#include "sim/config/names.h"
+#include "sim/driver/csv.h"
+#include "sim/ir/model_graph.h"
+
+namespace ts::driver {
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+namespace {
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])) != 0) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])) != 0) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool has(const std::string& haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// "2048", "1008.0", "60k", "1.31M", "44%", "~8": the number, nullopt for an empty cell, or
+// false in `ok` for anything else.
+std::optional<double> parse_number(const std::string& cell, bool& ok) {
+  ok = true;
+  std::string s = trim(cell);
+  if (s.empty()) return std::nullopt;
+  if (s.front() == '~') s = trim(s.substr(1));
+  double scale = 1;
+  if (!s.empty() && s.back() == '%') s = trim(s.substr(0, s.size() - 1));
+  if (!s.empty() && (s.back() == 'k' || s.back() == 'K')) {
+    scale = 1e3;
+    s.pop_back();
+  } else if (!s.empty() && s.back() == 'M') {
+    scale = 1e6;
+    s.pop_back();
+  }
+  if (s.empty()) {
+    ok = false;
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v)) {
+    ok = false;
+    return std::nullopt;
+  }
+  return v * scale;
+}
+
+}  // namespace
+
+const std::vector<std::string>& published_run_columns() {
+  static const std::vector<std::string> kColumns = {
+      "run_id", "source", "source_table", "trust", "model", "n_params_b", "n_layers", "hidden",
+      "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "seq_len", "global_batch", "micro_batch",
+      "grad_accum", "tp", "pp", "vpp", "dp", "cp", "zero_fsdp", "sequence_parallel", "recompute",
+      "precision", "n_gpus", "gpu", "interconnect", "framework", "tflops_per_gpu", "tflops_kind",
+      "mfu_pct", "hfu_pct", "tokens_per_s", "tokens_per_s_per_gpu", "iter_time_s", "peak_mem",
+      "peak_mem_unit", "max_seq_len", "notes"};
+  return kColumns;
+}
+
+std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file) {
+  const csv::Table table = csv::parse_table(text, file);
+  DiagnosticList problems;
+  std::map<std::string, std::size_t> col;
+  for (const auto& name : published_run_columns()) {
+    const int i = table.column(name);
+    if (i < 0) {
+      problems.add(Diagnostic{file, 1, name, "required column is missing from the header"});
+    } else {
+      col[name] = static_cast<std::size_t>(i);
+    }
+  }
+  problems.throw_if_any();
+
+  std::vector<PublishedRun> runs;
+  for (const auto& rec : table.rows) {
+    PublishedRun r;
+    r.file = file;
+    r.line = rec.line;
+    const auto text_of = [&](const char* name) { return trim(rec.fields[col.at(name)]); };
+    r.run_id = text_of("run_id");
+    const std::string row_name = r.run_id.empty() ? "row at line " + std::to_string(rec.line)
+                                                  : "run_id " + r.run_id;
+    const auto bad = [&](const char* name, const std::string& what) {
+      problems.add(Diagnostic{file, rec.line, name,
+                              row_name + ": '" + text_of(name) + "' is not " + what});
+    };
+    const auto real = [&](const char* name) -> std::optional<double> {
+      bool ok = true;
+      auto v = parse_number(text_of(name), ok);
+      if (!ok) bad(name, "a number");
+      return v;
+    };
+    const auto integer = [&](const char* name) -> std::optional<std::int64_t> {
+      bool ok = true;
+      auto v = parse_number(text_of(name), ok);
+      if (!ok || (v && (std::fabs(*v - std::round(*v)) > 1e-9 * std::max(1.0, std::fabs(*v)) ||
+                        std::fabs(*v) > 9e15))) {
+        bad(name, "an integer");
+        return std::nullopt;
+      }
+      if (!v) return std::nullopt;
+      return static_cast<std::int64_t>(std::llround(*v));
+    };
+    r.source = text_of("source");
+    r.source_table = text_of("source_table");
+    r.trust = text_of("trust");
+    r.model = text_of("model");
+    r.n_params_b = real("n_params_b");
+    r.n_layers = integer("n_layers");
+    r.hidden = integer("hidden");
+    r.n_heads = integer("n_heads");
+    r.n_kv_heads = integer("n_kv_heads");
+    r.ffn_hidden = integer("ffn_hidden");
+    r.vocab = integer("vocab");
+    r.seq_len = integer("seq_len");
+    r.global_batch = integer("global_batch");
+    r.micro_batch = integer("micro_batch");
+    r.grad_accum = integer("grad_accum");
+    r.tp = integer("tp");
+    r.pp = integer("pp");
+    r.vpp = integer("vpp");
+    r.dp = integer("dp");
+    r.cp = integer("cp");
+    r.zero_fsdp = text_of("zero_fsdp");
+    r.sequence_parallel = text_of("sequence_parallel");
+    r.recompute = text_of("recompute");
+    r.precision = text_of("precision");
+    r.n_gpus = integer("n_gpus");
+    r.gpu = text_of("gpu");
+    r.interconnect = text_of("interconnect");
+    r.framework = text_of("framework");
+    r.tflops_per_gpu = real("tflops_per_gpu");
+    r.tflops_kind = text_of("tflops_kind");
+    r.mfu_pct = real("mfu_pct");
+    r.hfu_pct = real("hfu_pct");
+    r.tokens_per_s = real("tokens_per_s");
+    r.tokens_per_s_per_gpu = real("tokens_per_s_per_gpu");
+    r.iter_time_s = real("iter_time_s");
+    r.peak_mem = real("peak_mem");
+    r.peak_mem_unit = text_of("peak_mem_unit");
+    r.max_seq_len = integer("max_seq_len");
+    r.notes = text_of("notes");
+    runs.push_back(std::move(r));
+  }
+  problems.throw_if_any();
+  return runs;
+}
+
+std::vector<PublishedRun> read_published_runs(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(Diagnostic{path.string(), 0, "", "cannot open the file"});
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_published_runs(ss.str(), path.string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// FLOP conventions
+
+double megatron_model_flops(const ir::ModelSpec& m, std::int64_t seq, double sequences) {
+  const double h = static_cast<double>(m.hidden);
+  const double s = static_cast<double>(seq);
+  const double layers = static_cast<double>(m.num_layers);
+  const double gated = m.activation == ir::Activation::kSwiglu ? 1.5 : 1.0;
+  const double kv_ratio = static_cast<double>(m.num_kv_heads) / static_cast<double>(m.num_heads);
+  const double per = (1.0 + kv_ratio + s / h) + static_cast<double>(m.ffn_hidden) / h * gated +
+                     static_cast<double>(m.vocab) / (2.0 * layers * h);
+  return 12.0 * sequences * s * layers * h * h * per;
+}
+
+double megatron_hardware_flops(const ir::ModelSpec& m, std::int64_t seq, double sequences,
+                               parallel::Recompute recompute) {
+  const double h = static_cast<double>(m.hidden);
+  const double s = static_cast<double>(seq);
+  const double layers = static_cast<double>(m.num_layers);
+  const double model = megatron_model_flops(m, seq, sequences);
+  switch (recompute) {
+    case parallel::Recompute::kNone: return model;
+    case parallel::Recompute::kFull: {
+      // The layers' forward again: a third of their forward + backward FLOPs; the LM head is not
+      // recomputed, which turns V/12hL into V/16hL in SC'21's 96·B·s·L·h² form.
+      const double gated = m.activation == ir::Activation::kSwiglu ? 1.5 : 1.0;
+      const double kv_ratio = static_cast<double>(m.num_kv_heads) / static_cast<double>(m.num_heads);
+      const double layer_part = 12.0 * sequences * s * layers * h * h *
+                                ((1.0 + kv_ratio + s / h) + static_cast<double>(m.ffn_hidden) / h * gated);
+      return model + layer_part / 3.0;
+    }
+    case parallel::Recompute::kSelective:
+      // Korthikanti et al. 2022 print HFU/MFU pairs (their Table 5 rows, 22B to 1T) that add the
+      // whole attention-score term again, 12·B·s²·h·L: e.g. 175B, 52.8/51.4 = 1 + 12(s/h) /
+      // (72(1 + s/6h + V/12hL)) with s/h = 1/6.
+      return model + 12.0 * sequences * s * s * h * layers;
+  }
+  return model;
+}
+
+double six_n_flops(double parameters, const ir::ModelSpec& m, std::int64_t seq, double tokens,
+                   bool causal_halved, bool hardware_full_recompute) {
+  const double attention = (causal_halved ? 6.0 : 12.0) * static_cast<double>(m.num_layers) *
+                           static_cast<double>(m.hidden) * static_cast<double>(seq);
+  const double per_token = 6.0 * parameters + attention;
+  return tokens * per_token * (hardware_full_recompute ? 4.0 / 3.0 : 1.0);
+}
+
+FlopConvention flop_convention(const PublishedRun& run) {
+  const std::string kind = lower(run.tflops_kind);
+  const std::string text = kind + " " + lower(run.notes);
+  FlopConvention c;
+  // "6N", "6*N", "6·N", "6 * params", "6*seqlen*params": FLOPs from the parameter count.
+  static const std::regex kSixN(R"((^|[^0-9.])6\s*(\*|·|×)?\s*(n|params|seqlen\s*(\*|·|×)\s*params)([^a-z]|$))");
+  if (std::regex_search(text, kSixN)) c.family = FlopFamily::kSixN;
+  c.hardware = has(kind, "hardware") || has(kind, "hfu");
+  c.causal_halved = has(text, "halved") && !has(text, "not halved") && !has(text, "not causal-halved") &&
+                    !has(text, "not be halved");
+  return c;
+}
+
+std::string describe(const FlopConvention& c) {
+  std::string out = c.family == FlopFamily::kSixN ? "6N+12Lhs per token" : "Megatron 72BsLh^2(1+s/6h+V/12hL)";
+  if (c.family == FlopFamily::kSixN && c.causal_halved) out = "6N+6Lhs per token";
+  if (c.hardware) out += c.family == FlopFamily::kSixN ? ", x4/3 with full recompute" : ", + recompute FLOPs";
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row → scenario
+
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+bool any_of(const std::string& text, std::initializer_list<std::string_view> words) {
+  for (auto w : words) {
+    if (has(text, w)) return true;
+  }
+  return false;
+}
+
+// Megatron-family frameworks implement selective recompute and sequence parallelism.
+bool megatron_family(const PublishedRun& r) {
+  const std::string f = lower(r.framework);
+  return any_of(f, {"megatron", "nemo"});
+}
+
+// Llama-style (RMSNorm, SwiGLU, rotary positions, no biases, untied head) or GPT-style
+// (LayerNorm, GELU, learned positions, biases, tied head). Family names decide first; then GQA
+// (kv heads fewer than heads) and an MLP narrower than 3.5h (SwiGLU's 8h/3) mean Llama-style.
+bool llama_style(const PublishedRun& r, std::vector<std::string>& notes) {
+  const std::string name = lower(r.model);
+  if (any_of(name, {"gpt", "mpt", "opt-", "opt ", "bloom", "falcon", "pythia", "neox", "starcoder"})) return false;
+  if (any_of(name, {"llama", "mistral", "mixtral", "qwen", "gemma", "yi-", "deepseek", "internlm",
+                    "baichuan", "olmo"})) {
+    return true;
+  }
+  if (r.n_heads && r.n_kv_heads && *r.n_kv_heads < *r.n_heads) {
+    notes.push_back("Llama-style layers (grouped-query attention)");
+    return true;
+  }
+  if (r.hidden && r.ffn_hidden && *r.ffn_hidden * 2 < *r.hidden * 7) {
+    notes.push_back("Llama-style layers (MLP narrower than 3.5h: SwiGLU)");
+    return true;
+  }
+  return false;
+}
+
+std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq,
+                                         std::vector<std::string>& notes, std::string& reason) {
+  if (!r.n_layers || !r.hidden) {
+    reason = std::string("architecture incomplete: ") + (!r.n_layers ? "n_layers" : "hidden") + " is empty";
+    return std::nullopt;
+  }
+  const bool llama = llama_style(r, notes);
+  ir::ModelSpec m;
+  m.name = r.model.empty() ? "run " + r.run_id : r.model;
+  m.num_layers = *r.n_layers;
+  m.hidden = *r.hidden;
+  if (r.n_heads) {
+    m.num_heads = *r.n_heads;
+  } else {
+    // Head dimension 128: GPT-3's large models, Llama, and the FlashAttention GPT configs.
+    m.num_heads = std::max<std::int64_t>(1, m.hidden / 128);
+    notes.push_back("n_heads " + str(m.num_heads) + " (head dim 128)");
+  }
+  m.num_kv_heads = r.n_kv_heads ? *r.n_kv_heads : m.num_heads;
+  if (r.ffn_hidden) {
+    m.ffn_hidden = *r.ffn_hidden;
+  } else if (llama) {
+    // Llama's rule: 2/3 of 4h rounded up to a multiple of 256 (Touvron et al. 2023, model.py).
+    m.ffn_hidden = (8 * m.hidden / 3 + 255) / 256 * 256;
+    notes.push_back("ffn_hidden " + str(m.ffn_hidden) + " (Llama: 8h/3 rounded up to 256)");
+  } else {
+    m.ffn_hidden = 4 * m.hidden;
+    notes.push_back("ffn_hidden 4h = " + str(m.ffn_hidden));
+  }
+  if (r.vocab) {
+    m.vocab = *r.vocab;
+  } else {
+    const std::string name = lower(r.model);
+    if (llama && any_of(name, {"llama 3", "llama3", "llama-3"})) {
+      m.vocab = 128256;
+    } else if (llama) {
+      m.vocab = 32000;
+    } else {
+      m.vocab = 50257;  // the GPT-2 BPE of GPT-3 and its reproductions
+    }
+    notes.push_back("vocab " + str(m.vocab) + " (family default)");
+  }
+  if (llama) {
+    m.norm = ir::Norm::kRmsNorm;
+    m.activation = ir::Activation::kSwiglu;
+    m.position = ir::Position::kRope;
+    m.tied_embeddings = false;
+    m.linear_bias = false;
+    m.max_seq_len = 0;
+  } else {
+    m.norm = ir::Norm::kLayerNorm;
+    m.activation = ir::Activation::kGelu;
+    m.position = ir::Position::kLearned;
+    m.tied_embeddings = true;
+    m.linear_bias = true;
+    m.max_seq_len = seq;
+  }
+  const auto problems = config::check_model(m);
+  if (!problems.empty()) {
+    reason = "model: " + problems.front().field + ": " + problems.front().message;
+    return std::nullopt;
+  }
+  return m;
+}
+
+// Per-NIC line rate of an InfiniBand generation named in the interconnect text.
+std::optional<double> ib_rate_gbits(const std::string& word) {
+  if (word == "ndr200") return 200;
+  if (word == "ndr") return 400;
+  if (word == "hdr100") return 100;
+  if (word == "hdr") return 200;
+  if (word == "edr") return 100;
+  if (word == "xdr") return 800;
+  return std::nullopt;
+}
+
+std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<std::string>& notes,
+                                             std::string& reason) {
+  const std::string g = lower(r.gpu);
+  std::string zoo;
+  std::int64_t nominal_gb = 0;
+  if (g.empty()) {
+    reason = "gpu is empty";
+    return std::nullopt;
+  }
+  const bool pcie = any_of(g, {"pcie", "nvl"});
+  // Memory size as written ("80GB", "40 GB"); a wattage or model number is not one.
+  static const std::regex kGb(R"((\d+)\s*gb)");
+  std::smatch mg;
+  std::int64_t gb = 0;
+  if (std::regex_search(g, mg, kGb)) gb = std::stoll(mg[1].str());
+  if (has(g, "h200")) {
+    zoo = "hgx-h200";
+    nominal_gb = 141;
+  } else if (has(g, "h100") && !pcie) {
+    zoo = "dgx-h100";
+    nominal_gb = 80;
+  } else if (has(g, "a100") && !pcie) {
+    nominal_gb = gb == 40 ? 40 : 80;
+    zoo = gb == 40 ? "dgx-a100-40gb" : "dgx-a100";
+  } else {
+    reason = "no cluster model for GPU '" + r.gpu +
+             "' (known: A100 SXM 40/80GB, H100 SXM 80GB and its 94/96GB variant, H200 SXM)";
+    return std::nullopt;
+  }
+  config::Cluster c = config::load_cluster(zoo);
+  std::string variant;
+  // Memory size variants of the same silicon (H100 SXM 94/96 GB): same compute, the capacity
+  // named in the GPU column ("GB" as marketed, which nvidia-smi shows as about that many GiB,
+  // e.g. 81920 MiB for the A100 80GB).
+  {
+    if (gb > 0 && gb != nominal_gb && gb >= 16 && gb <= 1024) {
+      c.gpu.memory_capacity = Bytes::gib(static_cast<double>(gb));
+      variant += " " + str(gb) + "GB";
+      notes.push_back(c.gpu.name + " with " + str(gb) + " GiB of memory");
+    }
+  }
+
+  // Interconnect: GPUs per node, NIC count and line rate when the text states them; the zoo
+  // cluster's DGX-class node otherwise.
+  const std::string ic = lower(r.interconnect);
+  auto& node = c.cluster.node;
+  std::smatch m;
+  static const std::regex kGpusPerNode(R"((\d+)\s*(x\s*)?(gpus?|[ah]100s?|h200s?)\s*(per|/|each)\s*node)");
+  if (std::regex_search(ic, m, kGpusPerNode)) {
+    const auto n = static_cast<std::int32_t>(std::stoi(m[1].str()));
+    if (n > 0 && n != node.gpus_per_node) {
+      node.gpus_per_node = n;
+      node.nics_per_node = std::min(node.nics_per_node, n);
+      variant += " " + str(n) + "gpu/node";
+    }
+  }
+  std::optional<std::int32_t> nics;
+  std::optional<double> gbits;
+  static const std::regex kCountRate(R"((\d+)\s*(x|×|\*)\s*(\d+)\s*(gb/s|gbps|gbit/s|gbit|gb\b|g\b))");
+  static const std::regex kCountIb(R"((\d+)\s*(x|×|\*)?\s*(ndr200|hdr100|ndr|hdr|edr|xdr)\b)");
+  static const std::regex kNodeRate(R"((\d+)\s*(gb/s|gbps|gbit/s)[^;.]*(per node|/node|node-node|node-to-node|per server))");
+  static const std::regex kRate(R"((\d+)\s*(gb/s|gbps|gbit/s))");
+  static const std::regex kIb(R"(\b(ndr200|hdr100|ndr|hdr|edr|xdr)\b)");
+  if (std::regex_search(ic, m, kCountRate)) {
+    nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
+    gbits = std::stod(m[3].str());
+  } else if (std::regex_search(ic, m, kCountIb)) {
+    nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
+    gbits = ib_rate_gbits(m[3].str());
+  } else if (std::regex_search(ic, m, kNodeRate)) {
+    // A per-node aggregate ("1600 Gbps per node"): one NIC per GPU sharing it.
+    const double total = std::stod(m[1].str());
+    nics = node.nics_per_node > 0 ? node.nics_per_node : node.gpus_per_node;
+    gbits = total / *nics;
+  } else if (std::regex_search(ic, m, kRate)) {
+    // A bare rate: per NIC, one NIC per GPU (the DGX-class layout).
+    gbits = std::stod(m[1].str());
+  } else if (std::regex_search(ic, m, kIb)) {
+    gbits = ib_rate_gbits(m[1].str());
+  }
+  if (nics && *nics > 0 && *nics != node.nics_per_node) {
+    node.nics_per_node = std::min(*nics, node.gpus_per_node * 4);
+    variant += " " + str(node.nics_per_node) + "nic";
+  }
+  if (gbits && *gbits > 0 && std::fabs(node.nic_bandwidth.bytes_per_s() * 8e-9 - *gbits) > 1e-6) {
+    node.nic_bandwidth = Bandwidth::gbits_per_s(*gbits);
+    variant += " " + str(static_cast<std::int64_t>(std::llround(*gbits))) + "Gb/s";
+  }
+  if (!variant.empty()) {
+    c.cluster.name += " [" + trim(variant) + "]";
+    notes.push_back("cluster " + c.cluster.name + " from the interconnect/gpu columns");
+  }
+  return c;
+}
+
+}  // namespace
+
+namespace {
+
+// ZeRO stage of the zero_fsdp column; nullopt when empty.
+std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& notes) {
+  const std::string z = lower(r.zero_fsdp);
+  if (z.empty()) {
+    if (has(lower(r.framework), "fsdp")) {
+      notes.push_back("ZeRO-3 (framework runs FSDP, FULL_SHARD is its default)");
+      return 3;
+    }
+    return std::nullopt;
+  }
+  if (any_of(z, {"shard_grad_op", "zero-2", "zero2", "zero 2", "zero stage 2", "stage 2"})) return 2;
+  if (any_of(z, {"full_shard", "hybrid_shard", "zero-3", "zero3", "zero 3", "zero stage 3", "stage 3", "fsdp"})) return 3;
+  if (any_of(z, {"zero-1", "zero1", "zero 1", "zero stage 1", "stage 1", "distributed optimizer",
+                 "distributed-optimizer", "dist opt"})) {
+    return 1;
+  }
+  return 0;  // "none", "DDP", "no"
+}
+
+std::optional<bool> parse_yes_no(const std::string& text) {
+  const std::string t = lower(trim(text));
+  if (t.empty()) return std::nullopt;
+  if (t == "yes" || t == "y" || t == "true" || t == "on" || t == "1" || has(t, "yes")) return true;
+  return false;
+}
+
+std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
+  const std::string t = lower(text);
+  if (t.empty()) return std::nullopt;
+  if (has(t, "selective")) return parallel::Recompute::kSelective;
+  if (has(t, "full") || has(t, "checkpointing") || has(t, "uniform")) return parallel::Recompute::kFull;
+  return parallel::Recompute::kNone;
+}
+
+// Global batch in tokens of GPT-3 (Brown et al. 2020, Table 2.1) for a model of this size: the
+// batch when a source gives none.
+double gpt3_batch_tokens(double parameters) {
+  if (parameters < 1e9) return 0.5e6;
+  if (parameters < 5e9) return 1e6;
+  if (parameters < 20e9) return 2e6;
+  return 3.2e6;
+}
+
+}  // namespace
+
+RowMapping map_run(const PublishedRun& r) {
+  RowMapping out;
+  auto& notes = out.assumptions;
+  const auto skip = [&](std::string why) {
+    out.skip_reason = std::move(why);
+    out.scenario.reset();
+    return out;
+  };
+  out.max_seq_search = r.max_seq_len.has_value();
+  if (!r.seq_len && !out.max_seq_search) return skip("seq_len is empty");
+  const std::int64_t seq = r.seq_len ? *r.seq_len : 4096;  // max-seq rows: a start for the search
+  if (seq <= 0) return skip("seq_len must be > 0");
+
+  std::string reason;
+  auto model = build_model(r, seq, notes, reason);
+  if (!model) return skip(reason);
+  auto cluster = build_cluster(r, notes, reason);
+  if (!cluster) return skip(reason);
+
+  parallel::ParallelPlan p;
+  p.tp = r.tp.value_or(1);
+  p.pp = r.pp.value_or(1);
+  p.cp = r.cp.value_or(1);
+  p.vpp = r.vpp.value_or(1);
+  if (p.vpp > 1) p.schedule = parallel::Schedule::kInterleaved;
+  p.seq_len = seq;
+  const std::int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (model_parallel <= 0) return skip("tp, pp and cp must be > 0");
+  std::int64_t gpus = 0;
+  if (r.dp) {
+    p.dp = *r.dp;
+    gpus = r.n_gpus.value_or(p.dp * model_parallel);
+  } else if (r.n_gpus) {
+    gpus = *r.n_gpus;
+    if (gpus % model_parallel != 0) {
+      return skip("n_gpus " + str(gpus) + " is not a multiple of tp·pp·cp = " + str(model_parallel));
+    }
+    p.dp = gpus / model_parallel;
+    if (p.dp > 1) notes.push_back("dp " + str(p.dp) + " = n_gpus/(tp·pp·cp)");
+  } else {
+    return skip("n_gpus and dp are both empty");
+  }
+
+  if (gpus <= 0 || gpus > (std::int64_t{1} << 24)) return skip("n_gpus " + str(gpus) + " out of range");
+
+  // Batch.
+  p.micro_batch = r.micro_batch.value_or(1);
+  out.micro_batch_given = r.micro_batch.has_value();
+  if (r.global_batch) {
+    p.global_batch = *r.global_batch;
+  } else if (r.micro_batch && r.grad_accum) {
+    p.global_batch = *r.micro_batch * *r.grad_accum * p.dp;
+    notes.push_back("global_batch " + str(p.global_batch) + " = micro_batch·grad_accum·dp");
+  } else if (out.max_seq_search) {
+    p.global_batch = p.micro_batch * p.dp;
+  } else {
+    const double params = r.n_params_b ? *r.n_params_b * 1e9 : static_cast<double>(ir::parameter_count(*model));
+    const double sequences = gpt3_batch_tokens(params) / static_cast<double>(seq);
+    // Sequences per replica rounded to a power of two (in log scale), so that power-of-two
+    // micro-batches divide it.
+    const double per = std::max(1.0, sequences / static_cast<double>(p.dp));
+    const auto per_replica = static_cast<std::int64_t>(std::llround(std::exp2(std::round(std::log2(per)))));
+    p.global_batch = per_replica * p.dp;
+    notes.push_back("global_batch " + str(p.global_batch) + " (GPT-3 batch of " +
+                    str(static_cast<std::int64_t>(gpt3_batch_tokens(params))) + " tokens for this size)");
+  }
+  if (!out.micro_batch_given && r.grad_accum && p.dp > 0 && p.global_batch % (p.dp * *r.grad_accum) == 0) {
+    p.micro_batch = p.global_batch / (p.dp * *r.grad_accum);
+    out.micro_batch_given = true;
+    notes.push_back("micro_batch " + str(p.micro_batch) + " = global_batch/(dp·grad_accum)");
+  }
+  if (out.max_seq_search && !out.micro_batch_given) out.micro_batch_given = true;  // one sequence
+
+  // Sharding, sequence parallelism, recompute, precision.
+  const auto zero = parse_zero(r, notes);
+  p.zero_stage = zero.value_or(0);
+  const auto sp = parse_yes_no(r.sequence_parallel);
+  if (sp) {
+    p.sequence_parallel = *sp && p.tp > 1;
+  } else if (p.tp > 1 && megatron_family(r) && !has(lower(r.framework), "megatron-lm")) {
+    // Megatron-Core and NeMo: TP communication overlap (--tp-comm-overlap) requires sequence
+    // parallelism, and their large-model recipes enable it with TP > 1.
+    p.sequence_parallel = true;
+    notes.push_back("sequence parallelism on (Megatron-Core/NeMo with tp > 1)");
+  } else if (p.tp > 1 && has(lower(r.notes), "tp-comm-overlap")) {
+    p.sequence_parallel = true;
+    notes.push_back("sequence parallelism on (--tp-comm-overlap requires it)");
+  }
+  const auto rc = parse_recompute(r.recompute);
+  out.recompute_given = rc.has_value();
+  p.recompute = rc.value_or(parallel::Recompute::kNone);
+  const std::string rtext = lower(r.recompute);
+  if (any_of(rtext, {"mst", "mini-seq", "mini seq"})) {
+    // Mini-Sequence Transformer chunking (Luo et al. 2024) of the MLP and LM head.
+    p.mst_chunks = 4;
+    notes.push_back("MsT chunks 4");
+  }
+  const std::string prec = lower(r.precision);
+  if (has(prec, "fp8")) {
+    p.dtype = ir::Dtype::kFp8;
+  } else if (has(prec, "fp16") && !has(prec, "bf16")) {
+    p.dtype = ir::Dtype::kFp16;
+  } else {
+    p.dtype = ir::Dtype::kBf16;
+  }
+
+  // Parts only: validated (config::make_scenario) for each candidate of the search.
+  out.scenario = config::Scenario{std::move(*model), std::move(*cluster), static_cast<std::int32_t>(gpus), p};
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparison
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::kIterationTime: return "iteration_time_s";
+    case Metric::kTokensPerS: return "tokens_per_s";
+    case Metric::kTokensPerSPerGpu: return "tokens_per_s_per_gpu";
+    case Metric::kTflopsPerGpu: return "tflops_per_gpu";
+    case Metric::kMfu: return "mfu_pct";
+    case Metric::kHfu: return "hfu_pct";
+    case Metric::kPeakMemory: return "peak_memory_bytes";
+    case Metric::kMaxSeqLen: return "max_seq_len";
+  }
+  return "?";
+}
+
+std::string parallelism_kind(const parallel::ParallelPlan& plan) {
+  if (plan.cp > 1) return "with-cp";
+  if (plan.tp > 1 || plan.pp > 1) return "tp+pp";
+  if (plan.zero_stage >= 2) return "fsdp-only";
+  return "dp-only";
+}
+
+std::string short_source(const std::string& source) {
+  const auto cut = source.find(" (");
+  return trim(cut == std::string::npos ? source : source.substr(0, cut));
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return v[lo] + (v[hi] - v[lo]) * frac;
+}
+
+ErrorStats error_stats(const std::vector<double>& errors) {
+  ErrorStats st;
+  st.n = static_cast<std::int64_t>(errors.size());
+  if (errors.empty()) return st;
+  std::vector<double> abs;
+  double sum = 0;
+  for (double e : errors) {
+    abs.push_back(std::fabs(e));
+    sum += e;
+  }
+  st.median_abs = percentile(abs, 0.5);
+  st.p90_abs = percentile(abs, 0.9);
+  st.mean_signed = sum / static_cast<double>(errors.size());
+  st.max_abs = *std::max_element(abs.begin(), abs.end());
+  return st;
+}
+
+namespace {
+
+struct Attempt {
+  config::Scenario scenario;
+  RunResult result;
+};
+
+std::string plan_reason(const InputError& e) {
+  std::string why = "plan: ";
+  for (std::size_t i = 0; i < e.diagnostics().size(); ++i) {
+    const auto& d = e.diagnostics()[i];
+    if (i > 0) why += "; ";
+    why += d.field.empty() ? d.message : d.field + " " + d.message;
+  }
+  return why;
+}
+
+// Validates and simulates one candidate; nullopt (with the reason) when its plan is invalid.
+std::optional<Attempt> try_simulate(const config::Scenario& parts, Resources& resources, std::string& reason) {
+  try {
+    config::Scenario sc = config::make_scenario(parts.model, parts.cluster, parts.num_gpus, parts.plan);
+    RunResult r = simulate(sc, RunOptions{}, resources);
+    return Attempt{std::move(sc), std::move(r)};
+  } catch (const InputError& e) {
+    if (reason.empty()) reason = plan_reason(e);
+    return std::nullopt;
+  }
+}
+
+bool static_oom(const RunResult& r) { return r.status == Status::kOutOfMemory && r.iteration_time_s <= 0; }
+
+std::string join_values(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (auto x : v) out += (out.empty() ? "" : "/") + str(x);
+  return out;
+}
+
+// The search over what a row leaves open: recompute (least that fits) and micro-batch (fastest
+// simulated among powers of two that fit). Returns the chosen attempt; `oom` tells that nothing
+// fitted and the attempt is the one with the least recompute and smallest micro-batch tried.
+struct Choice {
+  std::optional<Attempt> attempt;
+  bool oom = false;
+  bool unsupported = false;
+  std::string reason;
+};
+
+Choice search(const PublishedRun& row, const RowMapping& m, const config::Scenario& parts,
+              Resources& resources, std::vector<std::string>& notes) {
+  Choice ch;
+  std::vector<parallel::Recompute> recomputes;
+  if (m.recompute_given) {
+    recomputes = {parts.plan.recompute};
+  } else {
+    recomputes = {parallel::Recompute::kNone};
+    if (megatron_family(row)) recomputes.push_back(parallel::Recompute::kSelective);
+    recomputes.push_back(parallel::Recompute::kFull);
+  }
+  std::vector<std::int64_t> mbs;
+  if (m.micro_batch_given) {
+    mbs = {parts.plan.micro_batch};
+  } else {
+    const std::int64_t per_replica = parts.plan.dp > 0 ? parts.plan.global_batch / parts.plan.dp : 1;
+    for (std::int64_t b = 16; b >= 1; b /= 2) {
+      if (b <= per_replica && per_replica % b == 0) mbs.push_back(b);
+    }
+    if (mbs.empty()) mbs = {1};
+  }
+  std::string plan_error;
+  std::optional<Attempt> fallback;
+  for (auto rc : recomputes) {
+    std::optional<Attempt> best;
+    for (auto mb : mbs) {
+      config::Scenario cand = parts;
+      cand.plan.recompute = rc;
+      cand.plan.micro_batch = mb;
+      auto a = try_simulate(cand, resources, plan_error);
+      if (!a) continue;
+      if (a->result.status == Status::kUnsupported) {
+        ch.unsupported = true;
+        ch.reason = a->result.reason;
+        return ch;
+      }
+      if (a->result.status == Status::kOk) {
+        if (!best || a->result.iteration_time_s < best->result.iteration_time_s) best = std::move(a);
+        continue;
+      }
+      const bool stat = static_oom(a->result);
+      fallback = std::move(a);
+      if (stat) break;  // weights and optimizer states alone overflow: no micro-batch helps
+    }
+    if (best) {
+      if (!m.recompute_given) {
+        notes.push_back(std::string("recompute ") + std::string(config::name(rc)) + " (least that fits)");
+      }
+      if (!m.micro_batch_given && mbs.size() > 1) {
+        notes.push_back("micro_batch " + str(best->scenario.plan.micro_batch) +
+                        " (fastest that fits of " + join_values(mbs) + ")");
+      } else if (!m.micro_batch_given) {
+        notes.push_back("micro_batch " + str(best->scenario.plan.micro_batch));
+      }
+      ch.attempt = std::move(best);
+      return ch;
+    }
+    if (fallback && static_oom(fallback->result)) break;
+  }
+  if (fallback) {
+    ch.oom = true;
+    ch.reason = fallback->result.reason;
+    ch.attempt = std::move(fallback);
+    return ch;
+  }
+  ch.reason = plan_error.empty() ? "no valid plan" : plan_error;
+  return ch;
+}
+
+double bytes_of(double value, const std::string& unit, std::vector<std::string>& notes) {
+  const std::string u = lower(trim(unit));
+  if (u == "gb") return value * 1e9;
+  if (u == "mib") return value * 1048576.0;
+  if (u == "mb") return value * 1e6;
+  if (u == "tb") return value * 1e12;
+  if (u != "gib") notes.push_back("peak_mem unit '" + unit + "' read as GiB");
+  return value * 1073741824.0;
+}
+
+std::optional<Comparison> compare_throughput(const PublishedRun& r, const config::Scenario& sc,
+                                             const RunResult& res, std::string& convention) {
+  const double t = res.iteration_time_s;
+  if (!(t > 0)) return std::nullopt;
+  const auto& p = sc.plan;
+  const double tokens = static_cast<double>(p.global_batch * p.seq_len);
+  const double gpus = static_cast<double>(sc.num_gpus);
+  Comparison c;
+  const auto rate = [&](Metric m, double predicted, double measured) {
+    c.metric = m;
+    c.predicted = predicted;
+    c.measured = measured;
+    c.error = predicted / measured - 1.0;
+    return c;
+  };
+  if (r.iter_time_s && *r.iter_time_s > 0) {
+    c.metric = Metric::kIterationTime;
+    c.predicted = t;
+    c.measured = *r.iter_time_s;
+    c.error = c.measured / c.predicted - 1.0;
+    return c;
+  }
+  if (r.tokens_per_s && *r.tokens_per_s > 0) return rate(Metric::kTokensPerS, tokens / t, *r.tokens_per_s);
+  if (r.tokens_per_s_per_gpu && *r.tokens_per_s_per_gpu > 0) {
+    return rate(Metric::kTokensPerSPerGpu, tokens / t / gpus, *r.tokens_per_s_per_gpu);
+  }
+  FlopConvention conv = flop_convention(r);
+  const double params = r.n_params_b ? *r.n_params_b * 1e9 : static_cast<double>(ir::parameter_count(sc.model));
+  const auto flops = [&](bool hardware) {
+    if (conv.family == FlopFamily::kSixN) {
+      return six_n_flops(params, sc.model, p.seq_len, tokens, conv.causal_halved,
+                         hardware && p.recompute == parallel::Recompute::kFull);
+    }
+    const double seqs = static_cast<double>(p.global_batch);
+    return hardware ? megatron_hardware_flops(sc.model, p.seq_len, seqs, p.recompute)
+                    : megatron_model_flops(sc.model, p.seq_len, seqs);
+  };
+  if (r.tflops_per_gpu && *r.tflops_per_gpu > 0) {
+    convention = describe(conv);
+    return rate(Metric::kTflopsPerGpu, flops(conv.hardware) / t / gpus * 1e-12, *r.tflops_per_gpu);
+  }
+  // The source's peak: the GPU's dense peak in the run's precision (312 A100, 989 H100 BF16,
+  // 1979 H100 FP8, as the README of the validation set lists).
+  const double peak = sc.cluster.gpu.peak(p.dtype).per_s();
+  if (r.mfu_pct && *r.mfu_pct > 0 && peak > 0) {
+    conv.hardware = false;
+    convention = describe(conv) + ", peak " + str(std::llround(peak * 1e-12)) + " TF";
+    return rate(Metric::kMfu, flops(false) / t / gpus / peak * 100.0, *r.mfu_pct);
+  }
+  if (r.hfu_pct && *r.hfu_pct > 0 && peak > 0) {
+    conv.hardware = true;
+    convention = describe(conv) + ", peak " + str(std::llround(peak * 1e-12)) + " TF";
+    return rate(Metric::kHfu, flops(true) / t / gpus / peak * 100.0, *r.hfu_pct);
+  }
+  return std::nullopt;
+}
+
+bool has_throughput_value(const PublishedRun& r) {
+  for (const auto& v : {r.iter_time_s, r.tokens_per_s, r.tokens_per_s_per_gpu, r.tflops_per_gpu, r.mfu_pct, r.hfu_pct}) {
+    if (v && *v > 0) return true;
+  }
+  return false;
+}
+
+// Largest sequence (a multiple of 256) whose simulated peak fits; 0 when none does.
+std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::optional<Attempt>& at_max) {
+  const bool learned = parts.model.position == ir::Position::kLearned;
+  const auto fits = [&](std::int64_t seq) {
+    config::Scenario c = parts;
+    c.plan.seq_len = seq;
+    c.plan.global_batch = c.plan.micro_batch * c.plan.dp;
+    if (learned) c.model.max_seq_len = seq;
+    std::string reason;
+    auto a = try_simulate(c, resources, reason);
+    if (!a || a->result.status != Status::kOk) return false;
+    at_max = std::move(a);
+    return true;
+  };
+  constexpr std::int64_t kStep = 256;
+  constexpr std::int64_t kLimit = std::int64_t{1} << 23;
+  std::int64_t lo = 0, hi = 1024;
+  while (hi <= kLimit && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > kLimit) return lo;
+  while (hi - lo > kStep) {
+    const std::int64_t mid = (lo + hi) / 2 / kStep * kStep;
+    if (mid <= lo) break;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+RowResult evaluate(const PublishedRun& row, Resources& resources) {
+  RowResult out;
+  out.run_id = row.run_id;
+  out.line = row.line;
+  out.source = short_source(row.source);
+  out.model = row.model;
+  out.gpu = row.gpu;
+  out.num_gpus = row.n_gpus.value_or(0);
+  const auto skip = [&](std::string why) {
+    out.skipped = true;
+    out.reason = std::move(why);
+    return out;
+  };
+  RowMapping m = map_run(row);
+  out.assumptions = m.assumptions;
+  if (!m.scenario) return skip(m.skip_reason);
+  config::Scenario parts = *m.scenario;
+  out.gpu = parts.cluster.gpu.name;
+  out.num_gpus = parts.num_gpus;
+  out.parallelism = parallelism_kind(parts.plan);
+  out.fp8 = parts.plan.dtype == ir::Dtype::kFp8;
+  if (!has_throughput_value(row) && !row.peak_mem && !row.max_seq_len) {
+    return skip("no measured value to compare (iter_time_s, tokens_per_s, tflops_per_gpu, mfu_pct, "
+                "hfu_pct, peak_mem and max_seq_len are empty)");
+  }
+
+  Choice ch = search(row, m, parts, resources, out.assumptions);
+  if (!ch.attempt && !ch.unsupported && ch.oom == false && ch.reason.empty()) ch.reason = "no valid plan";
+  // Mixed-precision Adam (16-18 bytes per parameter) that cannot fit even before activations
+  // means the source trained otherwise: pure bf16 weights, gradients and Adam states (8 bytes).
+  if (ch.oom && ch.attempt && static_oom(ch.attempt->result) &&
+      parts.plan.optimizer_states == parallel::OptimizerStates::kFp32) {
+    config::Scenario bf16 = parts;
+    bf16.plan.optimizer_states = parallel::OptimizerStates::kBf16;
+    std::vector<std::string> extra;
+    Choice again = search(row, m, bf16, resources, extra);
+    if (again.attempt && !again.oom) {
+      out.assumptions.push_back("bf16 optimizer states (fp32 mixed-precision Adam does not fit)");
+      out.assumptions.insert(out.assumptions.end(), extra.begin(), extra.end());
+      parts = bf16;
+      ch = std::move(again);
+    }
+  }
+  if (ch.unsupported) return skip("simulator: " + ch.reason);
+  if (!ch.attempt) return skip(ch.reason);
+  if (ch.oom && static_oom(ch.attempt->result)) return skip("predicted out of memory: " + ch.reason);
+  if (ch.oom) out.reason = "predicted out of memory (" + ch.reason + "); compared anyway";
+
+  const Attempt& a = *ch.attempt;
+  out.parallelism = parallelism_kind(a.scenario.plan);
+  out.throughput = compare_throughput(row, a.scenario, a.result, out.convention);
+  if (row.peak_mem && *row.peak_mem > 0) {
+    Comparison c;
+    c.metric = Metric::kPeakMemory;
+    c.predicted = a.result.peak_memory.real();
+    c.measured = bytes_of(*row.peak_mem, row.peak_mem_unit, out.assumptions);
+    c.error = c.predicted / c.measured - 1.0;
+    out.memory = c;
+  }
+  out.scenario = a.scenario;
+  out.result = a.result;
+  if (m.max_seq_search && row.max_seq_len && *row.max_seq_len > 0) {
+    std::optional<Attempt> at_max;
+    const std::int64_t seq = max_fitting_seq(a.scenario, resources, at_max);
+    Comparison c;
+    c.metric = Metric::kMaxSeqLen;
+    c.predicted = static_cast<double>(seq);
+    c.measured = static_cast<double>(*row.max_seq_len);
+    c.error = c.predicted / c.measured - 1.0;
+    out.memory = c;
+    if (at_max) {
+      out.scenario = at_max->scenario;
+      out.result = at_max->result;
+    }
+  }
+  if (!out.throughput && !out.memory) {
+    return skip("nothing comparable: the measured values need a simulated iteration time");
+  }
+  return out;
+}
+
+}  // namespace
+
+ValidationSummary summarize(const std::vector<RowResult>& rows) {
+  ValidationSummary s;
+  s.rows = static_cast<std::int64_t>(rows.size());
+  std::vector<double> all, mem;
+  std::map<std::string, std::vector<double>> src, gpu, par;
+  for (const auto& r : rows) {
+    if (r.skipped) ++s.skipped;
+    if (r.memory) mem.push_back(r.memory->error);
+    if (!r.throughput) continue;
+    const double e = r.throughput->error;
+    all.push_back(e);
+    src[r.source].push_back(e);
+    gpu[r.gpu].push_back(e);
+    par[r.parallelism].push_back(e);
+    if (r.fp8) par["fp8"].push_back(e);
+  }
+  s.throughput = error_stats(all);
+  s.memory = error_stats(mem);
+  for (const auto& [k, v] : src) s.by_source[k] = error_stats(v);
+  for (const auto& [k, v] : gpu) s.by_gpu[k] = error_stats(v);
+  for (const auto& [k, v] : par) s.by_parallelism[k] = error_stats(v);
+  return s;
+}
+
+ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateOptions& options) {
+  ValidationReport report;
+  report.rows.resize(runs.size());
+  auto cache = std::make_shared<config::ComputeModelCache>();
+  std::atomic<std::size_t> next{0};
+  const auto worker = [&] {
+    Resources resources(cache);
+    for (std::size_t i = next++; i < runs.size(); i = next++) {
+      try {
+        report.rows[i] = evaluate(runs[i], resources);
+      } catch (const std::exception& e) {
+        RowResult r;
+        r.run_id = runs[i].run_id;
+        r.line = runs[i].line;
+        r.source = short_source(runs[i].source);
+        r.model = runs[i].model;
+        r.gpu = runs[i].gpu;
+        r.skipped = true;
+        r.reason = std::string("error while simulating: ") + e.what();
+        report.rows[i] = std::move(r);
+      }
+    }
+  };
+  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(runs.size())));
+  if (threads == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+  }
+  report.summary = summarize(report.rows);
+  return report;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reports
+
+namespace {
+
+using nlohmann::ordered_json;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+template <typename... T>
+std::string fmt(const char* f, T... v) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, v...);
+  return buf;
+}
+#pragma GCC diagnostic pop
+
+std::string cut(const std::string& s, std::size_t n) {
+  if (s.size() <= n) return s;
+  return s.substr(0, n - 1) + "~";
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+std::string plan_text(const config::Scenario& sc) {
+  const auto& p = sc.plan;
+  std::string out = "tp" + str(p.tp) + " pp" + str(p.pp) + " dp" + str(p.dp) + " cp" + str(p.cp);
+  if (p.vpp > 1) out += " vpp" + str(p.vpp);
+  out += " mb" + str(p.micro_batch) + " gb" + str(p.global_batch) + " seq" + str(p.seq_len);
+  out += " zero" + std::to_string(p.zero_stage);
+  if (p.sequence_parallel) out += " sp";
+  out += " rc=" + std::string(config::name(p.recompute));
+  out += " " + std::string(ir::dtype_name(p.dtype));
+  if (p.optimizer_states == parallel::OptimizerStates::kBf16) out += " bf16-states";
+  return out;
+}
+
+ordered_json stats_json(const ErrorStats& s) {
+  ordered_json j;
+  j["n"] = s.n;
+  j["median_abs_error"] = s.median_abs;
+  j["p90_abs_error"] = s.p90_abs;
+  j["mean_signed_error"] = s.mean_signed;
+  j["max_abs_error"] = s.max_abs;
+  return j;
+}
+
+ordered_json comparison_json(const std::optional<Comparison>& c) {
+  if (!c) return nullptr;
+  ordered_json j;
+  j["metric"] = metric_name(c->metric);
+  j["predicted"] = c->predicted;
+  j["measured"] = c->measured;
+  j["error"] = c->error;
+  return j;
+}
+
+std::string stats_line(const std::string& name, const ErrorStats& s) {
+  return fmt("  %-44s %4lld  %7.1f%%  %7.1f%%  %+7.1f%%  %7.1f%%\n", cut(name, 44).c_str(),
+             static_cast<long long>(s.n), 100 * s.median_abs, 100 * s.p90_abs, 100 * s.mean_signed,
+             100 * s.max_abs);
+}
+
+}  // namespace
+
+std::string validation_text(const ValidationReport& report) {
+  std::string out;
+  out += fmt("%-6s %-26s %-18s %-15s %5s %-9s %-20s %12s %12s %8s\n", "run", "source", "model", "gpu",
+             "gpus", "kind", "metric", "predicted", "measured", "error");
+  for (const auto& r : report.rows) {
+    if (r.skipped) continue;
+    for (const auto* c : {r.throughput ? &*r.throughput : nullptr, r.memory ? &*r.memory : nullptr}) {
+      if (c == nullptr) continue;
+      out += fmt("%-6s %-26s %-18s %-15s %5lld %-9s %-20s %12.5g %12.5g %+7.1f%%\n", cut(r.run_id, 6).c_str(),
+                 cut(r.source, 26).c_str(), cut(r.model, 18).c_str(), cut(r.gpu, 15).c_str(),
+                 static_cast<long long>(r.num_gpus), r.parallelism.c_str(), metric_name(c->metric),
+                 c->predicted, c->measured, 100 * c->error);
+    }
+  }
+  const auto& s = report.summary;
+  out += fmt("\nSkipped: %lld of %lld rows\n", static_cast<long long>(s.skipped), static_cast<long long>(s.rows));
+  for (const auto& r : report.rows) {
+    if (r.skipped) out += "  run " + r.run_id + " (line " + std::to_string(r.line) + "): " + r.reason + "\n";
+  }
+  bool notes = false;
+  for (const auto& r : report.rows) {
+    if (r.skipped || r.reason.empty()) continue;
+    if (!notes) out += "\nNotes:\n";
+    notes = true;
+    out += "  run " + r.run_id + ": " + r.reason + "\n";
+  }
+  out += "\nThroughput error (predicted/measured - 1 as a rate; + means trainsim is optimistic)\n";
+  out += fmt("  %-44s %4s  %8s  %8s  %8s  %8s\n", "group", "n", "median", "p90", "mean", "max");
+  out += stats_line("all", s.throughput);
+  for (const auto& [k, v] : s.by_source) out += stats_line("source: " + k, v);
+  for (const auto& [k, v] : s.by_gpu) out += stats_line("gpu: " + k, v);
+  for (const auto& [k, v] : s.by_parallelism) out += stats_line("parallelism: " + k, v);
+  out += "\nMemory error (peak memory, largest trainable sequence)\n";
+  out += stats_line("all", s.memory);
+  return out;
+}
+
+std::string validation_json(const ValidationReport& report) {
+  ordered_json rows = ordered_json::array();
+  for (const auto& r : report.rows) {
+    ordered_json j;
+    j["run_id"] = r.run_id;
+    j["line"] = r.line;
+    j["source"] = r.source;
+    j["model"] = r.model;
+    j["gpu"] = r.gpu;
+    j["num_gpus"] = r.num_gpus;
+    j["parallelism"] = r.parallelism;
+    j["fp8"] = r.fp8;
+    j["status"] = r.skipped ? "skipped" : "compared";
+    j["reason"] = r.reason;
+    const auto tp = comparison_json(r.throughput);
+    j["metric"] = r.throughput ? tp["metric"] : ordered_json(nullptr);
+    j["predicted"] = r.throughput ? tp["predicted"] : ordered_json(nullptr);
+    j["measured"] = r.throughput ? tp["measured"] : ordered_json(nullptr);
+    j["error"] = r.throughput ? tp["error"] : ordered_json(nullptr);
+    j["flop_convention"] = r.convention;
+    j["memory"] = comparison_json(r.memory);
+    j["assumptions"] = r.assumptions;
+    if (r.scenario) {
+      const auto& p = r.scenario->plan;
+      ordered_json plan;
+      plan["cluster"] = r.scenario->cluster.cluster.name;
+      plan["tp"] = p.tp;
+      plan["pp"] = p.pp;
+      plan["dp"] = p.dp;
+      plan["cp"] = p.cp;
+      plan["vpp"] = p.vpp;
+      plan["micro_batch"] = p.micro_batch;
+      plan["global_batch"] = p.global_batch;
+      plan["seq_len"] = p.seq_len;
+      plan["zero_stage"] = p.zero_stage;
+      plan["sequence_parallel"] = p.sequence_parallel;
+      plan["recompute"] = std::string(config::name(p.recompute));
+      plan["dtype"] = ir::dtype_name(p.dtype);
+      plan["schedule"] = std::string(config::name(p.schedule));
+      plan["optimizer_states"] = std::string(config::name(p.optimizer_states));
+      j["plan"] = plan;
+    } else {
+      j["plan"] = nullptr;
+    }
+    if (r.result) {
+      const auto& res = *r.result;
+      ordered_json sim;
+      sim["status"] = status_name(res.status);
+      sim["iteration_time_s"] = res.iteration_time_s;
+      sim["tokens_per_s"] = res.tokens_per_s;
+      sim["tflops_per_gpu"] = res.tflops_per_gpu;
+      sim["mfu"] = res.mfu;
+      sim["peak_memory_bytes"] = res.peak_memory.count();
+      ordered_json tb;
+      for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
+        tb[std::string(runtime::time_category_name(static_cast<runtime::TimeCategory>(c))) + "_s"] =
+            res.time.time[c].seconds();
+      }
+      sim["time_breakdown"] = tb;
+      j["simulated"] = sim;
+    } else {
+      j["simulated"] = nullptr;
+    }
+    rows.push_back(std::move(j));
+  }
+  const auto& s = report.summary;
+  ordered_json sum;
+  sum["n"] = s.throughput.n;
+  sum["skipped"] = s.skipped;
+  sum["rows"] = s.rows;
+  sum["median_abs_error"] = s.throughput.median_abs;
+  sum["p90_abs_error"] = s.throughput.p90_abs;
+  sum["mean_signed_error"] = s.throughput.mean_signed;
+  sum["max_abs_error"] = s.throughput.max_abs;
+  const auto groups = [](const std::map<std::string, ErrorStats>& m) {
+    ordered_json j = ordered_json::object();
+    for (const auto& [k, v] : m) j[k] = stats_json(v);
+    return j;
+  };
+  sum["by_source"] = groups(s.by_source);
+  sum["by_gpu"] = groups(s.by_gpu);
+  sum["by_parallelism"] = groups(s.by_parallelism);
+  sum["memory"] = stats_json(s.memory);
+  ordered_json root;
+  root["rows"] = std::move(rows);
+  root["summary"] = std::move(sum);
+  return root.dump(2) + "\n";
+}
+
+std::string validation_csv(const ValidationReport& report) {
+  std::string out = csv::line({"run_id", "line", "source", "model", "gpu", "num_gpus", "parallelism", "fp8",
+                               "status", "metric", "predicted", "measured", "error", "memory_metric",
+                               "memory_predicted", "memory_measured", "memory_error", "plan",
+                               "iteration_time_s", "reason", "assumptions", "flop_convention"});
+  const auto num = [](double v) { return fmt("%.6g", v); };
+  for (const auto& r : report.rows) {
+    std::vector<std::string> f = {r.run_id, std::to_string(r.line), r.source, r.model, r.gpu,
+                                  std::to_string(r.num_gpus), r.parallelism, r.fp8 ? "yes" : "no",
+                                  r.skipped ? "skipped" : "compared"};
+    for (const auto& c : {r.throughput, r.memory}) {
+      if (c) {
+        f.insert(f.end(), {metric_name(c->metric), num(c->predicted), num(c->measured), num(c->error)});
+      } else {
+        f.insert(f.end(), {"", "", "", ""});
+      }
+    }
+    f.push_back(r.scenario ? plan_text(*r.scenario) : "");
+    f.push_back(r.result && r.result->iteration_time_s > 0 ? num(r.result->iteration_time_s) : "");
+    f.push_back(r.reason);
+    f.push_back(join(r.assumptions, "; "));
+    f.push_back(r.convention);
+    out += csv::line(f);
+  }
+  return out;
+}
+
+}  // namespace ts::driver

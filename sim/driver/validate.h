@@ -1,0 +1,189 @@
+// Validation against published training runs: rows of the public-runs CSV format mapped to scenarios, simulated and compared, with error statistics.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/config/loader.h"
+#include "sim/driver/simulate.h"
+
+namespace ts::driver {
+
+// ---------------------------------------------------------------------------------------------
+// Published runs
+
+// One row of a published-runs CSV (columns described in tests/validation/README.md), as the
+// source printed it: empty cells are nullopt or empty strings.
+struct PublishedRun {
+  std::string file;
+  int line = 0;  // line of the row in `file`
+  std::string run_id, source, source_table, trust, model;
+  std::optional<double> n_params_b;
+  std::optional<std::int64_t> n_layers, hidden, n_heads, n_kv_heads, ffn_hidden, vocab;
+  std::optional<std::int64_t> seq_len, global_batch, micro_batch, grad_accum;
+  std::optional<std::int64_t> tp, pp, vpp, dp, cp, n_gpus;
+  std::string zero_fsdp, sequence_parallel, recompute, precision, gpu, interconnect, framework;
+  std::optional<double> tflops_per_gpu;
+  std::string tflops_kind;
+  std::optional<double> mfu_pct, hfu_pct, tokens_per_s, tokens_per_s_per_gpu, iter_time_s, peak_mem;
+  std::string peak_mem_unit;
+  std::optional<std::int64_t> max_seq_len;
+  std::string notes;
+};
+
+// The columns every file must have (any order; other columns are ignored).
+const std::vector<std::string>& published_run_columns();
+
+// Reads a published-runs CSV (RFC 4180). A missing column, a record with the wrong number of
+// fields or a value that is not a number where one is expected throws InputError naming the
+// file, the line, the run_id and the column; all problems are reported at once. Numbers may
+// carry a k/K (×1000) or M (×10⁶) suffix ("60k"); percentages may end in '%'.
+std::vector<PublishedRun> read_published_runs(const std::filesystem::path& path);
+std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file);
+
+// ---------------------------------------------------------------------------------------------
+// FLOP conventions of the sources (FLOPs of one iteration of `sequences` sequences)
+
+// Megatron-LM's model FLOPs (Korthikanti et al. 2022, Appendix; Megatron-LM
+// training.py num_floating_point_operations): for MHA and a 4h GELU MLP
+// 72·B·s·L·h²·(1 + s/6h + V/12hL); in general 12·B·s·L·h²·((1 + kv/a + s/h) + ffn/h·g +
+// V/2Lh) with g = 3/2 for SwiGLU. Attention scores are counted in full (not halved for causal).
+double megatron_model_flops(const ir::ModelSpec& model, std::int64_t seq, double sequences);
+// Megatron's hardware FLOPs: model FLOPs plus what recompute adds. Full recompute reruns every
+// layer's forward (one third of the layer FLOPs): 96·B·s·L·h²·(1 + s/6h + V/16hL) (Narayanan et
+// al. SC'21, Sec. 5.1); selective recompute reruns the attention scores (one third of the s/h
+// term, Korthikanti et al. 2022, Sec. 6.3 HFU).
+double megatron_hardware_flops(const ir::ModelSpec& model, std::int64_t seq, double sequences,
+                               parallel::Recompute recompute);
+// The "6N" convention of MosaicML llm-foundry and FlashAttention (Dao 2023, Table 1):
+// (6·N + 12·L·h·s) per token, N the parameter count, attention not halved for causal masks
+// (6·L·h·s when `causal_halved`). Hardware FLOPs with full recompute use 8·N + 16·L·h·s
+// (llm-foundry benchmarking README, "MFU and HFU").
+double six_n_flops(double parameters, const ir::ModelSpec& model, std::int64_t seq, double tokens,
+                   bool causal_halved, bool hardware_full_recompute);
+
+enum class FlopFamily { kMegatron, kSixN };
+struct FlopConvention {
+  FlopFamily family = FlopFamily::kMegatron;
+  bool hardware = false;       // counts recompute FLOPs (HFU-like)
+  bool causal_halved = false;  // attention scores halved for causal masks
+};
+// The convention a row's throughput numbers use, read from tflops_kind and notes: "6N" /
+// "6*seqlen*params" names the 6N family, "hardware"/"HFU" the hardware variant, "halved" (not
+// "not halved") the causal halving; otherwise Megatron model FLOPs.
+FlopConvention flop_convention(const PublishedRun& run);
+std::string describe(const FlopConvention& c);
+
+// ---------------------------------------------------------------------------------------------
+// Row → scenario
+
+// A row mapped to a scenario, or the reason it cannot be.
+struct RowMapping {
+  // Model, cluster, GPU count and plan; not yet checked against each other (config::check_plan
+  // runs per candidate of the search in validate()).
+  std::optional<config::Scenario> scenario;
+  std::string skip_reason;               // set when scenario is empty
+  std::vector<std::string> assumptions;  // every rule applied to fill a missing field
+  bool recompute_given = true;           // false: recompute is chosen by the search
+  bool micro_batch_given = true;         // false: micro-batch is chosen by the search
+  bool max_seq_search = false;           // the row asks for the largest sequence that fits
+};
+// Builds the model, cluster and plan of a row (rules in docs-validation.md). Does not simulate;
+// the micro-batch and recompute of rows that omit them are provisional (see validate()).
+RowMapping map_run(const PublishedRun& run);
+
+// ---------------------------------------------------------------------------------------------
+// Comparison
+
+enum class Metric {
+  kIterationTime,      // seconds per iteration
+  kTokensPerS,         // tokens per second, all GPUs
+  kTokensPerSPerGpu,   // tokens per second per GPU
+  kTflopsPerGpu,       // TFLOP/s per GPU in the row's FLOP convention
+  kMfu,                // percent of the source's peak, model FLOPs of the row's convention
+  kHfu,                // percent of the source's peak, hardware FLOPs
+  kPeakMemory,         // bytes per GPU
+  kMaxSeqLen,          // tokens
+};
+const char* metric_name(Metric m);
+
+struct Comparison {
+  Metric metric = Metric::kIterationTime;
+  double predicted = 0;
+  double measured = 0;
+  // Signed relative error as throughput (or capacity): predicted/measured − 1 for rates, sizes
+  // and lengths, measured/predicted − 1 for times; positive means trainsim is optimistic.
+  double error = 0;
+};
+
+// The row's group for the summary by parallelism: "with-cp" (cp > 1), else "tp+pp" (tp or pp >
+// 1), else "fsdp-only" (ZeRO-2/3 or FSDP sharding), else "dp-only".
+std::string parallelism_kind(const parallel::ParallelPlan& plan);
+// Source column up to its first " (" (drops the arXiv id, commit, …).
+std::string short_source(const std::string& source);
+
+struct RowResult {
+  std::string run_id;
+  int line = 0;
+  std::string source;  // short_source
+  std::string model;
+  std::string gpu;
+  std::int64_t num_gpus = 0;
+  std::string parallelism;  // parallelism_kind, empty when not mapped
+  bool fp8 = false;
+  bool skipped = false;      // neither throughput nor memory could be compared
+  std::string reason;        // why skipped, or a note (predicted out of memory, …)
+  std::optional<Comparison> throughput;
+  std::optional<Comparison> memory;  // peak memory or largest sequence
+  std::vector<std::string> assumptions;
+  std::optional<config::Scenario> scenario;  // as simulated
+  std::optional<RunResult> result;
+  std::string convention;  // FLOP convention used when the metric is TFLOP/s or MFU
+};
+
+struct ErrorStats {
+  std::int64_t n = 0;
+  double median_abs = 0;
+  double p90_abs = 0;
+  double mean_signed = 0;
+  double max_abs = 0;
+};
+// Statistics of signed errors; percentiles interpolate linearly between order statistics
+// (Hyndman and Fan 1996, definition 7, the numpy default).
+ErrorStats error_stats(const std::vector<double>& errors);
+double percentile(std::vector<double> values, double q);  // q in [0, 1]
+
+struct ValidationSummary {
+  ErrorStats throughput;
+  ErrorStats memory;
+  std::int64_t rows = 0;
+  std::int64_t skipped = 0;
+  std::map<std::string, ErrorStats> by_source, by_gpu, by_parallelism;
+};
+
+struct ValidationReport {
+  std::vector<RowResult> rows;
+  ValidationSummary summary;
+};
+
+struct ValidateOptions {
+  int threads = 1;  // rows simulated concurrently, each thread with its own Resources
+};
+
+// Maps, simulates and compares every row. Rows that omit the micro-batch or the recompute policy
+// get the choice the source's framework would make (docs-validation.md): the fastest simulated
+// micro-batch among powers of two that fit, the least recompute that fits. Never throws for a
+// row: a row that cannot be simulated is reported as skipped with its reason.
+ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateOptions& options = {});
+ValidationSummary summarize(const std::vector<RowResult>& rows);
+
+std::string validation_text(const ValidationReport& report);
+std::string validation_json(const ValidationReport& report);
+std::string validation_csv(const ValidationReport& report);
+
+}  // namespace ts::driver

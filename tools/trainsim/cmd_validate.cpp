@@ -1,0 +1,41 @@
+// trainsim validate: simulates published training runs (CSV) and reports the prediction errors.
+#include <fstream>
+#include <iostream>
+
+#include "sim/base/diagnostic.h"
+#include "sim/driver/validate.h"
+#include "tools/trainsim/cli.h"
+
+namespace po = boost::program_options;
+
+namespace ts::cli {
+
+int cmd_validate(const Args& args) {
+  po::options_description o("validate flags");
+  o.add_options()
+      ("runs", po::value<std::string>()->required(), "published runs, CSV (tests/validation/README.md)")
+      ("out", po::value<std::string>(), "also write one CSV line per row to FILE")
+      ("format", po::value<std::string>()->default_value("text"), "text or json")
+      ("threads", po::value<int>()->default_value(1), "rows simulated concurrently");
+  po::variables_map vm;
+  if (!parse_flags(args, o, vm, "usage: trainsim validate --runs FILE.csv [--out FILE.csv] [--format text|json]")) {
+    return kExitOk;
+  }
+  const Format format = parse_format(vm["format"].as<std::string>(), false);
+  const int threads = vm["threads"].as<int>();
+  if (threads < 1) throw InputError(Diagnostic{"", 0, "--threads", "must be >= 1"});
+  const auto runs = driver::read_published_runs(vm["runs"].as<std::string>());
+  driver::ValidateOptions options;
+  options.threads = threads;
+  const driver::ValidationReport report = driver::validate(runs, options);
+  if (vm.count("out")) {
+    const std::string path = vm["out"].as<std::string>();
+    std::ofstream out(path, std::ios::binary);
+    out << driver::validation_csv(report);
+    if (!out) throw InputError(Diagnostic{path, 0, "--out", "cannot write the file"});
+  }
+  std::cout << (format == Format::kJson ? driver::validation_json(report) : driver::validation_text(report));
+  return kExitOk;
+}
+
+}  // namespace ts::cli
