@@ -100,6 +100,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
       r.memory = m;
     }
   }
+  r.within_fit = r.peak_memory.real() <= options.fit * r.memory_capacity.real();
   if (r.peak_memory > r.memory_capacity) {
     r.status = Status::kOutOfMemory;
     r.reason = "weights, gradients and optimizer states need " +
@@ -151,6 +152,13 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     r.devices.push_back(rep);
   }
   r.time = breakdowns[critical];
+  r.within_fit = r.peak_memory.real() <= options.fit * r.memory_capacity.real();
+  for (std::size_t d = 0; d < graph.devices.size(); ++d) {
+    if (r.devices[d].memory.total() == r.peak_memory && ex.memory[d].peak_task >= 0) {
+      r.peak_at = parallel::task_label(graph, graph.tasks[static_cast<std::size_t>(ex.memory[d].peak_task)]);
+      break;
+    }
+  }
   if (r.peak_memory > r.memory_capacity) {
     r.status = Status::kOutOfMemory;
     r.reason = "peak memory " + std::to_string(r.peak_memory.in_gib()) + " GiB exceeds the " +
@@ -169,6 +177,23 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     trace::write_chrome_trace(*options.trace, graph, ex, info);
   }
   return r;
+}
+
+std::int64_t largest_fitting_sequence(const config::Scenario& scenario, double fit, std::int64_t step,
+                                      std::int64_t limit, Resources& resources) {
+  RunOptions options;
+  options.fit = fit;
+  auto fits = [&](std::int64_t steps) {
+    config::Scenario sc = scenario;
+    sc.plan.seq_len = steps * step;
+    return simulate(sc, options, resources).within_fit;
+  };
+  std::int64_t lo = 0, hi = limit / step + 1;  // fits(lo) (or lo = 0), !fits(hi)
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo * step;
 }
 
 }  // namespace ts::driver

@@ -24,6 +24,10 @@ const char* status_name(Status s);
 
 struct RunOptions {
   bool full = false;  // simulate every rank instead of one per pipeline stage
+  // Fraction of the GPU memory a plan may use to be called safe: Fujii et al. (arXiv 2411.06465)
+  // saw no out-of-memory failure when their estimate stayed under 80% of the capacity (the rest
+  // goes to allocator fragmentation, CUDA context and communication buffers).
+  double fit = 0.8;
   std::optional<std::filesystem::path> trace;  // Chrome trace output
 };
 
@@ -54,6 +58,8 @@ struct RunResult {
   double mfu = 0;             // tflops_per_gpu over the GPU's dense bf16 peak
   Bytes peak_memory;          // largest per-device peak
   Bytes memory_capacity;
+  bool within_fit = true;     // peak_memory ≤ fit × memory_capacity
+  std::string peak_at;        // the task that reached the peak, e.g. "L39 mlp bwd mb1"
   MemoryBreakdown memory;     // of the device with the largest peak
   runtime::TimeBreakdown time;  // of the device that finishes last
   std::vector<DeviceReport> devices;
@@ -67,6 +73,12 @@ struct RunResult {
 RunResult simulate(const config::Scenario& scenario, const RunOptions& options, Resources& resources);
 // One-off simulation with fresh resources.
 RunResult simulate(const config::Scenario& scenario, const RunOptions& options);
+
+// The longest sequence (a multiple of `step` tokens, at most `limit`) for which the scenario's
+// peak memory stays within `fit` × capacity; 0 when even `step` tokens do not fit. Peak memory
+// grows with the sequence, so a bisection over simulations finds it.
+std::int64_t largest_fitting_sequence(const config::Scenario& scenario, double fit, std::int64_t step,
+                                      std::int64_t limit, Resources& resources);
 
 // What can be known without a replay: sizes, FLOPs, static memory per stage and task counts.
 struct InspectResult {

@@ -57,6 +57,29 @@ const char* part_name(Part p) {
   return "?";
 }
 
+std::string task_label(const TaskGraph& g, const Task& t) {
+  std::string name;
+  if (t.layer >= 0) name += "L" + std::to_string(t.layer) + " ";
+  switch (t.kind) {
+    case TaskKind::kCompute:
+      name += part_name(t.part);
+      break;
+    case TaskKind::kCollective:
+      name += std::string(part_name(t.part)) + " " + comm_op_name(t.comm);
+      break;
+    case TaskKind::kP2p: {
+      const auto& c = g.communicators[static_cast<std::size_t>(t.communicator)];
+      name += t.pass == Pass::kForward ? "activations " : "gradients ";
+      name += "rank " + std::to_string(c.ranks[0]) + "→" + std::to_string(c.ranks[1]);
+      break;
+    }
+  }
+  name += " ";
+  name += pass_name(t.pass);
+  if (t.micro_batch >= 0) name += " mb" + std::to_string(t.micro_batch);
+  return name;
+}
+
 std::vector<std::int64_t> virtual_stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model) {
   if (!plan.pp_layers.empty()) return plan.pp_layers;
   const std::int64_t stages = plan.pp * plan.model_chunks();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/base/units.h"
@@ -78,5 +79,9 @@ struct TaskGraph {
   std::vector<std::vector<ir::Op>> op_lists;
   std::vector<Communicator> communicators;
 };
+
+// A short human-readable name of a task: "L12 attention fwd mb3", "gradients reduce_scatter
+// optimizer", "activations rank 8→16 fwd mb0".
+std::string task_label(const TaskGraph& graph, const Task& task);
 
 }  // namespace ts::parallel

@@ -1,6 +1,7 @@
 // trainsim run / inspect.
 #include <iostream>
 
+#include "sim/base/diagnostic.h"
 #include "sim/driver/report.h"
 #include "sim/driver/simulate.h"
 #include "tools/trainsim/cli.h"
@@ -17,13 +18,18 @@ int cmd_run(const Args& args) {
       ("full", po::bool_switch(), "simulate every rank (default: one rank per pipeline stage)")
       ("trace", po::value<std::string>(), "write a Chrome trace (FILE.json or FILE.json.gz)")
       ("format", po::value<std::string>()->default_value("text"), "text, json or csv")
-      ("fail-infeasible", po::bool_switch(), "exit 1 when the plan does not fit in memory");
+      ("fail-infeasible", po::bool_switch(), "exit 1 when the plan does not fit in memory")
+      ("fit", po::value<double>()->default_value(0.8), "fraction of GPU memory a plan may safely use");
   po::variables_map vm;
   if (!parse_flags(args, o, vm, "usage: trainsim run --model M --cluster C --gpus N [flags]")) return kExitOk;
   const Format format = parse_format(vm["format"].as<std::string>(), true);
   const config::Scenario sc = scenario_from_flags(vm);
   driver::RunOptions ro;
   ro.full = vm["full"].as<bool>();
+  ro.fit = vm["fit"].as<double>();
+  if (!(ro.fit > 0 && ro.fit <= 1)) {
+    throw InputError(Diagnostic{"", 0, "--fit", "must be in (0, 1], got " + std::to_string(ro.fit)});
+  }
   if (vm.count("trace")) ro.trace = vm["trace"].as<std::string>();
   const driver::RunResult r = driver::simulate(sc, ro);
   switch (format) {
