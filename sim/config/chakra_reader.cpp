@@ -5,6 +5,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -23,6 +24,7 @@ namespace {
 
 namespace pb = ::trainsim::chakra;
 using parallel::CommOp;
+using namespace std::string_view_literals;
 
 // Problems reported per file before giving up on it (a corrupt file would repeat one problem
 // for every node).
@@ -93,23 +95,28 @@ std::optional<parallel::Stream> parse_stream(std::string_view s) {
 //   gemm <dtype> <bwd> m n k batch
 //   attention <dtype> <bwd> batch heads kv_heads seq_q seq_kv head_dim causal
 //   memory <dtype> <bwd> bytes
-std::optional<ir::Op> parse_op(const std::string& text) {
-  std::istringstream in(text);
-  std::string kind;
-  std::string dtype;
-  int backward = 0;
-  if (!(in >> kind >> dtype >> backward)) return std::nullopt;
-  const auto dt = parse_dtype_name(dtype);
-  if (!dt || (backward != 0 && backward != 1)) return std::nullopt;
+std::optional<ir::Op> parse_op(std::string_view text) {
+  // Space-separated tokens: kind, dtype, backward flag, then integers.
+  std::vector<std::string_view> tokens;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = std::min(text.find(' ', pos), text.size());
+    if (end > pos) tokens.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (tokens.size() < 3) return std::nullopt;
+  const std::string_view kind = tokens[0];
+  const auto dt = parse_dtype_name(tokens[1]);
+  if (!dt || (tokens[2] != "0" && tokens[2] != "1")) return std::nullopt;
   ir::Op op;
   op.dtype = *dt;
-  op.backward = backward == 1;
+  op.backward = tokens[2] == "1";
   std::vector<std::int64_t> v;
-  std::int64_t x = 0;
-  while (in >> x) v.push_back(x);
-  if (!in.eof()) return std::nullopt;
-  const bool positive = std::all_of(v.begin(), v.end(), [](std::int64_t e) { return e >= 0; });
-  if (!positive) return std::nullopt;
+  for (std::size_t i = 3; i < tokens.size(); ++i) {
+    std::int64_t x = 0;
+    const auto [end, ec] = std::from_chars(tokens[i].data(), tokens[i].data() + tokens[i].size(), x);
+    if (ec != std::errc() || end != tokens[i].data() + tokens[i].size() || x < 0) return std::nullopt;
+    v.push_back(x);
+  }
   if (kind == "gemm" && v.size() == 4) {
     op.name = "gemm";
     op.kind = ir::OpKind::kGemm;
@@ -265,29 +272,29 @@ class FileReader {
     bool ring_shift = false;                   // a send that is one member's part of a ring shift
     std::optional<std::int64_t> shift_send;    // a receive of a ring shift: the id of its send
     for (const auto& a : n.attr()) {
-      const std::string& k = a.name();
-      if (k == "num_ops") {
+      const std::string_view k = a.name();
+      if (k == "num_ops"sv) {
         c.flops = Flops(attr_double(a).value_or(0));
-      } else if (k == "tensor_size") {
+      } else if (k == "tensor_size"sv) {
         c.tensor_bytes = Bytes(attr_int(a).value_or(0));
-      } else if (k == "op_type") {
+      } else if (k == "op_type"sv) {
         c.op_type = a.string_val();
-      } else if (k == "comm_type") {
+      } else if (k == "comm_type"sv) {
         comm_type = attr_int(a);
-      } else if (k == "comm_size") {
+      } else if (k == "comm_size"sv) {
         comm_size = attr_int(a);
-      } else if (k == "comm_src") {
+      } else if (k == "comm_src"sv) {
         comm_src = attr_int(a);
-      } else if (k == "comm_dst") {
+      } else if (k == "comm_dst"sv) {
         comm_dst = attr_int(a);
-      } else if (k == "comm_tag") {
+      } else if (k == "comm_tag"sv) {
         c.tag = attr_int(a).value_or(0);
-      } else if (k == "pg_name") {
+      } else if (k == "pg_name"sv) {
         pg_name = a.value_case() == pb::AttributeProto::kStringVal ? a.string_val()
                                                                     : std::to_string(attr_int(a).value_or(0));
-      } else if (k == "trainsim_duration_ps") {
+      } else if (k == "trainsim_duration_ps"sv) {
         if (auto v = attr_int(a); v && *v >= 0) c.duration = Duration::from_ps(*v);
-      } else if (k == "trainsim_ops") {
+      } else if (k == "trainsim_ops"sv) {
         for (const auto& text : a.string_list().values()) {
           if (auto op = parse_op(text)) {
             c.ops.push_back(*op);
@@ -295,34 +302,34 @@ class FileReader {
             bad("trainsim_ops: cannot read op '" + text + "'");
           }
         }
-      } else if (k == "trainsim_stream") {
+      } else if (k == "trainsim_stream"sv) {
         c.stream = parse_stream(a.string_val());
-      } else if (k == "trainsim_pass") {
+      } else if (k == "trainsim_pass"sv) {
         c.pass = parse_enum(a.string_val(),
                             {parallel::Pass::kForward, parallel::Pass::kBackward, parallel::Pass::kRecompute,
                              parallel::Pass::kOptimizer},
                             parallel::pass_name);
-      } else if (k == "trainsim_part") {
+      } else if (k == "trainsim_part"sv) {
         c.part = parse_enum(a.string_val(),
                             {parallel::Part::kEmbedding, parallel::Part::kAttention, parallel::Part::kMlp,
                              parallel::Part::kLmHead, parallel::Part::kGradients, parallel::Part::kOptimizer,
                              parallel::Part::kActivations},
                             parallel::part_name);
-      } else if (k == "trainsim_layer") {
+      } else if (k == "trainsim_layer"sv) {
         c.layer = static_cast<std::int32_t>(attr_int(a).value_or(-1));
-      } else if (k == "trainsim_micro_batch") {
+      } else if (k == "trainsim_micro_batch"sv) {
         c.micro_batch = static_cast<std::int32_t>(attr_int(a).value_or(-1));
-      } else if (k == "trainsim_alloc_bytes") {
+      } else if (k == "trainsim_alloc_bytes"sv) {
         c.alloc = Bytes(attr_int(a).value_or(0));
-      } else if (k == "trainsim_free_bytes") {
+      } else if (k == "trainsim_free_bytes"sv) {
         c.release = Bytes(attr_int(a).value_or(0));
-      } else if (k == "trainsim_axes") {
+      } else if (k == "trainsim_axes"sv) {
         c.axes = static_cast<unsigned>(attr_int(a).value_or(0) & 0xf);
-      } else if (k == "trainsim_comm") {
+      } else if (k == "trainsim_comm"sv) {
         c.comm_id = attr_int(a).value_or(0);
-      } else if (k == "trainsim_ring_shift") {
+      } else if (k == "trainsim_ring_shift"sv) {
         ring_shift = attr_int(a).value_or(0) != 0;
-      } else if (k == "trainsim_ring_shift_send") {
+      } else if (k == "trainsim_ring_shift_send"sv) {
         shift_send = attr_int(a);
       }
     }
@@ -412,7 +419,7 @@ class FileReader {
     const std::size_t n = out_.nodes.size();
     for (std::size_t i = 0; i < n; ++i) {
       auto& node = out_.nodes[i];
-      std::set<std::uint32_t> deps;
+      std::vector<std::uint32_t> deps;
       for (auto id : raw_deps_[i]) {
         const auto it = index_.find(id);
         if (it == index_.end()) {
@@ -424,9 +431,11 @@ class FileReader {
           fail(static_cast<std::size_t>(node.offset), "node " + std::to_string(node.id), "depends on itself");
           continue;
         }
-        deps.insert(it->second);
+        deps.push_back(it->second);
       }
-      node.deps.assign(deps.begin(), deps.end());
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      node.deps = std::move(deps);
     }
     if (problems_ > 0) return;
     std::vector<std::uint32_t> remaining(n);

@@ -1,5 +1,6 @@
 #include "sim/driver/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,8 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = std::string(config::name(p.recompute));
   j["schedule"] = std::string(config::name(p.schedule));
+  j["cp_algo"] = std::string(config::name(p.cp_algo));
+  j["order"] = config::format_order(p.order);
   return j;
 }
 
@@ -57,9 +60,64 @@ std::string fmt(const char* f, double v) {
 }
 #pragma GCC diagnostic pop
 
+// A text table: the first column left-aligned, the others right-aligned, two spaces between.
+class Table {
+ public:
+  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  std::string str(const std::string& indent) const {
+    std::vector<std::size_t> width;
+    for (const auto& r : rows_) {
+      if (width.size() < r.size()) width.resize(r.size(), 0);
+      for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], display_width(r[c]));
+    }
+    std::string out;
+    for (const auto& r : rows_) {
+      std::string line = indent;
+      for (std::size_t c = 0; c < r.size(); ++c) {
+        const std::string pad(width[c] - display_width(r[c]), ' ');
+        if (c) line += "  ";
+        line += c == 0 ? r[c] + pad : pad + r[c];
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += line + "\n";
+    }
+    return out;
+  }
+
+ private:
+  // Characters on screen: UTF-8 continuation bytes take no column.
+  static std::size_t display_width(const std::string& s) {
+    return static_cast<std::size_t>(
+        std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+  }
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string csv_quote(const std::string& s) {  // RFC 4180 quoting
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += c;
+  }
+  return o + "\"";
+}
+
+bool replayed(const RunResult& r) { return r.iteration_time_s > 0; }
+
 }  // namespace
 
-std::string report_json(const config::Scenario& sc, const RunResult& r) {
+HardwareUtilization hardware_utilization(const config::Scenario& sc, const RunResult& r,
+                                         const trace::RunStats& stats) {
+  HardwareUtilization u;
+  if (!stats.computed || !replayed(r) || sc.num_gpus <= 0) return u;
+  u.tflops_per_gpu = stats.hardware_flops.value() / r.iteration_time_s / static_cast<double>(sc.num_gpus) * 1e-12;
+  u.hfu = u.tflops_per_gpu / sc.cluster.gpu.peak_bf16.tflops();
+  return u;
+}
+
+std::string report_json(const config::Scenario& sc, const RunResult& r, const trace::RunStats& stats) {
+  const HardwareUtilization hw = hardware_utilization(sc, r, stats);
+  const bool have_stats = stats.computed && replayed(r);
   ordered_json j;
   j["status"] = status_name(r.status);
   j["reason"] = r.reason;
@@ -70,14 +128,30 @@ std::string report_json(const config::Scenario& sc, const RunResult& r) {
   j["plan"] = plan_json(sc);
   j["parameters"] = r.parameters;
   j["model_flops_per_iteration"] = r.model_flops;
+  j["hardware_flops_per_iteration"] = have_stats ? ordered_json(stats.hardware_flops.value()) : ordered_json();
   j["iteration_time_s"] = r.iteration_time_s;
   j["tokens_per_s"] = r.tokens_per_s;
+  j["tokens_per_s_per_gpu"] = sc.num_gpus > 0 ? r.tokens_per_s / static_cast<double>(sc.num_gpus) : 0.0;
   j["tflops_per_gpu"] = r.tflops_per_gpu;
   j["mfu"] = r.mfu;
+  j["hardware_tflops_per_gpu"] = have_stats ? ordered_json(hw.tflops_per_gpu) : ordered_json();
+  j["hfu"] = have_stats ? ordered_json(hw.hfu) : ordered_json();
   j["peak_memory_bytes"] = r.peak_memory.count();
   j["memory_capacity_bytes"] = r.memory_capacity.count();
   j["memory_breakdown"] = memory_json(r.memory);
   j["time_breakdown"] = time_json(r.time);
+  ordered_json exposed = ordered_json::array();
+  for (const auto& e : stats.exposed_comm) {
+    ordered_json ej;
+    ej["name"] = e.name;
+    ej["stream"] = e.stream;
+    ej["count"] = e.count;
+    ej["time_s"] = e.time.seconds();
+    ej["exposed_s"] = e.exposed.seconds();
+    exposed.push_back(ej);
+  }
+  j["exposed_comm_rank"] = have_stats ? ordered_json(stats.exposed_comm_rank) : ordered_json();
+  j["exposed_comm"] = exposed;
   ordered_json devices = ordered_json::array();
   for (const auto& d : r.devices) {
     ordered_json dj;
@@ -95,68 +169,119 @@ std::string report_json(const config::Scenario& sc, const RunResult& r) {
   return j.dump(2) + "\n";
 }
 
-std::string report_text(const config::Scenario& sc, const RunResult& r) {
-  std::string out;
-  auto line = [&](const std::string& k, const std::string& v) {
-    out += k;
-    out += std::string(k.size() < 26 ? 26 - k.size() : 1, ' ');
-    out += v;
-    out += '\n';
-  };
+std::string report_text(const config::Scenario& sc, const RunResult& r, const trace::RunStats& stats) {
   const auto& p = sc.plan;
-  line("model", sc.model.name + " (" + fmt("%.2f", static_cast<double>(r.parameters) * 1e-9) + " B parameters)");
-  line("cluster", sc.cluster.cluster.name + ", " + std::to_string(sc.num_gpus) + " × " + sc.cluster.gpu.name);
-  line("plan", "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", dp " +
-                   std::to_string(p.dp) + ", cp " + std::to_string(p.cp) + ", micro-batch " +
-                   std::to_string(p.micro_batch) + ", global batch " + std::to_string(p.global_batch) +
-                   ", seq " + std::to_string(p.seq_len) + ", " + std::string(config::name(p.schedule)) +
-                   ", recompute " + std::string(config::name(p.recompute)));
-  line("status", std::string(status_name(r.status)) + (r.reason.empty() ? "" : " (" + r.reason + ")"));
-  if (r.iteration_time_s > 0) {
-    line("iteration time", fmt("%.4f s", r.iteration_time_s));
-    line("throughput", fmt("%.0f tokens/s", r.tokens_per_s));
-    line("model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));
-    line("MFU", fmt("%.1f %%", 100.0 * r.mfu));
+  const HardwareUtilization hw = hardware_utilization(sc, r, stats);
+  const bool have_stats = stats.computed && replayed(r);
+  std::string out;
+  {
+    Table t;
+    t.row({"model", sc.model.name + " (" + fmt("%.2f", static_cast<double>(r.parameters) * 1e-9) +
+                        " B parameters)"});
+    t.row({"cluster", sc.cluster.cluster.name + ", " + std::to_string(sc.num_gpus) + " × " + sc.cluster.gpu.name});
+    t.row({"plan", "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", dp " + std::to_string(p.dp) +
+                       ", cp " + std::to_string(p.cp) + ", micro-batch " + std::to_string(p.micro_batch) +
+                       ", global batch " + std::to_string(p.global_batch) + ", seq " + std::to_string(p.seq_len)});
+    t.row({"", std::string(config::name(p.schedule)) + (p.vpp > 1 ? " (vpp " + std::to_string(p.vpp) + ")" : "") +
+                   ", ZeRO " + std::to_string(p.zero_stage) +
+                   (p.sequence_parallel ? ", sequence parallel" : "") + ", recompute " +
+                   std::string(config::name(p.recompute)) + ", " + std::string(config::name(p.dtype))});
+    t.row({"status", std::string(status_name(r.status)) + (r.reason.empty() ? "" : " (" + r.reason + ")")});
+    out += t.str("");
   }
-  line("peak memory", fmt("%.2f GiB", r.peak_memory.in_gib()) + " of " +
-                          fmt("%.2f GiB", r.memory_capacity.in_gib()));
-  line("  weights", fmt("%.2f GiB", r.memory.weights.in_gib()));
-  line("  gradients", fmt("%.2f GiB", r.memory.gradients.in_gib()));
-  line("  optimizer states", fmt("%.2f GiB", r.memory.optimizer_states.in_gib()));
-  line("  activations", fmt("%.2f GiB", r.memory.activations.in_gib()));
-  if (r.iteration_time_s > 0) {
-    out += "time breakdown (device finishing last)\n";
-    for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
-      const Duration t = r.time.time[c];
-      line(std::string("  ") + runtime::time_category_name(static_cast<TimeCategory>(c)),
-           fmt("%.4f s", t.seconds()) + fmt("  (%.1f %%)", 100.0 * t.seconds() / r.iteration_time_s));
+  if (replayed(r)) {
+    out += "\nperformance\n";
+    Table t;
+    t.row({"iteration time", fmt("%.4f", r.iteration_time_s), "s"});
+    t.row({"throughput", fmt("%.0f", r.tokens_per_s), "tokens/s"});
+    t.row({"throughput per GPU", fmt("%.1f", r.tokens_per_s / static_cast<double>(sc.num_gpus)), "tokens/s"});
+    t.row({"model FLOPs per GPU", fmt("%.1f", r.tflops_per_gpu), "TFLOP/s"});
+    t.row({"MFU", fmt("%.1f", 100.0 * r.mfu), "%"});
+    if (have_stats) {
+      t.row({"hardware FLOPs per GPU", fmt("%.1f", hw.tflops_per_gpu), "TFLOP/s"});
+      t.row({"HFU", fmt("%.1f", 100.0 * hw.hfu), "%"});
     }
+    out += t.str("  ");
+  }
+  {
+    out += "\nmemory (device with the largest peak)\n";
+    Table t;
+    auto mem = [&](const char* name, Bytes b) {
+      const double share = r.peak_memory.count() > 0 ? 100.0 * b.real() / r.peak_memory.real() : 0.0;
+      t.row({name, fmt("%.2f", b.in_gib()), "GiB", fmt("%.1f %%", share)});
+    };
+    mem("weights", r.memory.weights);
+    mem("gradients", r.memory.gradients);
+    mem("optimizer states", r.memory.optimizer_states);
+    mem("activations", r.memory.activations);
+    mem("peak", r.peak_memory);
+    t.row({"capacity", fmt("%.2f", r.memory_capacity.in_gib()), "GiB",
+           fmt("%.1f %%", r.memory_capacity.count() > 0 ? 100.0 * r.peak_memory.real() / r.memory_capacity.real() : 0.0) +
+               " used"});
+    out += t.str("  ");
+  }
+  if (replayed(r)) {
+    out += "\ntime breakdown (device finishing last)\n";
+    Table t;
+    for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
+      const Duration d = r.time.time[c];
+      t.row({runtime::time_category_name(static_cast<TimeCategory>(c)), fmt("%.4f", d.seconds()), "s",
+             fmt("%.1f %%", 100.0 * d.seconds() / r.iteration_time_s)});
+    }
+    out += t.str("  ");
+  }
+  if (have_stats && !stats.exposed_comm.empty()) {
+    out += "\nmost exposed communication (rank " + std::to_string(stats.exposed_comm_rank) + ")\n";
+    Table t;
+    t.row({"op", "count", "time s", "exposed s", "of iteration"});
+    for (const auto& e : stats.exposed_comm) {
+      t.row({e.name, std::to_string(e.count), fmt("%.4f", e.time.seconds()), fmt("%.4f", e.exposed.seconds()),
+             fmt("%.1f %%", 100.0 * e.exposed.seconds() / r.iteration_time_s)});
+    }
+    out += t.str("  ");
   }
   return out;
 }
 
 std::string report_csv_header() {
-  return "model,cluster,gpu,num_gpus,tp,pp,dp,cp,micro_batch,global_batch,seq_len,status,"
-         "iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,peak_memory_bytes,reason\n";
+  std::string h =
+      "model,cluster,gpu,num_gpus,tp,pp,dp,cp,vpp,micro_batch,global_batch,seq_len,dtype,zero_stage,"
+      "sequence_parallel,recompute,schedule,status,iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,"
+      "hardware_tflops_per_gpu,hfu,peak_memory_bytes,memory_capacity_bytes,weights_bytes,gradients_bytes,"
+      "optimizer_states_bytes,activations_bytes";
+  for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
+    h += ',';
+    h += runtime::time_category_name(static_cast<TimeCategory>(c));
+    h += "_s";
+  }
+  h += ",top_exposed_comm,top_exposed_comm_s,reason\n";
+  return h;
 }
 
-std::string report_csv_row(const config::Scenario& sc, const RunResult& r) {
+std::string report_csv_row(const config::Scenario& sc, const RunResult& r, const trace::RunStats& stats) {
   const auto& p = sc.plan;
-  auto q = [](const std::string& s) {  // RFC 4180 quoting
-    std::string o = "\"";
-    for (char c : s) {
-      if (c == '"') o += '"';
-      o += c;
-    }
-    return o + "\"";
-  };
-  return q(sc.model.name) + "," + q(sc.cluster.cluster.name) + "," + q(sc.cluster.gpu.name) + "," +
-         std::to_string(sc.num_gpus) + "," + std::to_string(p.tp) + "," + std::to_string(p.pp) + "," +
-         std::to_string(p.dp) + "," + std::to_string(p.cp) + "," + std::to_string(p.micro_batch) + "," +
-         std::to_string(p.global_batch) + "," + std::to_string(p.seq_len) + "," + status_name(r.status) +
-         "," + fmt("%.9g", r.iteration_time_s) + "," + fmt("%.9g", r.tokens_per_s) + "," +
-         fmt("%.9g", r.tflops_per_gpu) + "," + fmt("%.9g", r.mfu) + "," +
-         std::to_string(r.peak_memory.count()) + "," + q(r.reason) + "\n";
+  const HardwareUtilization hw = hardware_utilization(sc, r, stats);
+  const bool have_stats = stats.computed && replayed(r);
+  const auto i = [](std::int64_t v) { return std::to_string(v); };
+  const auto g = [](double v) { return fmt("%.9g", v); };
+  std::string row = csv_quote(sc.model.name) + "," + csv_quote(sc.cluster.cluster.name) + "," +
+                    csv_quote(sc.cluster.gpu.name) + "," + i(sc.num_gpus) + "," + i(p.tp) + "," + i(p.pp) + "," +
+                    i(p.dp) + "," + i(p.cp) + "," + i(p.vpp) + "," + i(p.micro_batch) + "," + i(p.global_batch) +
+                    "," + i(p.seq_len) + "," + std::string(config::name(p.dtype)) + "," + i(p.zero_stage) + "," +
+                    (p.sequence_parallel ? "true" : "false") + "," + std::string(config::name(p.recompute)) + "," +
+                    std::string(config::name(p.schedule)) + "," + status_name(r.status) + "," +
+                    g(r.iteration_time_s) + "," + g(r.tokens_per_s) + "," + g(r.tflops_per_gpu) + "," + g(r.mfu) +
+                    "," + (have_stats ? g(hw.tflops_per_gpu) : "") + "," + (have_stats ? g(hw.hfu) : "") + "," +
+                    i(r.peak_memory.count()) + "," + i(r.memory_capacity.count()) + "," +
+                    i(r.memory.weights.count()) + "," + i(r.memory.gradients.count()) + "," +
+                    i(r.memory.optimizer_states.count()) + "," + i(r.memory.activations.count());
+  for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) row += "," + g(r.time.time[c].seconds());
+  if (have_stats && !stats.exposed_comm.empty()) {
+    row += "," + csv_quote(stats.exposed_comm.front().name) + "," + g(stats.exposed_comm.front().exposed.seconds());
+  } else {
+    row += ",,";
+  }
+  return row + "," + csv_quote(r.reason) + "\n";
 }
 
 std::string inspect_json(const config::Scenario& sc, const InspectResult& r) {

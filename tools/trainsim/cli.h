@@ -35,6 +35,9 @@ int cmd_inspect(const Args& args);
 int cmd_kernel(const Args& args);
 int cmd_collective(const Args& args);
 int cmd_chakra(const Args& args);
+int cmd_sweep(const Args& args);
+int cmd_merge(const Args& args);
+int cmd_plan(const Args& args);
 int cmd_validate(const Args& args);
 
 }  // namespace ts::cli

@@ -18,6 +18,9 @@ constexpr Command kCommands[] = {
     {"kernel", "time of one GEMM, attention or memory-bound kernel on a calibrated GPU", ts::cli::cmd_kernel},
     {"collective", "time and bus bandwidth of one collective, with concurrent groups", ts::cli::cmd_collective},
     {"chakra", "export a run as Chakra ET files, or import and replay Chakra ET files", ts::cli::cmd_chakra},
+    {"sweep", "simulate every valid plan for a model, cluster and GPU count; ranked table", ts::cli::cmd_sweep},
+    {"merge", "join the CSV files of a sharded sweep into one ranked table", ts::cli::cmd_merge},
+    {"plan", "size a cluster: smallest per GPU kind and fabric meeting a token budget and deadline", ts::cli::cmd_plan},
     {"validate", "simulate published training runs (CSV) and report the prediction errors", ts::cli::cmd_validate},
 };
 

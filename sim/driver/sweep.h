@@ -1,0 +1,181 @@
+// Sweeps: enumeration of every valid parallel plan for a model, cluster and GPU count, the
+// parallel runner (one simulator per job, results written in enumeration order, resumable and
+// shardable), the sweep CSV and its merge.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/config/calibration_loader.h"
+#include "sim/config/loader.h"
+#include "sim/driver/simulate.h"
+
+namespace ts::driver {
+
+// The values tried on each axis. An empty integer list means "every value the other axes allow"
+// (tp, pp, cp: every divisor of the GPU count; dp: whatever gpus/(tp·pp·cp) is; micro_batch:
+// every divisor of global_batch/dp; vpp: every divisor ≥ 2 of layers/pp). Enumerated lists must
+// not be empty.
+struct SweepAxes {
+  std::vector<std::int64_t> tp, pp, dp, cp;
+  std::vector<std::int64_t> micro_batch;
+  // Model chunks per pipeline rank, tried with the interleaved schedule only (others use 1).
+  std::vector<std::int64_t> vpp;
+  std::vector<parallel::Schedule> schedule = {parallel::Schedule::k1F1B};
+  std::vector<int> zero = {0};
+  std::vector<bool> sequence_parallel = {false};
+  std::vector<parallel::Recompute> recompute = {parallel::Recompute::kNone};
+  std::vector<parallel::CpAlgo> cp_algo = {parallel::CpAlgo::kRing};
+  std::vector<std::int64_t> mst_chunks = {1};
+};
+
+// What to sweep: model, cluster and GPU count, the plan fields that stay fixed (global batch,
+// sequence length, dtype, rank order, optimizer options) in `base`, and the axes.
+struct SweepSpec {
+  ir::ModelSpec model;
+  config::Cluster cluster;
+  std::int64_t num_gpus = 0;
+  parallel::ParallelPlan base;
+  SweepAxes axes;
+};
+
+// Plans that check_plan rejected, grouped by rule: the flag and the message with its numbers
+// and parenthesized details removed; `example` is the first full message of the group.
+struct RejectReason {
+  std::string rule;
+  std::int64_t count = 0;
+  std::string example;
+};
+
+struct Enumeration {
+  std::vector<parallel::ParallelPlan> plans;  // valid plans; a plan's id is its index here
+  std::int64_t combinations = 0;  // every combination of the axes considered
+  // Combinations equal to an earlier one because an axis has no effect on them (sequence
+  // parallelism without tp, the CP algorithm without cp, ZeRO without dp, vpp without the
+  // interleaved schedule): each such axis takes only its first value.
+  std::int64_t equivalent = 0;
+  std::int64_t rejected = 0;           // invalid plans, in total
+  std::vector<RejectReason> reasons;   // most frequent first
+};
+
+// Every valid plan in a fixed order: nested loops over tp, pp, cp, dp, micro_batch, schedule
+// (with vpp), zero, sequence_parallel, recompute, cp_algo, mst_chunks, outermost first, each
+// list in ascending order. Throws InputError (naming the flag) for an empty enumerated list or
+// a non-positive value.
+Enumeration enumerate_plans(const SweepSpec& spec);
+
+// Every divisor of n, ascending.
+std::vector<std::int64_t> divisors(std::int64_t n);
+
+// A deterministic slice of a sweep: the plans whose id ≡ index (mod count).
+struct Shard {
+  std::int64_t index = 0;
+  std::int64_t count = 1;
+  bool contains(std::int64_t plan_id) const { return plan_id % count == index; }
+};
+// "I/N" (0 ≤ I < N); throws InputError naming `flag`.
+Shard parse_shard(std::string_view text, std::string_view flag);
+// The shard of a Slurm job array task (SLURM_ARRAY_TASK_ID, minus SLURM_ARRAY_TASK_MIN when
+// set, of SLURM_ARRAY_TASK_COUNT), or nullopt outside a job array. `getenv` is injected so that
+// tests need not touch the process environment. Throws InputError on malformed values.
+std::optional<Shard> slurm_shard(const std::function<const char*(const char*)>& getenv);
+
+// The sweep CSV: one row per plan, columns plan_id, the plan, status, the metrics of
+// report_json, the time breakdown and the reason. Numbers are printed with fixed formats, so the
+// same results give the same bytes.
+std::string sweep_csv_header();
+std::string sweep_csv_row(std::int64_t plan_id, const SweepSpec& spec,
+                          const parallel::ParallelPlan& plan, const RunResult& result);
+// The columns that identify a plan (all before `status`, without plan_id), comma-joined.
+std::string sweep_plan_key(const SweepSpec& spec, const parallel::ParallelPlan& plan);
+
+// One row of a sweep CSV, as read back or as just written.
+struct SweepRecord {
+  std::int64_t plan_id = 0;
+  std::string status;
+  double tokens_per_s = 0;
+  std::string line;  // the CSV line, without its newline
+};
+
+// Splits one CSV line (RFC 4180 quoting, no embedded newlines).
+std::vector<std::string> split_csv_line(std::string_view line);
+
+struct SweepProgress {
+  std::int64_t done = 0;   // plans finished in this run (resumed rows not counted)
+  std::int64_t total = 0;  // plans this run has to finish
+  double elapsed_s = 0;
+};
+
+struct SweepOptions {
+  int threads = 0;  // 0: every core
+  Shard shard;
+  // Rows are appended to this file in plan order; plans already in it are skipped.
+  std::optional<std::filesystem::path> out;
+  // Called from the writing thread at most every `progress_interval_s`, and at the end.
+  std::function<void(const SweepProgress&)> progress;
+  double progress_interval_s = 0.25;
+  // Shared fitted compute models (one Resources per worker thread uses it).
+  std::shared_ptr<config::ComputeModelCache> compute_cache;
+  // Stop after this many new rows (0: no limit): what a killed sweep leaves behind, for tests.
+  std::int64_t stop_after = 0;
+};
+
+struct PlanTiming {
+  std::int64_t plan_id = -1;
+  double wall_s = 0;  // simulate() of this plan on its worker thread
+  std::int64_t tasks = 0;
+  std::uint64_t events = 0;
+};
+
+struct SweepStats {
+  std::int64_t in_shard = 0;   // valid plans in this shard
+  std::int64_t resumed = 0;    // rows already in the output file
+  std::int64_t simulated = 0;  // simulate() calls in this run
+  std::int64_t replayed = 0;   // of those, plans whose task graph was replayed
+  std::int64_t early_oom = 0;  // rejected by static memory without a replay
+  std::int64_t unsupported = 0;
+  std::int64_t ok = 0;         // replayed and fitting in memory
+  std::int64_t oom = 0;        // replayed, peak over capacity
+  double wall_s = 0;           // of the simulation phase
+  int threads = 0;
+  PlanTiming fastest, slowest;  // among replayed plans
+  // Replayed plans per second of wall time (the figure quoted for sweep speed).
+  double replayed_per_s() const { return wall_s > 0 ? static_cast<double>(replayed) / wall_s : 0; }
+};
+
+struct SweepOutcome {
+  Enumeration enumeration;
+  SweepStats stats;
+  std::vector<SweepRecord> records;  // every row of this shard (resumed and new), in plan order
+};
+
+// Simulates every plan of `spec` in `options.shard` on a thread pool. Each worker owns its
+// Resources (and so its simulators); results are written in plan order, so the output file is
+// the same for any thread count, and a killed run resumed later ends with the same bytes as an
+// uninterrupted one. Throws InputError if `options.out` holds rows of another sweep.
+SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options);
+
+// The best `k` ok rows by tokens/s (ties: lower plan id first); k = 0: all.
+std::vector<SweepRecord> top_records(const std::vector<SweepRecord>& records, std::size_t k);
+// An aligned table of `records` (rank, throughput, MFU, iteration time, peak memory, plan).
+std::string format_top_table(const std::vector<SweepRecord>& records);
+
+// Joins the CSV files of a sharded sweep: rows sorted by plan_id (identical to the unsharded
+// sweep's file when every shard is complete). Throws InputError for a missing file, a header
+// that is not the sweep header, a malformed row, or one plan id with two different rows.
+struct MergeResult {
+  std::string csv;                   // header and rows
+  std::vector<SweepRecord> records;  // in plan order
+  std::int64_t duplicates = 0;       // identical rows found in more than one input
+  std::vector<std::int64_t> missing; // ids absent below the largest id present (first 20)
+  std::int64_t missing_count = 0;
+};
+MergeResult merge_sweep_files(const std::vector<std::filesystem::path>& inputs);
+
+}  // namespace ts::driver

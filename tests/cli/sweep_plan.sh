@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# trainsim plan: a comparison table per GPU kind and fabric, the JSON document, price overrides
+# and bad input.
+set -euo pipefail
+bin="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+# A small problem: Llama 3 8B on 5e9 tokens within 1 day, clusters of 8 to 64 GPUs, two fabrics.
+plan=(plan --model llama3-8b --tokens 5e9 --days 1 --gpus 8,16,32,64 --gpus-from h100,h200
+      --oversubscription 1,2 --seq 2048 --global-batch 64 --tp 1,2,8 --pp 1,2 --micro-batch 1
+      --schedule 1f1b --recompute selective --threads 2)
+"$bin" "${plan[@]}" --budget 1e6 --json "$tmp/plan.json" > "$tmp/plan.out"
+grep -q "h100 (H100-SXM5-80GB)" "$tmp/plan.out"
+grep -q "h200 (H200-SXM-141GB)" "$tmp/plan.out"
+grep -q "2:1" "$tmp/plan.out"
+grep -q "override with --price" "$tmp/plan.out"
+python3 - "$tmp/plan.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["model"] == "llama3-8b" and j["tokens"] == 5e9 and j["days"] == 1, j
+c = j["choices"]
+assert len(c) == 4, len(c)  # 2 kinds x 2 fabrics
+for x in c:
+    assert x["found"], x
+    assert x["training_days"] <= 1
+    assert abs(x["gpu_hours"] - x["num_gpus"] * x["training_days"] * 24) < 1e-6 * x["gpu_hours"]
+    assert abs(x["cost_usd"] - x["gpu_hours"] * x["usd_per_gpu_hour"]) < 1e-6 * x["cost_usd"]
+    assert x["within_budget"] is True
+    assert 0 < x["mfu"] < 1
+    # Smaller sizes that were tried did not meet the deadline.
+    for t in x["sizes_tried"][:-1]:
+        assert t["outcome"] != "meets the deadline", t
+PY
+# --price overrides the table; --format json prints the same document.
+"$bin" "${plan[@]}" --price h100=1.5 --format json > "$tmp/over.json"
+python3 - "$tmp/over.json" <<'PY'
+import json, sys
+for x in json.load(open(sys.argv[1]))["choices"]:
+    if x["kind"] == "h100":
+        assert x["usd_per_gpu_hour"] == 1.5, x
+PY
+# Bad input: exit 2 naming the flag.
+set +e
+"$bin" plan --model llama3-8b --tokens 5e9 --days 1 --gpus-from tpu > /dev/null 2> "$tmp/err"
+rc=$?
+set -e
+test "$rc" -eq 2
+grep -q -- "--gpus-from" "$tmp/err"
+set +e
+"$bin" plan --model llama3-8b --tokens lots --days 1 > /dev/null 2> "$tmp/err"
+rc=$?
+set -e
+test "$rc" -eq 2
+grep -q -- "--tokens" "$tmp/err"
+echo ok

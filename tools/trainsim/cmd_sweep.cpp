@@ -1,0 +1,245 @@
+// trainsim sweep: every valid plan for a model, cluster, GPU count and batch, simulated on a
+// thread pool; CSV rows in plan order, top K by throughput.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "sim/base/diagnostic.h"
+#include "sim/config/names.h"
+#include "sim/driver/sweep.h"
+#include "tools/trainsim/cli.h"
+#include "tools/trainsim/sweep_flags.h"
+
+namespace po = boost::program_options;
+
+namespace ts::cli {
+namespace {
+
+std::string duration_text(double s) {
+  if (!(s >= 0) || s > 1e7) return "?";
+  const auto t = static_cast<long long>(s + 0.5);
+  char buf[32];
+  if (t >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", t / 60, t % 60);
+  }
+  return buf;
+}
+
+// "\r done/total (pct) rate ETA" on stderr; a newline once everything is done.
+void print_progress(const driver::SweepProgress& p) {
+  const double rate = p.elapsed_s > 0 ? static_cast<double>(p.done) / p.elapsed_s : 0;
+  const double eta = rate > 0 ? static_cast<double>(p.total - p.done) / rate : -1;
+  std::fprintf(stderr, "\r%lld/%lld plans (%.1f%%)  %.1f plans/s  elapsed %s  ETA %s   ",
+               static_cast<long long>(p.done), static_cast<long long>(p.total),
+               p.total > 0 ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total) : 100.0,
+               rate, duration_text(p.elapsed_s).c_str(), duration_text(eta).c_str());
+  if (p.done >= p.total) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+std::string enumeration_text(const driver::Enumeration& en) {
+  std::string s = "plans: " + std::to_string(en.combinations) + " combinations, " +
+                  std::to_string(en.plans.size()) + " valid, " + std::to_string(en.rejected) +
+                  " invalid, " + std::to_string(en.equivalent) +
+                  " equivalent to another (axis without effect)\n";
+  if (!en.reasons.empty()) {
+    s += "invalid plans by rule (a plan may break several):\n";
+    for (const auto& r : en.reasons) {
+      char count[32];
+      std::snprintf(count, sizeof count, "%10lld  ", static_cast<long long>(r.count));
+      s += count + r.rule + "\n";
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+int cmd_sweep(const Args& args) {
+  po::options_description o("sweep flags");
+  o.add_options()
+      ("model", po::value<std::string>()->required(), "model: zoo name (megatron-530b) or file path")
+      ("cluster", po::value<std::string>()->required(), "cluster: zoo name (dgx-a100) or file path")
+      ("gpus", po::value<std::int64_t>()->required(), "number of GPUs")
+      ("global-batch", po::value<std::int64_t>()->required(), "sequences per iteration")
+      ("seq", po::value<std::int64_t>()->default_value(2048), "sequence length (tokens)")
+      ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8")
+      ("order", po::value<std::string>()->default_value("tp,cp,dp,pp"), "rank order, innermost first")
+      ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
+      ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
+      ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward pass, not overlapped")
+      ("no-overlap-param-gather", po::bool_switch(), "gather ZeRO parameters after the step, not overlapped");
+  add_axis_flags(o, AxisDefaults{});
+  o.add_options()
+      ("out", po::value<std::string>(), "CSV file: rows appended in plan order; plans already in it are skipped")
+      ("top", po::value<std::int64_t>()->default_value(10), "print the best K plans by tokens/s (0: all)")
+      ("threads", po::value<int>()->default_value(0), "worker threads (0: every core)")
+      ("shard", po::value<std::string>(),
+       "run slice I/N (plans with id % N == I); default from SLURM_ARRAY_TASK_ID/COUNT when set")
+      ("format", po::value<std::string>()->default_value("text"), "text or json")
+      ("stats", po::bool_switch(), "print wall time and plans/s on stderr (always at a terminal)")
+      ("stop-after", po::value<std::int64_t>()->default_value(0),
+       "stop after N new rows, as a killed run would (for testing resumption)");
+  po::variables_map vm;
+  if (!parse_flags(args, o, vm,
+                   "usage: trainsim sweep --model M --cluster C --gpus N --global-batch G [axis lists] "
+                   "[--out FILE.csv]")) {
+    return kExitOk;
+  }
+  const Format format = parse_format(vm["format"].as<std::string>(), false);
+
+  DiagnosticList problems;
+  const auto collect = [&](auto&& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      for (const auto& d : e.diagnostics()) problems.add(d);
+    }
+  };
+  driver::SweepSpec spec;
+  collect([&] { spec.model = config::load_model(vm["model"].as<std::string>()); });
+  collect([&] { spec.cluster = config::load_cluster(vm["cluster"].as<std::string>()); });
+  spec.num_gpus = vm["gpus"].as<std::int64_t>();
+  if (spec.num_gpus <= 0 || spec.num_gpus > (std::int64_t{1} << 30)) {
+    problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(spec.num_gpus)});
+  }
+  auto& b = spec.base;
+  b.global_batch = vm["global-batch"].as<std::int64_t>();
+  b.seq_len = vm["seq"].as<std::int64_t>();
+  b.optimizer_in_backward = vm["optimizer-in-backward"].as<bool>();
+  b.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
+  b.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
+  collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  collect([&] { b.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
+  collect([&] {
+    b.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
+  });
+  collect([&] { spec.axes = axes_from_flags(vm); });
+  driver::SweepOptions so;
+  so.threads = vm["threads"].as<int>();
+  if (so.threads < 0) problems.add({"", 0, "--threads", "must be >= 0"});
+  so.stop_after = vm["stop-after"].as<std::int64_t>();
+  if (vm.count("shard")) {
+    collect([&] { so.shard = driver::parse_shard(vm["shard"].as<std::string>(), "--shard"); });
+  } else {
+    collect([&] {
+      if (auto s = driver::slurm_shard([](const char* name) { return std::getenv(name); })) so.shard = *s;
+    });
+  }
+  if (vm.count("out")) so.out = vm["out"].as<std::string>();
+  const auto top_k = vm["top"].as<std::int64_t>();
+  if (top_k < 0) problems.add({"", 0, "--top", "must be >= 0"});
+  problems.throw_if_any();
+
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  if (terminal) so.progress = print_progress;
+  const driver::SweepOutcome res = driver::run_sweep(spec, so);
+  const auto& st = res.stats;
+  const auto top = driver::top_records(res.records, static_cast<std::size_t>(top_k));
+
+  if (terminal || vm["stats"].as<bool>()) {
+    std::fprintf(stderr,
+                 "sweep: %lld plans simulated in %.2f s on %d threads; %lld replayed: %.1f replayed "
+                 "plans/s\n",
+                 static_cast<long long>(st.simulated), st.wall_s, st.threads,
+                 static_cast<long long>(st.replayed), st.replayed_per_s());
+    if (st.replayed > 0) {
+      std::fprintf(stderr,
+                   "sweep: fastest replayed plan %lld: %.4f s (%lld tasks, %llu events); slowest "
+                   "plan %lld: %.4f s (%lld tasks, %llu events)\n",
+                   static_cast<long long>(st.fastest.plan_id), st.fastest.wall_s,
+                   static_cast<long long>(st.fastest.tasks),
+                   static_cast<unsigned long long>(st.fastest.events),
+                   static_cast<long long>(st.slowest.plan_id), st.slowest.wall_s,
+                   static_cast<long long>(st.slowest.tasks),
+                   static_cast<unsigned long long>(st.slowest.events));
+    }
+  }
+
+  std::int64_t errors = 0;
+  for (const auto& r : res.records) errors += r.status == "error" ? 1 : 0;
+
+  const std::string shard_text = std::to_string(so.shard.index) + "/" + std::to_string(so.shard.count);
+  if (format == Format::kJson) {
+    nlohmann::ordered_json j;
+    j["model"] = spec.model.name;
+    j["cluster"] = spec.cluster.cluster.name;
+    j["gpu"] = spec.cluster.gpu.name;
+    j["num_gpus"] = spec.num_gpus;
+    j["global_batch"] = b.global_batch;
+    j["seq_len"] = b.seq_len;
+    const auto& en = res.enumeration;
+    j["combinations"] = en.combinations;
+    j["valid"] = en.plans.size();
+    j["invalid"] = en.rejected;
+    j["equivalent"] = en.equivalent;
+    nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
+    for (const auto& r : en.reasons) reasons.push_back({{"rule", r.rule}, {"count", r.count}, {"example", r.example}});
+    j["invalid_by_rule"] = reasons;
+    j["shard"] = shard_text;
+    j["plans_in_shard"] = st.in_shard;
+    j["resumed"] = st.resumed;
+    j["simulated"] = st.simulated;
+    j["replayed"] = st.replayed;
+    j["ok"] = st.ok;
+    j["oom_after_replay"] = st.oom;
+    j["oom_static"] = st.early_oom;
+    j["unsupported"] = st.unsupported;
+    j["errors"] = errors;
+    const auto cols = driver::split_csv_line(driver::sweep_csv_header());
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& r : top) {
+      const auto f = driver::split_csv_line(r.line);
+      nlohmann::ordered_json row;
+      for (std::size_t c = 0; c + 1 < cols.size() && c < f.size(); ++c) {
+        // Numbers stay numbers; names stay strings.
+        char* end = nullptr;
+        const double v = std::strtod(f[c].c_str(), &end);
+        if (!f[c].empty() && end == f[c].c_str() + f[c].size()) {
+          row[cols[c]] = v;
+        } else if (f[c] == "true" || f[c] == "false") {
+          row[cols[c]] = f[c] == "true";
+        } else {
+          row[cols[c]] = f[c];
+        }
+      }
+      rows.push_back(row);
+    }
+    j["top"] = rows;
+    std::cout << j.dump(2) << '\n';
+  } else {
+    std::cout << "sweep: " << spec.model.name << " on " << spec.num_gpus << " x " << spec.cluster.gpu.name
+              << " (" << spec.cluster.cluster.name << "), global batch " << b.global_batch << ", seq "
+              << b.seq_len << "\n"
+              << enumeration_text(res.enumeration) << "shard " << shard_text << ": " << st.in_shard
+              << " plans, " << st.resumed << " already in " << (so.out ? so.out->string() : "(no file)")
+              << ", " << st.simulated << " simulated now: " << st.replayed << " replayed (" << st.ok
+              << " ok, " << st.oom << " out of memory), " << st.early_oom
+              << " out of memory before replay (static memory), " << st.unsupported << " unsupported";
+    if (errors > 0) std::cout << ", " << errors << " internal errors";
+    std::cout << "\n";
+    if (top.empty()) {
+      std::cout << "no plan fits in memory\n";
+    } else {
+      std::cout << "top " << top.size() << " by tokens/s (peak memory of the fullest GPU):\n"
+                << driver::format_top_table(top);
+    }
+  }
+  if (errors > 0) {
+    for (const auto& r : res.records) {
+      if (r.status != "error") continue;
+      const auto f = driver::split_csv_line(r.line);
+      std::cerr << "internal error in plan " << r.plan_id << ": " << f.back() << '\n';
+      break;
+    }
+    return kExitInternal;
+  }
+  return kExitOk;
+}
+
+}  // namespace ts::cli

@@ -1,0 +1,31 @@
+// Flags shared by `trainsim sweep` and `trainsim plan`: the plan axes as lists ("4,8" or "all").
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+
+#include "sim/driver/sweep.h"
+
+namespace ts::cli {
+
+// Default value of each axis flag, as it would be typed ("all", "1,2,4,8", "off,on", …).
+struct AxisDefaults {
+  std::string tp = "all", pp = "all", dp = "all", cp = "1", vpp = "all";
+  std::string micro_batch = "1,2,4,8";
+  std::string schedule = "1f1b,interleaved";
+  std::string zero = "all";
+  std::string sequence_parallel = "off,on";
+  std::string recompute = "all";
+  std::string cp_algo = "all";
+  std::string mst_chunks = "1";
+};
+
+// Adds --tp, --pp, --dp, --cp, --vpp, --micro-batch, --schedule, --zero, --sequence-parallel,
+// --recompute, --cp-algo and --mst-chunks, each taking a comma-separated list or "all".
+void add_axis_flags(boost::program_options::options_description& options, const AxisDefaults& defaults);
+
+// The axes given by those flags; every malformed list is reported at once (InputError naming
+// its flag).
+driver::SweepAxes axes_from_flags(const boost::program_options::variables_map& vm);
+
+}  // namespace ts::cli
