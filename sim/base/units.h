@@ -8,6 +8,30 @@
 
 namespace ts {
 
+// int64 arithmetic that saturates at the range instead of overflowing (undefined behaviour).
+constexpr std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) {
+    return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+  }
+  return r;
+}
+constexpr std::int64_t sat_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) {
+    return b < 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+  }
+  return r;
+}
+constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    return (a < 0) != (b < 0) ? std::numeric_limits<std::int64_t>::min()
+                              : std::numeric_limits<std::int64_t>::max();
+  }
+  return r;
+}
+
 // A span of simulated time, stored as integer picoseconds so that event ordering is exact and
 // reproducible. int64 picoseconds cover about 106 days, far beyond one training iteration.
 class Duration {
@@ -32,11 +56,13 @@ class Duration {
   constexpr double us() const { return static_cast<double>(ps_) * 1e-6; }
 
   constexpr auto operator<=>(const Duration&) const = default;
-  constexpr Duration operator+(Duration o) const { return Duration(ps_ + o.ps_); }
-  constexpr Duration operator-(Duration o) const { return Duration(ps_ - o.ps_); }
-  constexpr Duration& operator+=(Duration o) { ps_ += o.ps_; return *this; }
-  constexpr Duration& operator-=(Duration o) { ps_ -= o.ps_; return *this; }
-  constexpr Duration operator*(std::int64_t k) const { return Duration(ps_ * k); }
+  // Arithmetic saturates at the int64 range instead of wrapping (absurd inputs reach it; the
+  // driver reports a saturated iteration time as an input error).
+  constexpr Duration operator+(Duration o) const { return Duration(sat_add(ps_, o.ps_)); }
+  constexpr Duration operator-(Duration o) const { return Duration(sat_sub(ps_, o.ps_)); }
+  constexpr Duration& operator+=(Duration o) { ps_ = sat_add(ps_, o.ps_); return *this; }
+  constexpr Duration& operator-=(Duration o) { ps_ = sat_sub(ps_, o.ps_); return *this; }
+  constexpr Duration operator*(std::int64_t k) const { return Duration(sat_mul(ps_, k)); }
   constexpr double operator/(Duration o) const {
     return static_cast<double>(ps_) / static_cast<double>(o.ps_);
   }
@@ -58,9 +84,9 @@ class SimTime {
   constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
   constexpr double us() const { return static_cast<double>(ps_) * 1e-6; }
   constexpr auto operator<=>(const SimTime&) const = default;
-  constexpr SimTime operator+(Duration d) const { return SimTime(ps_ + d.ps()); }
-  constexpr SimTime& operator+=(Duration d) { ps_ += d.ps(); return *this; }
-  constexpr Duration operator-(SimTime o) const { return Duration::from_ps(ps_ - o.ps_); }
+  constexpr SimTime operator+(Duration d) const { return SimTime(sat_add(ps_, d.ps())); }
+  constexpr SimTime& operator+=(Duration d) { ps_ = sat_add(ps_, d.ps()); return *this; }
+  constexpr Duration operator-(SimTime o) const { return Duration::from_ps(sat_sub(ps_, o.ps_)); }
 
  private:
   constexpr explicit SimTime(std::int64_t ps) : ps_(ps) {}
@@ -72,8 +98,11 @@ class Bytes {
  public:
   constexpr Bytes() = default;
   constexpr explicit Bytes(std::int64_t n) : n_(n) {}
-  // Rounds a real byte count (from a formula) to the nearest byte.
+  // Rounds a real byte count (from a formula) to the nearest byte; saturates beyond the int64
+  // range (and for NaN) as Duration::from_seconds does.
   static constexpr Bytes from_real(double b) {
+    if (!(b < 9.2e18)) return Bytes(std::numeric_limits<std::int64_t>::max());
+    if (b < -9.2e18) return Bytes(std::numeric_limits<std::int64_t>::min());
     return Bytes(static_cast<std::int64_t>(b < 0 ? b - 0.5 : b + 0.5));
   }
   static constexpr Bytes gib(double g) { return from_real(g * 1073741824.0); }
@@ -84,11 +113,11 @@ class Bytes {
   constexpr double in_gib() const { return real() / 1073741824.0; }
   constexpr double in_gb() const { return real() / 1e9; }
   constexpr auto operator<=>(const Bytes&) const = default;
-  constexpr Bytes operator+(Bytes o) const { return Bytes(n_ + o.n_); }
-  constexpr Bytes operator-(Bytes o) const { return Bytes(n_ - o.n_); }
-  constexpr Bytes& operator+=(Bytes o) { n_ += o.n_; return *this; }
-  constexpr Bytes& operator-=(Bytes o) { n_ -= o.n_; return *this; }
-  constexpr Bytes operator*(std::int64_t k) const { return Bytes(n_ * k); }
+  constexpr Bytes operator+(Bytes o) const { return Bytes(sat_add(n_, o.n_)); }
+  constexpr Bytes operator-(Bytes o) const { return Bytes(sat_sub(n_, o.n_)); }
+  constexpr Bytes& operator+=(Bytes o) { n_ = sat_add(n_, o.n_); return *this; }
+  constexpr Bytes& operator-=(Bytes o) { n_ = sat_sub(n_, o.n_); return *this; }
+  constexpr Bytes operator*(std::int64_t k) const { return Bytes(sat_mul(n_, k)); }
   constexpr Bytes operator/(std::int64_t k) const { return Bytes(n_ / k); }
 
  private:

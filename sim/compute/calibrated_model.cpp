@@ -144,9 +144,20 @@ double predict_attention_fwd_bwd(const AttentionParams& p, const AttentionShape&
 }
 
 CalibratedModel::CalibratedModel(std::shared_ptr<const Calibration> calibration, FittedModel fitted,
-                                 GpuSpec gpu)
+                                 GpuSpec gpu, const std::string& attention_kernel)
     : calibration_(std::move(calibration)), fitted_(std::move(fitted)), gpu_(std::move(gpu)) {
   SIM_ASSERT(calibration_ != nullptr, "null calibration");
+  if (!attention_kernel.empty()) {
+    default_attention_ = fitted_.find_attention(attention_kernel);
+    if (default_attention_ == nullptr) {
+      std::string known;
+      for (const auto& k : attention_kernels()) known += (known.empty() ? "" : ", ") + k;
+      throw InputError(Diagnostic{"", 0, "--attention-kernel",
+                                  "no attention kernel '" + attention_kernel + "' is calibrated for " +
+                                      calibration_->gpu.name + " (known: " + known + ")"});
+    }
+    return;
+  }
   default_attention_ = fitted_.find_attention(calibration_->attention_kernel);
   if (default_attention_ == nullptr && !fitted_.attention.empty()) {
     throw InputError(Diagnostic{calibration_->file, 0, "attention_model.kernel",
@@ -202,6 +213,10 @@ Duration CalibratedModel::attention(const AttentionShape& shape, const std::stri
   return attention_with(*p, shape);
 }
 
+const std::string& CalibratedModel::attention_kernel() const {
+  return default_attention_ != nullptr ? default_attention_->kernel : calibration_->attention_kernel;
+}
+
 std::vector<std::string> CalibratedModel::attention_kernels() const {
   std::vector<std::string> out;
   for (const auto& a : fitted_.attention) out.push_back(a.kernel);
@@ -228,10 +243,11 @@ std::unique_ptr<CalibratedModel> make_calibrated_model(std::shared_ptr<const Cal
 }
 
 std::unique_ptr<CalibratedModel> make_calibrated_model(std::shared_ptr<const Calibration> calibration,
-                                                       const GpuSpec& gpu) {
+                                                       const GpuSpec& gpu,
+                                                       const std::string& attention_kernel) {
   SIM_ASSERT(calibration != nullptr, "null calibration");
   FittedModel f = fit(*calibration);
-  return std::make_unique<CalibratedModel>(std::move(calibration), std::move(f), gpu);
+  return std::make_unique<CalibratedModel>(std::move(calibration), std::move(f), gpu, attention_kernel);
 }
 
 }  // namespace ts::compute

@@ -134,8 +134,11 @@ double attention_bytes(const AttentionShape& shape);
 class CalibratedModel final : public ComputeModel {
  public:
   // `gpu` is the spec the simulator reports (the cluster's); the fit uses the calibration's
-  // datasheet.
-  CalibratedModel(std::shared_ptr<const Calibration> calibration, FittedModel fitted, GpuSpec gpu);
+  // datasheet. `attention_kernel` names the fitted attention kernel that attention(shape) uses;
+  // empty = the calibration's attention_model.kernel (InputError on --attention-kernel with
+  // the known kernels when the calibration has no points of it).
+  CalibratedModel(std::shared_ptr<const Calibration> calibration, FittedModel fitted, GpuSpec gpu,
+                  const std::string& attention_kernel = "");
   CalibratedModel(const CalibratedModel&) = delete;  // holds a pointer into fitted_
   CalibratedModel& operator=(const CalibratedModel&) = delete;
 
@@ -149,6 +152,8 @@ class CalibratedModel final : public ComputeModel {
   Duration attention(const AttentionShape& shape, const std::string& kernel) const;
   std::vector<std::string> attention_kernels() const;
   const std::string& default_attention_kernel() const { return calibration_->attention_kernel; }
+  // The kernel attention(shape) uses.
+  const std::string& attention_kernel() const;
 
   const FittedModel& fitted() const { return fitted_; }
   const Calibration& calibration() const { return *calibration_; }
@@ -165,7 +170,8 @@ class CalibratedModel final : public ComputeModel {
 // calibration's datasheet with the efficiencies of the fit filled in.
 std::unique_ptr<CalibratedModel> make_calibrated_model(std::shared_ptr<const Calibration> calibration);
 std::unique_ptr<CalibratedModel> make_calibrated_model(std::shared_ptr<const Calibration> calibration,
-                                                       const GpuSpec& gpu);
+                                                       const GpuSpec& gpu,
+                                                       const std::string& attention_kernel = "");
 
 // The calibration's datasheet with the roofline stand-ins set from a fit: matmul efficiency
 // 1/a of bf16, memory efficiency B_hbm / datasheet bandwidth, launch overhead.

@@ -570,8 +570,13 @@ std::shared_ptr<const Calibration> load_calibration(const std::string& name_or_p
   return cal;
 }
 
-std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu) {
+std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu,
+                                                          const std::string& attention_kernel) {
   const auto file = calibration_file(gpu.name);
+  if (!file && !attention_kernel.empty()) {
+    throw InputError(Diagnostic{"", 0, "--attention-kernel",
+                                gpu.name + " has no calibration file, so no named attention kernel"});
+  }
   if (!file) return compute::make_roofline_model(gpu);
   const auto cal = load_calibration(file->string());
   // The cluster and the calibration describe the same GPU kind: their datasheets must agree.
@@ -595,10 +600,11 @@ std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec
                              " vs " + std::to_string(gpu.num_sms) + ")"});
   }
   diags.throw_if_any();
-  return compute::make_calibrated_model(cal, gpu);
+  return compute::make_calibrated_model(cal, gpu, attention_kernel);
 }
 
-std::shared_ptr<const compute::ComputeModel> ComputeModelCache::get(const compute::GpuSpec& gpu) {
+std::shared_ptr<const compute::ComputeModel> ComputeModelCache::get(const compute::GpuSpec& gpu,
+                                                                    const std::string& attention_kernel) {
   // The roofline depends on every field of the spec, the calibrated model reports the spec it
   // was given: the key is the whole spec.
   char key[512];
@@ -608,8 +614,8 @@ std::shared_ptr<const compute::ComputeModel> ComputeModelCache::get(const comput
                 gpu.memory_bandwidth.bytes_per_s(), gpu.num_sms, gpu.matmul_efficiency, gpu.memory_efficiency,
                 static_cast<long long>(gpu.kernel_launch_overhead.ps()));
   const std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = models_[key];
-  if (!slot) slot = make_compute_model(gpu);
+  auto& slot = models_[std::string(key) + "|" + attention_kernel];
+  if (!slot) slot = make_compute_model(gpu, attention_kernel);
   return slot;
 }
 

@@ -41,14 +41,18 @@ std::optional<std::filesystem::path> calibration_file(const std::string& gpu_nam
 // fitted to calibration/<gpu.name>.textproto when that file exists, else the roofline
 // (compute::make_roofline_model). The calibration's datasheet must agree with `gpu` (peaks,
 // bandwidth within 5%, same SM count), else InputError.
-std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu);
+// `attention_kernel` selects a calibrated attention kernel other than the file's default
+// (InputError on --attention-kernel when the GPU has no calibration or no such kernel).
+std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu,
+                                                          const std::string& attention_kernel = "");
 
 // The compute models of many simulations (a sweep): each distinct GPU spec is loaded and fitted
 // once (a fit takes ~10-30 ms), then shared. Thread-safe; the models are immutable, and their
 // const methods may be called from any thread.
 class ComputeModelCache {
  public:
-  std::shared_ptr<const compute::ComputeModel> get(const compute::GpuSpec& gpu);
+  std::shared_ptr<const compute::ComputeModel> get(const compute::GpuSpec& gpu,
+                                                   const std::string& attention_kernel = "");
 
  private:
   std::mutex mutex_;

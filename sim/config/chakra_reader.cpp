@@ -1,6 +1,7 @@
 // Reading of Chakra execution traces (config::read_chakra).
 #include "sim/config/chakra_reader.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -176,6 +177,9 @@ class FileReader {
     std::size_t pos = 0;
     bool first = true;
     pb::Node node;
+    // A damaged message is reported below with its file and offset; protobuf's own log lines
+    // ("String field ... contains invalid UTF-8 data") would only repeat it without the place.
+    const google::protobuf::LogSilencer quiet;
     while (pos < data.size() && problems_ < kMaxProblemsPerFile) {
       const std::size_t start = pos;
       const auto length = read_varint(data, pos);

@@ -37,12 +37,22 @@ void model_rules(const ir::ModelSpec& m,
     fail(field, "must be > 0 (got " + str(v) + ")");
     return false;
   };
-  positive(m.num_layers, "num_layers");
-  const bool hidden_ok = positive(m.hidden, "hidden");
+  // Upper bounds far above any real model (the largest dense ones have ~130 layers, hidden
+  // 25600, vocabularies of 256k), low enough that parameter, FLOP and byte counts computed from
+  // them stay inside int64 and a double's exact integers.
+  const auto at_most = [&](std::int64_t v, std::int64_t max, std::string_view field) {
+    if (v <= max) return true;
+    fail(field, "must be <= " + str(max) + " (got " + str(v) + ")");
+    return false;
+  };
+  const bool layers_ok = positive(m.num_layers, "num_layers");
+  if (layers_ok) at_most(m.num_layers, kMaxLayers, "num_layers");
+  const bool hidden_ok = positive(m.hidden, "hidden") && at_most(m.hidden, kMaxHidden, "hidden");
   const bool heads_ok = positive(m.num_heads, "num_heads");
   const bool kv_ok = positive(m.num_kv_heads, "num_kv_heads");
-  positive(m.ffn_hidden, "ffn_hidden");
-  positive(m.vocab, "vocab");
+  if (positive(m.ffn_hidden, "ffn_hidden")) at_most(m.ffn_hidden, kMaxFfnHidden, "ffn_hidden");
+  if (positive(m.vocab, "vocab")) at_most(m.vocab, kMaxVocab, "vocab");
+  if (heads_ok && hidden_ok) at_most(m.num_heads, m.hidden, "num_heads");
   if (hidden_ok && heads_ok && m.hidden % m.num_heads != 0) {
     fail("hidden", "must be divisible by num_heads (" + str(m.num_heads) +
                        "): every head has hidden/num_heads channels (got " + str(m.hidden) + ")");
@@ -59,6 +69,7 @@ void model_rules(const ir::ModelSpec& m,
                         "table (got " + str(m.max_seq_len) + ")");
   }
   if (m.max_seq_len < 0) fail("max_seq_len", "must be >= 0 (got " + str(m.max_seq_len) + ")");
+  at_most(m.max_seq_len, kMaxSeqLen, "max_seq_len");
 }
 
 std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::ModelSpec& m,
@@ -85,6 +96,21 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   const bool gb_ok = positive(p.global_batch, "--global-batch");
   const bool seq_ok = positive(p.seq_len, "--seq");
   const bool mst_ok = positive(p.mst_chunks, "--mst-chunks");
+  // Upper bounds far above any real run (see model_rules), so that token, byte and FLOP counts
+  // stay inside int64 and the simulated clock (int64 picoseconds, 106 days).
+  const auto at_most = [&](std::int64_t v, std::int64_t max, const char* flag) {
+    if (v <= max) return true;
+    fail(flag, "must be <= " + str(max) + " (got " + str(v) + ")");
+    return false;
+  };
+  if (seq_ok) at_most(p.seq_len, kMaxSeqLen, "--seq");
+  if (gb_ok) at_most(p.global_batch, kMaxGlobalBatch, "--global-batch");
+  if (vpp_ok) at_most(p.vpp, kMaxLayers, "--vpp");
+  if (mst_ok) at_most(p.mst_chunks, kMaxSeqLen, "--mst-chunks");
+  if (mb_ok && seq_ok && p.seq_len <= kMaxSeqLen && p.micro_batch > kMaxMicroBatchTokens / p.seq_len) {
+    fail("--micro-batch", "micro_batch·seq = " + str(p.micro_batch) + "·" + str(p.seq_len) +
+                              " tokens must be <= " + str(kMaxMicroBatchTokens));
+  }
   if (p.zero_stage < 0 || p.zero_stage > 3) {
     fail("--zero", "must be 0, 1, 2 or 3 (got " + std::to_string(p.zero_stage) + ")");
   }
@@ -223,6 +249,21 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   }
 
   // Context parallelism splits each sequence across cp ranks.
+  if (p.tp_comm_overlap && (!p.sequence_parallel || p.tp <= 1)) {
+    // Transformer Engine pipelines the all-gather and reduce-scatter of sequence parallelism.
+    fail("--tp-comm-overlap", "needs --sequence-parallel with tp > 1 (got tp " + str(p.tp) +
+                                  (p.sequence_parallel ? ")" : ", no sequence parallelism)"));
+  }
+  if (!p.flash_attention && !p.attention_kernel.empty()) {
+    fail("--attention-kernel", "names a fused kernel ('" + p.attention_kernel +
+                                   "') but --unfused-attention runs the attention core unfused");
+  }
+  if (cp_ok && p.cp > 1 && !p.flash_attention) {
+    // Ring and all-gather CP merge partial results with the log-sum-exp of blockwise (flash)
+    // attention; Ulysses is modeled with the same kernel.
+    fail("--unfused-attention", "context parallelism (cp " + str(p.cp) +
+                                    ") is modeled with FlashAttention only");
+  }
   if (seq_ok && cp_ok && p.cp > 1) {
     switch (p.cp_algo) {
       case parallel::CpAlgo::kRing:

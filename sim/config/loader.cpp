@@ -235,6 +235,16 @@ std::optional<topology::NodeSpec> convert_node(const sch::Cluster::Node& n, cons
   c.positive(n.has_nics_per_node(), n.nics_per_node(), "nics_per_node");
   c.positive(n.has_nic_bandwidth_gbits(), n.nic_bandwidth_gbits(), "nic_bandwidth_gbits");
   c.non_negative(n.has_nic_latency_ns(), n.nic_latency_ns(), "nic_latency_ns");
+  // Bounds far beyond real nodes: the topology has a vertex per GPU and NIC, and a link slower
+  // than 1 Mb/s would push a collective beyond the simulated clock's range.
+  if (n.gpus_per_node() > (1 << 20)) c.fail("gpus_per_node", "must be <= 1048576 (got " + std::to_string(n.gpus_per_node()) + ")");
+  if (n.nics_per_node() > 4096) c.fail("nics_per_node", "must be <= 4096 (got " + std::to_string(n.nics_per_node()) + ")");
+  if (n.nic_bandwidth_gbits() > 0 && n.nic_bandwidth_gbits() < 1e-3) {
+    c.fail("nic_bandwidth_gbits", "must be >= 0.001 (got " + detail::format_number(n.nic_bandwidth_gbits()) + ")");
+  }
+  if (n.nvlink_bandwidth_gbps() > 0 && n.nvlink_bandwidth_gbps() < 1e-3) {
+    c.fail("nvlink_bandwidth_gbps", "must be >= 0.001 (got " + detail::format_number(n.nvlink_bandwidth_gbps()) + ")");
+  }
   if (c.diagnostics().items().size() != before) return std::nullopt;
   topology::NodeSpec s;
   s.gpus_per_node = n.gpus_per_node();
@@ -252,6 +262,7 @@ std::optional<topology::FabricSpec> convert_fabric(const sch::Cluster::Fabric& f
   const auto kind = spelled<topology::FabricKind>(c, f.has_kind(), f.kind(), "kind",
                                                   try_parse_fabric_kind, fabric_kind_choices(), true);
   c.at_least(f.has_tiers(), f.tiers(), 1, "tiers");
+  if (f.tiers() > 3) c.fail("tiers", "must be 1, 2 or 3 (got " + std::to_string(f.tiers()) + ")");
   c.at_least(f.has_oversubscription(), f.oversubscription(), 1, "oversubscription");
   c.non_negative(f.has_switch_latency_ns(), f.switch_latency_ns(), "switch_latency_ns");
   c.at_least(f.has_switch_radix(), f.switch_radix(), 2, "switch_radix");
@@ -316,6 +327,9 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--mst-chunks", "mst_chunks"},
     {"--optimizer-states", "optimizer_states"},
     {"--optimizer-in-backward", "optimizer_in_backward"},
+    {"--unfused-attention", "unfused_attention"},
+    {"--attention-kernel", "attention_kernel"},
+    {"--tp-comm-overlap", "tp_comm_overlap"},
 };
 
 std::string field_of_flag(const std::string& flag) {
@@ -434,6 +448,9 @@ Scenario load_scenario(const std::string& path) {
   if (msg.has_sequence_parallel()) plan.sequence_parallel = msg.sequence_parallel();
   if (msg.has_mst_chunks()) plan.mst_chunks = msg.mst_chunks();
   if (msg.has_optimizer_in_backward()) plan.optimizer_in_backward = msg.optimizer_in_backward();
+  if (msg.has_unfused_attention()) plan.flash_attention = !msg.unfused_attention();
+  if (msg.has_attention_kernel()) plan.attention_kernel = msg.attention_kernel();
+  if (msg.has_tp_comm_overlap()) plan.tp_comm_overlap = msg.tp_comm_overlap();
   plan.pp_layers.assign(msg.pp_layers().begin(), msg.pp_layers().end());
   const auto set_spelled = [&](auto parsed, auto& out, std::string_view field) {
     if (parsed) {

@@ -14,6 +14,18 @@
 
 namespace ts::config {
 
+// Upper bounds of input sizes (model files, scenario files and flags): far above any real model
+// or run, low enough that parameter, token, byte and FLOP counts derived from them stay inside
+// int64. A larger value is an input error naming the field or flag.
+inline constexpr std::int64_t kMaxGpus = std::int64_t{1} << 30;
+inline constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
+inline constexpr std::int64_t kMaxHidden = std::int64_t{1} << 18;
+inline constexpr std::int64_t kMaxFfnHidden = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 30;
+inline constexpr std::int64_t kMaxMicroBatchTokens = std::int64_t{1} << 27;
+
 // Root of the data folders (models/, topologies/, calibration/): $TRAINSIM_DATA_DIR if set,
 // else the source tree the program was built from.
 std::filesystem::path data_dir();

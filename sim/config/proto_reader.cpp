@@ -285,6 +285,11 @@ class JsonWalker : public nlohmann::json_sax<nlohmann::json> {
     return value();  // the object was a value of its parent
   }
   bool start_array(std::size_t) override {
+    if (frames_.empty()) {
+      diags_.add(Diagnostic{display_, line(), "", "expected a JSON object, got an array"});
+      failed_ = true;
+      return false;
+    }
     const auto [field, path] = element();
     frames_.push_back(Frame{nullptr, path, field, 0});
     frames_.back().is_array = true;
@@ -399,11 +404,49 @@ bool parse_json(std::string_view text, const std::string& display, pb::Message& 
   return true;
 }
 
+// Nesting depth limit of an input file. The parsers recurse per level (protobuf's text parser
+// without a limit when it skips unknown fields), so a file of 10^5 opening braces would
+// overflow the stack; real files nest 3 levels deep.
+constexpr int kMaxNesting = 64;
+
+// The line of the first bracket nested deeper than kMaxNesting, or 0. Skips quoted strings
+// (both formats) and # comments (text format).
+int too_deep_line(std::string_view text, bool json) {
+  int depth = 0;
+  int line = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '"' || (c == '\'' && !json)) {
+      for (++i; i < text.size() && text[i] != c && text[i] != '\n'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      if (i < text.size() && text[i] == '\n') ++line;
+    } else if (c == '#' && !json) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '{' || c == '[' || (c == '<' && !json)) {
+      if (++depth > kMaxNesting) return line;
+    } else if (c == '}' || c == ']' || (c == '>' && !json)) {
+      --depth;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 bool parse_message(std::string_view text, const std::string& display, pb::Message& msg,
                    FieldLines& lines, DiagnosticList& diags) {
-  switch (format_of(display)) {
+  const Format format = format_of(display);
+  if (format != Format::kUnknown) {
+    if (const int line = too_deep_line(text, format == Format::kJson); line > 0) {
+      diags.add(Diagnostic{display, line, "", "nested more than " + std::to_string(kMaxNesting) +
+                                                  " levels deep"});
+      return false;
+    }
+  }
+  switch (format) {
     case Format::kText: return parse_text(text, display, msg, lines, diags);
     case Format::kJson: return parse_json(text, display, msg, lines, diags);
     case Format::kUnknown: break;
@@ -418,6 +461,13 @@ bool read_message(const std::filesystem::path& path, const std::string& display,
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     diags.add(Diagnostic{display, 0, "", "no such file"});
+    return false;
+  }
+  // Input files are a few kilobytes; a huge one is a wrong path, not a configuration.
+  constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{64} << 20;
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxFileBytes) {
+    diags.add(Diagnostic{display, 0, "", "file of " + std::to_string(size) +
+                                             " bytes is too large for an input file (limit 64 MiB)"});
     return false;
   }
   std::ifstream in(path, std::ios::binary);

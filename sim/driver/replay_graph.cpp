@@ -663,6 +663,12 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
   runtime::ExecuteOptions eo;
   eo.memory_timeline = options.trace.has_value();
   const runtime::Execution ex = runtime::execute(g, layout, compute, network, eo);
+  // Time arithmetic saturates at the int64 picosecond range (106 days): only absurd recorded
+  // durations or sizes get near it.
+  if (ex.end.ps() >= (std::int64_t{1} << 62)) {
+    throw InputError(Diagnostic{"", 0, "", "the replayed iteration lasts more than 53 days, beyond the "
+                                "range of the simulated clock: the trace's durations or sizes are out of range"});
+  }
   const auto breakdowns = runtime::time_breakdown(g, ex);
 
   r.tasks = static_cast<std::int64_t>(g.tasks.size());

@@ -29,6 +29,8 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["recompute"] = std::string(config::name(p.recompute));
   j["schedule"] = std::string(config::name(p.schedule));
   j["cp_algo"] = std::string(config::name(p.cp_algo));
+  j["attention"] = !p.flash_attention ? "unfused" : p.attention_kernel.empty() ? "flash" : p.attention_kernel;
+  j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["order"] = config::format_order(p.order);
   return j;
 }
@@ -60,9 +62,10 @@ std::string fmt(const char* f, double v) {
 }
 #pragma GCC diagnostic pop
 
-// A text table: the first column left-aligned, the others right-aligned, two spaces between.
+// A text table: the first `left` columns left-aligned, the others right-aligned, two spaces between.
 class Table {
  public:
+  explicit Table(std::size_t left = 1) : left_(left) {}
   void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
   std::string str(const std::string& indent) const {
     std::vector<std::size_t> width;
@@ -76,7 +79,7 @@ class Table {
       for (std::size_t c = 0; c < r.size(); ++c) {
         const std::string pad(width[c] - display_width(r[c]), ' ');
         if (c) line += "  ";
-        line += c == 0 ? r[c] + pad : pad + r[c];
+        line += c < left_ ? r[c] + pad : pad + r[c];
       }
       while (!line.empty() && line.back() == ' ') line.pop_back();
       out += line + "\n";
@@ -90,6 +93,7 @@ class Table {
     return static_cast<std::size_t>(
         std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
   }
+  std::size_t left_;
   std::vector<std::vector<std::string>> rows_;
 };
 
@@ -139,6 +143,7 @@ std::string report_json(const config::Scenario& sc, const RunResult& r, const tr
   j["peak_memory_bytes"] = r.peak_memory.count();
   j["memory_capacity_bytes"] = r.memory_capacity.count();
   j["memory_breakdown"] = memory_json(r.memory);
+  j["peak_memory_at"] = r.peak_at;
   j["time_breakdown"] = time_json(r.time);
   ordered_json exposed = ordered_json::array();
   for (const auto& e : stats.exposed_comm) {
@@ -175,7 +180,7 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
   const bool have_stats = stats.computed && replayed(r);
   std::string out;
   {
-    Table t;
+    Table t(2);
     t.row({"model", sc.model.name + " (" + fmt("%.2f", static_cast<double>(r.parameters) * 1e-9) +
                         " B parameters)"});
     t.row({"cluster", sc.cluster.cluster.name + ", " + std::to_string(sc.num_gpus) + " × " + sc.cluster.gpu.name});
@@ -219,6 +224,7 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
            fmt("%.1f %%", r.memory_capacity.count() > 0 ? 100.0 * r.peak_memory.real() / r.memory_capacity.real() : 0.0) +
                " used"});
     out += t.str("  ");
+    if (!r.peak_at.empty()) out += "  peak reached during " + r.peak_at + "\n";
   }
   if (replayed(r)) {
     out += "\ntime breakdown (device finishing last)\n";

@@ -9,9 +9,10 @@ Resources::Resources(std::shared_ptr<config::ComputeModelCache> compute_cache)
 
 Resources::~Resources() = default;
 
-const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu) {
-  auto& slot = compute_[gpu.name];
-  if (!slot) slot = compute_cache_->get(gpu);
+const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu,
+                                                const std::string& attention_kernel) {
+  auto& slot = compute_[gpu.name + "|" + attention_kernel];
+  if (!slot) slot = compute_cache_->get(gpu, attention_kernel);
   return *slot;
 }
 

@@ -26,7 +26,8 @@ class Resources {
   Resources(const Resources&) = delete;
   Resources& operator=(const Resources&) = delete;
 
-  const compute::ComputeModel& compute(const compute::GpuSpec& gpu);
+  // The compute model of `gpu`, with a named attention kernel (empty: the calibration's).
+  const compute::ComputeModel& compute(const compute::GpuSpec& gpu, const std::string& attention_kernel = "");
   const network::NetworkModel& network(const config::Cluster& cluster, std::int32_t num_gpus);
 
  private:

@@ -1,7 +1,9 @@
 #include "sim/driver/simulate.h"
 
 #include <algorithm>
+#include <cstdio>
 
+#include "sim/base/diagnostic.h"
 #include "sim/compute/compute_model.h"
 #include "sim/memory/footprint.h"
 #include "sim/memory/transients.h"
@@ -45,8 +47,9 @@ parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full
   const auto& plan = sc.plan;
   parallel::LoweringOptions lo;
   lo.full = full;
-  const memory::LayerActivations act =
-      memory::layer_activations(sc.model, plan, memory::default_activation_options(sc.model));
+  memory::ActivationOptions ao = memory::default_activation_options(sc.model);
+  ao.flash_attention = plan.flash_attention;
+  const memory::LayerActivations act = memory::layer_activations(sc.model, plan, ao);
   lo.layer_kept = act.kept;
   lo.layer_rematerialized = act.rematerialized;
   lo.head_transient = memory::lm_head_logits_bytes(sc.model, plan, memory::TransientOptions{});
@@ -112,10 +115,16 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   const parallel::TaskGraph graph = parallel::lower(sc.model, plan, lowering_options(sc, options.full));
   const parallel::Layout layout(plan);
   const network::NetworkModel& network = resources.network(sc.cluster, sc.num_gpus);
-  const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu);
+  const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan.attention_kernel);
   runtime::ExecuteOptions eo;
   eo.memory_timeline = options.trace.has_value();
   const runtime::Execution ex = runtime::execute(graph, layout, compute, network, eo);
+  // Time arithmetic saturates at the int64 picosecond range (106 days); an iteration anywhere
+  // near it comes only from absurd sizes (a hidden size of 10^5 on one GPU, …).
+  if (ex.end.ps() >= (std::int64_t{1} << 62)) {
+    throw InputError(Diagnostic{"", 0, "", "the simulated iteration lasts more than 53 days, beyond "
+                                "the range of the simulated clock: the model or plan sizes are out of range"});
+  }
   const auto breakdowns = runtime::time_breakdown(graph, ex);
 
   r.tasks = static_cast<std::int64_t>(graph.tasks.size());
@@ -165,16 +174,34 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
                std::to_string(r.memory_capacity.in_gib()) + " GiB of the GPU";
   }
 
+  if (options.stats) r.stats = trace::run_stats(graph, ex);
   if (options.trace) {
     trace::TraceInfo info;
+    info.ranks = options.trace_ranks;
     info.gpus_per_node = sc.cluster.cluster.node.gpus_per_node;
     for (const auto& dev : r.devices) {
       info.static_memory.push_back(dev.memory.total() - dev.memory.activations);
     }
+    const auto num = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.6g", v);
+      return std::string(buf);
+    };
     info.metadata = {{"scenario", describe(sc)},
+                     {"model", sc.model.name},
+                     {"cluster", sc.cluster.cluster.name},
+                     {"num_gpus", std::to_string(sc.num_gpus)},
+                     {"status", status_name(r.status)},
                      {"iteration_time_s", std::to_string(r.iteration_time_s)},
-                     {"status", status_name(r.status)}};
-    trace::write_chrome_trace(*options.trace, graph, ex, info);
+                     {"tokens_per_s", num(r.tokens_per_s)},
+                     {"model_flops_per_iteration", num(r.model_flops)},
+                     {"mfu", num(r.mfu)},
+                     {"peak_memory_bytes", std::to_string(r.peak_memory.count())},
+                     {"memory_capacity_bytes", std::to_string(r.memory_capacity.count())}};
+    if (r.stats.computed) {
+      info.metadata.emplace_back("hardware_flops_per_iteration", num(r.stats.hardware_flops.value()));
+    }
+    r.trace_size = trace::write_chrome_trace(*options.trace, graph, ex, info);
   }
   return r;
 }

@@ -12,6 +12,8 @@
 #include "sim/driver/resources.h"
 #include "sim/parallel/layout.h"
 #include "sim/runtime/breakdown.h"
+#include "sim/trace/chrome_trace.h"
+#include "sim/trace/run_stats.h"
 
 namespace ts::driver {
 
@@ -29,6 +31,8 @@ struct RunOptions {
   // goes to allocator fragmentation, CUDA context and communication buffers).
   double fit = 0.8;
   std::optional<std::filesystem::path> trace;  // Chrome trace output
+  std::vector<std::int32_t> trace_ranks;       // ranks written to the trace; empty = all simulated
+  bool stats = false;  // analyse the replay (hardware FLOPs, most exposed communication)
 };
 
 // Per-device memory at its peak.
@@ -67,6 +71,8 @@ struct RunResult {
   double model_flops = 0;     // per iteration
   std::int64_t tasks = 0;
   std::uint64_t events = 0;
+  trace::RunStats stats;  // computed when RunOptions::stats is set and the plan was replayed
+  std::optional<trace::TraceSize> trace_size;  // what the Chrome trace holds, when one was written
 };
 
 // Simulates one scenario; `resources` carries fitted models and network caches across calls.

@@ -132,7 +132,7 @@ std::string quote(std::string_view s) {  // RFC 4180; newlines would break line-
 constexpr const char* kPlanColumns =
     "model,cluster,gpu,num_gpus,global_batch,seq_len,dtype,order,optimizer_states,"
     "optimizer_in_backward,overlap_grad_reduce,overlap_param_gather,tp,pp,dp,cp,vpp,micro_batch,schedule,zero,sequence_parallel,"
-    "recompute,cp_algo,mst_chunks";
+    "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap";
 
 std::size_t count_columns(std::string_view header) {
   return static_cast<std::size_t>(std::count(header.begin(), header.end(), ',')) + 1;
@@ -326,6 +326,9 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
                         p.vpp = vpp;
                         p.zero_stage = zero;
                         p.sequence_parallel = sp;
+                        // TP overlap pipelines sequence parallelism's collectives: plans
+                        // without them run as they are.
+                        p.tp_comm_overlap = spec.base.tp_comm_overlap && sp && tp > 1;
                         p.recompute = recompute;
                         p.cp_algo = cp_algo;
                         p.mst_chunks = mst;
@@ -426,7 +429,9 @@ std::string sweep_plan_key(const SweepSpec& spec, const parallel::ParallelPlan& 
        i(p.dp) + ',' + i(p.cp) + ',' + i(p.vpp) + ',' + i(p.micro_batch) + ',' +
        std::string(config::name(p.schedule)) + ',' + i(p.zero_stage) + ',' +
        (p.sequence_parallel ? "true" : "false") + ',' + std::string(config::name(p.recompute)) +
-       ',' + std::string(config::name(p.cp_algo)) + ',' + i(p.mst_chunks);
+       ',' + std::string(config::name(p.cp_algo)) + ',' + i(p.mst_chunks) + ',' +
+       quote(!p.flash_attention ? "unfused" : p.attention_kernel.empty() ? "flash" : p.attention_kernel) +
+       ',' + (p.tp_comm_overlap ? "true" : "false");
   return k;
 }
 
@@ -575,6 +580,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   out.stats.threads = threads;
   auto cache = options.compute_cache ? options.compute_cache
                                      : std::make_shared<config::ComputeModelCache>();
+  // An unknown attention kernel is the user's error, reported once (InputError), not per row.
+  if (!spec.base.attention_kernel.empty()) cache->get(spec.cluster.gpu, spec.base.attention_kernel);
 
   std::vector<Slot> slots(jobs);
   std::mutex mutex;

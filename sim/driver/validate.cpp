@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "sim/base/diagnostic.h"
+#include "sim/config/calibration_loader.h"
 #include "sim/config/names.h"
 #include "sim/driver/csv.h"
 #include "sim/ir/model_graph.h"
@@ -268,6 +269,57 @@ bool any_of(const std::string& text, std::initializer_list<std::string_view> wor
 bool megatron_family(const PublishedRun& r) {
   const std::string f = lower(r.framework);
   return any_of(f, {"megatron", "nemo"});
+}
+
+// Whether the run used FlashAttention. A row that names it (framework, precision or notes) did;
+// otherwise Megatron-LM, Megatron-DeepSpeed and DeepSpeed ran their own attention core (QKᵀ,
+// fused softmax, dropout, ·V as separate kernels) unless --use-flash-attn was given, which their
+// published configurations of 2021–2022 predate; Megatron-Core's Transformer Engine, NeMo,
+// torchtitan, Composer/MPT and Hugging Face (SDPA) use fused attention by default.
+bool flash_attention(const PublishedRun& r) {
+  const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
+  if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
+  const std::string f = lower(r.framework);
+  if (any_of(f, {"megatron-core", "megatron core", "nemo", "transformer engine"})) return true;
+  return !any_of(f, {"megatron-lm", "megatron-deepspeed", "deepspeed"});
+}
+
+// The fused-attention kernel a row's framework ran, by name when the row gives a version:
+// FlashAttention-3, -2, -1 or the Triton FlashAttention (the kernel of 2023 frameworks that
+// needed an attention bias, such as MPT's ALiBi). Megatron-Core, NeMo and Transformer Engine
+// run their fused attention (cuDNN on Hopper, FlashAttention-3 class): the GPU's default. A row
+// that says only "FlashAttention" gets FlashAttention-2, the version in general use from its
+// release (2023-07) until FlashAttention-3 (2024-07), rather than the newest one; a row that
+// names nothing gets the GPU's default. Empty = the GPU's default kernel.
+std::string attention_kernel(const PublishedRun& r) {
+  const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
+  if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
+    return "FlashAttention-3";
+  }
+  if (any_of(all, {"triton"})) return "FlashAttention-Triton";
+  // MosaicML's MPT configurations (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml, on which
+  // its published benchmarks are based) set attn_config.attn_impl: triton, the Triton
+  // FlashAttention that supports MPT's ALiBi bias.
+  if (any_of(lower(r.model), {"mpt"}) && any_of(lower(r.framework), {"composer", "llm-foundry", "mpt"})) {
+    return "FlashAttention-Triton";
+  }
+  if (any_of(all, {"flashattention-2", "flashattention 2", "flash attention 2", "flash-attention 2",
+                   "flash-attention-2", "fa2", "flash_attn_2", "flash-attn 2"})) {
+    return "FlashAttention-2";
+  }
+  if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
+  if (any_of(lower(r.framework), {"megatron-core", "megatron core", "nemo", "transformer engine"})) return "";
+  if (any_of(all, {"flash"})) return "FlashAttention-2";
+  return "";
+}
+
+// Whether `gpu`'s calibration file has points of attention kernel `kernel`.
+bool kernel_calibrated(const std::string& gpu, const std::string& kernel) {
+  const auto file = config::calibration_file(gpu);
+  if (!file) return false;
+  const auto cal = config::load_calibration(file->string());
+  return std::any_of(cal->attention.begin(), cal->attention.end(),
+                     [&](const auto& t) { return t.kernel == kernel; });
 }
 
 // Llama-style (RMSNorm, SwiGLU, rotary positions, no biases, untied head) or GPT-style
@@ -599,6 +651,10 @@ RowMapping map_run(const PublishedRun& r) {
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (--tp-comm-overlap requires it)");
   }
+  if (p.sequence_parallel && p.tp > 1 && any_of(lower(r.notes + " " + r.framework), {"tp-comm-overlap", "tp_comm_overlap"})) {
+    p.tp_comm_overlap = true;
+    notes.push_back("TP communication overlapped with GEMMs (--tp-comm-overlap)");
+  }
   const auto rc = parse_recompute(r.recompute);
   out.recompute_given = rc.has_value();
   p.recompute = rc.value_or(parallel::Recompute::kNone);
@@ -615,6 +671,18 @@ RowMapping map_run(const PublishedRun& r) {
     p.dtype = ir::Dtype::kFp16;
   } else {
     p.dtype = ir::Dtype::kBf16;
+  }
+  if (!flash_attention(r)) {
+    p.flash_attention = false;
+    notes.push_back("attention core unfused (" + r.framework + " without FlashAttention)");
+  } else if (const std::string k = attention_kernel(r); !k.empty()) {
+    if (kernel_calibrated(cluster->gpu.name, k)) {
+      p.attention_kernel = k;
+      notes.push_back("attention kernel " + k);
+    } else if (k != "FlashAttention-2" && kernel_calibrated(cluster->gpu.name, "FlashAttention-2")) {
+      p.attention_kernel = "FlashAttention-2";
+      notes.push_back("attention kernel FlashAttention-2 (" + k + " is not calibrated for " + cluster->gpu.name + ")");
+    }
   }
 
   // Parts only: validated (config::make_scenario) for each candidate of the search.

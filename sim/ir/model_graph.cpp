@@ -43,10 +43,54 @@ Op attention(const ModelSpec& model, const LayerShape& s) {
   op.attn.seq_kv = s.attention_kv > 0 ? s.attention_kv : s.full_seq;
   op.attn.head_dim = model.head_dim();
   op.attn.causal = true;
+  op.core = true;
   // FlashAttention convention (Dao 2023): 4·sq·skv·d per head, halved under a causal mask.
   op.flops = Flops(2.0 * static_cast<double>(s.micro_batch * op.attn.heads * op.attn.head_dim) *
                    static_cast<double>(op.attn.seq_q) * static_cast<double>(op.attn.seq_kv));
   return op;
+}
+
+// A linear layer: its GEMM, preceded under FP8 by the cast of its input and weight. Transformer
+// Engine's FP8 recipe (Micikevicius et al. 2022, "FP8 Formats for Deep Learning"; TE
+// cast_transpose) reads each bf16 operand and writes it in FP8 twice, as is and transposed for
+// the backward GEMMs: 4 bytes moved per element; the backward casts the output gradient alike.
+void linear(std::vector<Op>& ops, const char* name, std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype) {
+  if (dtype == Dtype::kFp8) {
+    const std::int64_t elems = m * k + k * n;  // input and weight
+    ops.push_back(memory("fp8_cast", elems, elems));
+  }
+  ops.push_back(gemm(name, m, n, k, dtype));
+}
+
+// The attention core without FlashAttention, as Megatron-LM's CoreAttention runs it: a batched
+// QKᵀ GEMM over all heads of the micro-batch, the fused scale-mask-softmax (reads and writes the
+// a·sq·skv scores), dropout on the probabilities for GPT-style models (writes a 1-byte mask
+// too), and a batched GEMM with the values. Every score is computed: no causal halving. The
+// batched GEMMs run in bf16 even in FP8 recipes (Transformer Engine casts only linear layers).
+void append_unfused_attention(std::vector<Op>& ops, const ModelSpec& model, const LayerShape& s) {
+  const std::int64_t heads = model.num_heads / (s.tp * s.attention_heads_divisor);
+  const std::int64_t sq = s.attention_q > 0 ? s.attention_q : s.seq;
+  const std::int64_t skv = s.attention_kv > 0 ? s.attention_kv : s.full_seq;
+  const std::int64_t d = model.head_dim();
+  const std::int64_t batch = s.micro_batch * heads;
+  const auto batched = [&](const char* name, std::int64_t m, std::int64_t n, std::int64_t k) {
+    Op op = gemm(name, m, n, k, Dtype::kBf16);
+    op.gemm.batch = batch;
+    op.flops = op.flops * static_cast<double>(batch);
+    op.core = true;
+    return op;
+  };
+  const std::int64_t scores = batch * sq * skv;
+  ops.push_back(batched("attn_scores", sq, skv, d));
+  Op softmax = memory("scale_mask_softmax", scores, scores);
+  softmax.core = true;
+  ops.push_back(softmax);
+  if (model.activation == Activation::kGelu) {  // GPT-style dropout (0.1 in Megatron's GPT)
+    Op dropout = memory("attention_dropout", scores, scores + scores / 2);
+    dropout.core = true;
+    ops.push_back(dropout);
+  }
+  ops.push_back(batched("attn_values", sq, d, skv));
 }
 
 }  // namespace
@@ -64,13 +108,17 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
   LayerOps layer;
   auto& att = layer.attention.forward;
   att.push_back(memory(model.norm == Norm::kRmsNorm ? "rmsnorm" : "layernorm", sp_elems, sp_elems));
-  att.push_back(gemm("qkv", tokens, qkv_out, h, g));
+  linear(att, "qkv", tokens, qkv_out, h, g);
   if (model.position == Position::kRope) {
     const std::int64_t qk = tokens * (h + model.kv_hidden()) / s.tp;
     att.push_back(memory("rotary", qk, qk));
   }
-  att.push_back(attention(model, s));
-  att.push_back(gemm("attn_out", tokens, h, h / s.tp, g));
+  if (s.flash_attention) {
+    att.push_back(attention(model, s));
+  } else {
+    append_unfused_attention(att, model, s);
+  }
+  linear(att, "attn_out", tokens, h, h / s.tp, g);
   // Residual add (reads branch and residual, writes the sum); GPT adds dropout on the branch.
   att.push_back(memory(model.activation == Activation::kGelu ? "dropout_residual" : "residual",
                        2 * sp_elems, sp_elems));
@@ -80,16 +128,16 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
   mlp.push_back(memory(model.norm == Norm::kRmsNorm ? "rmsnorm" : "layernorm", sp_elems, sp_elems));
   switch (model.activation) {
     case Activation::kGelu:
-      mlp.push_back(gemm("mlp_up", tokens, ffn, h, g));
+      linear(mlp, "mlp_up", tokens, ffn, h, g);
       mlp.push_back(memory("gelu", tokens * ffn, tokens * ffn));
       break;
     case Activation::kSwiglu:
       // Gate and up projections as one GEMM; SwiGLU reads both halves, writes their product.
-      mlp.push_back(gemm("mlp_gate_up", tokens, 2 * ffn, h, g));
+      linear(mlp, "mlp_gate_up", tokens, 2 * ffn, h, g);
       mlp.push_back(memory("swiglu", 2 * tokens * ffn, tokens * ffn));
       break;
   }
-  mlp.push_back(gemm("mlp_down", tokens, h, ffn, g));
+  linear(mlp, "mlp_down", tokens, h, ffn, g);
   mlp.push_back(memory(model.activation == Activation::kGelu ? "dropout_residual" : "residual",
                        2 * sp_elems, sp_elems));
 
@@ -116,7 +164,7 @@ Block build_lm_head(const ModelSpec& model, const LayerShape& s) {
   Block b;
   b.forward.push_back(memory(model.norm == Norm::kRmsNorm ? "final_rmsnorm" : "final_layernorm",
                              sp_elems, sp_elems));
-  b.forward.push_back(gemm("lm_head", tokens, vocab, model.hidden, s.gemm_dtype));
+  linear(b.forward, "lm_head", tokens, vocab, model.hidden, s.gemm_dtype);
   // Vocab-parallel cross-entropy (Megatron): max, exp-sum and loss over the logits in fp32,
   // read about three times and written once.
   Op ce = memory("cross_entropy", 2 * 3 * tokens * vocab, 2 * tokens * vocab);
@@ -129,7 +177,7 @@ SplitAttention split_attention(const Block& attention) {
   SplitAttention out;
   Block* part = &out.pre;
   for (const auto& op : attention.forward) {
-    if (op.kind == OpKind::kAttention) {
+    if (op.core) {
       out.core.forward.push_back(op);
       part = &out.post;
     } else {

@@ -30,6 +30,9 @@ struct Op {
   GemmDims gemm;       // kGemm
   AttentionDims attn;  // kAttention
   Bytes moved;         // kMemoryBound: bytes read plus written
+  // Part of the attention core (scores, softmax, values: what selective recompute reruns and
+  // what context parallelism exchanges keys and values around).
+  bool core = false;
   Flops flops;         // arithmetic of this op (GEMM and attention; 0 for memory-bound ops)
 };
 
@@ -42,6 +45,7 @@ struct LayerShape {
   std::int64_t tp = 1;
   bool sequence_parallel = false;
   Dtype gemm_dtype = Dtype::kBf16;  // fp8 runs GEMMs in FP8, everything else in bf16
+  bool flash_attention = true;      // off: the attention core as separate kernels
   // Context parallelism: the attention core covers `attention_q` queries against `attention_kv`
   // keys per call, with `attention_heads_divisor` splitting the heads (Ulysses). Zero = defaults
   // (seq queries against full_seq keys, no head split).

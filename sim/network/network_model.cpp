@@ -285,6 +285,7 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
   for (const Evaluated& ev : *evaluated) {
     CollectiveCost best;
     best.time = Duration::max();
+    bool found = false;  // a time saturated at Duration::max() (absurd sizes) still counts
     for (const Protocol proto : kProtocols) {
       const ProtocolCalibration& pc = profile_.protocol(proto);
       if (!pc.enabled || pc.bandwidth_fraction <= 0) continue;
@@ -294,9 +295,12 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
                  pc.tree.nvlink * ev.hops.tree_nvlink + (pc.tree.network + ev.network_hop_extra) * ev.hops.tree_network;
       const Duration t = bytes <= 0 ? Duration::zero()
                                     : latency + Duration::from_seconds(bytes * ev.seconds_per_byte / pc.bandwidth_fraction);
-      if (t < best.time) best = CollectiveCost{t, ev.algorithm, proto, ev.variant, bytes <= 0 ? Duration::zero() : latency};
+      if (!found || t < best.time) {
+        best = CollectiveCost{t, ev.algorithm, proto, ev.variant, bytes <= 0 ? Duration::zero() : latency};
+        found = true;
+      }
     }
-    if (best.time != Duration::max()) out.push_back(best);
+    if (found) out.push_back(best);
   }
   std::stable_sort(out.begin(), out.end(), [](const CollectiveCost& a, const CollectiveCost& b) { return a.time < b.time; });
   return out;

@@ -1,6 +1,7 @@
 #include "sim/parallel/lowering.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -134,7 +135,21 @@ struct LayerLists {
   std::int32_t pre_fwd = kNone, pre_bwd = kNone, core_fwd = kNone, core_bwd = kNone;
   std::int32_t post_fwd = kNone, post_bwd = kNone;
   std::int32_t mlp_fwd = kNone, mlp_bwd = kNone;
+  // TP communication overlap: the GEMMs that hide the collective before / after each block,
+  // indexed [part: 0 attention, 1 MLP][backward][after].
+  std::int32_t tp_hide[2][2][2] = {{{kNone, kNone}, {kNone, kNone}}, {{kNone, kNone}, {kNone, kNone}}};
 };
+
+// The first (or last) `count` GEMMs of an op list, in order.
+std::vector<ir::Op> edge_gemms(const std::vector<ir::Op>& ops, bool last, std::size_t count) {
+  std::vector<ir::Op> out;
+  for (std::size_t i = 0; i < ops.size() && out.size() < count; ++i) {
+    const ir::Op& op = ops[last ? ops.size() - 1 - i : i];
+    if (op.kind == ir::OpKind::kGemm) out.push_back(op);
+  }
+  if (last) std::reverse(out.begin(), out.end());
+  return out;
+}
 
 // Builds the tasks of every simulated device, one device at a time, in program order.
 class Lowerer {
@@ -175,6 +190,7 @@ class Lowerer {
     shape.tp = plan_.tp;
     shape.sequence_parallel = plan_.sequence_parallel;
     shape.gemm_dtype = plan_.dtype;
+    shape.flash_attention = plan_.flash_attention;
     return shape;
   }
 
@@ -202,9 +218,11 @@ class Lowerer {
       // Selective recompute (Korthikanti et al. 2022) reruns the attention core before its
       // backward; with flash attention this is the forward kernel.
       if (plan_.recompute == Recompute::kSelective) {
+        std::vector<ir::Op> core;
         for (const auto& op : fwd) {
-          if (op.kind == ir::OpKind::kAttention) bwd.insert(bwd.begin(), op);
+          if (op.core) core.push_back(op);
         }
+        bwd.insert(bwd.begin(), core.begin(), core.end());
       }
       return bwd;
     };
@@ -246,6 +264,20 @@ class Lowerer {
     } else {
       lists_.mlp_fwd = add_ops(layer.mlp.forward);
       lists_.mlp_bwd = add_ops(layer.mlp.backward);
+    }
+    if (plan_.tp_comm_overlap && plan_.sequence_parallel && plan_.tp > 1) {
+      // Transformer Engine overlaps the all-gather before a block with its first GEMM and the
+      // reduce-scatter after it with its last GEMM; in the backward, with the data- and
+      // weight-gradient GEMMs at the same ends.
+      const ir::Block* blocks[2] = {&layer.attention, &layer.mlp};
+      for (int part = 0; part < 2; ++part) {
+        for (int bwd = 0; bwd < 2; ++bwd) {
+          const auto& ops = bwd ? blocks[part]->backward : blocks[part]->forward;
+          const std::size_t n = bwd ? 2 : 1;
+          lists_.tp_hide[part][bwd][0] = add_ops(edge_gemms(ops, false, n));
+          lists_.tp_hide[part][bwd][1] = add_ops(edge_gemms(ops, true, n));
+        }
+      }
     }
     const ir::LayerShape plain = base_shape();
     const ir::Block embedding = ir::build_embedding(model_, plain);
@@ -345,7 +377,15 @@ class Lowerer {
     t.micro_batch = l.mb;
     t.comm = op;
     t.bytes = bytes;
-    t.communicator = communicator(layout_.group(rank_, axes), axes, 0);
+    // The group of this rank along `axes` is the same for every collective of the device:
+    // look it up once (building and comparing groups of hundreds of ranks dominated lowering).
+    if (axes < group_comm_.size()) {
+      std::int32_t& cached = group_comm_[axes];
+      if (cached < 0) cached = communicator(layout_.group(rank_, axes), axes, 0);
+      t.communicator = cached;
+    } else {
+      t.communicator = communicator(layout_.group(rank_, axes), axes, 0);
+    }
     return emit(t, deps);
   }
 
@@ -376,13 +416,20 @@ class Lowerer {
   std::int32_t tp_before(const Label& l, std::int32_t dep) {
     if (plan_.tp == 1 || !plan_.sequence_parallel) return dep;
     const CommOp op = l.pass == Pass::kBackward ? CommOp::kReduceScatter : CommOp::kAllGather;
-    return collective(Stream::kTpComm, axis_bit(Axis::kTp), op, act_bytes_, l, {dep});
+    return hidden(collective(Stream::kTpComm, axis_bit(Axis::kTp), op, act_bytes_, l, {dep}), l, false);
   }
   std::int32_t tp_after(const Label& l, std::int32_t dep) {
     if (plan_.tp == 1) return dep;
     CommOp op = CommOp::kAllReduce;
     if (plan_.sequence_parallel) op = l.pass == Pass::kBackward ? CommOp::kAllGather : CommOp::kReduceScatter;
-    return collective(Stream::kTpComm, axis_bit(Axis::kTp), op, act_bytes_, l, {dep});
+    return hidden(collective(Stream::kTpComm, axis_bit(Axis::kTp), op, act_bytes_, l, {dep}), l, true);
+  }
+  // Marks a TP collective as overlapped with the GEMMs at that end of its block.
+  std::int32_t hidden(std::int32_t task, const Label& l, bool after) {
+    const int part = l.part == Part::kMlp ? 1 : 0;
+    const int bwd = l.pass == Pass::kBackward ? 1 : 0;
+    g_.tasks[static_cast<std::size_t>(task)].hidden_by = lists_.tp_hide[part][bwd][after ? 1 : 0];
+    return task;
   }
 
   std::int32_t cp_collective(CommOp op, Bytes bytes, const Label& l, std::int32_t dep) {
@@ -644,6 +691,7 @@ class Lowerer {
     device_ = d;
     const SimDevice& dev = g_.devices[static_cast<std::size_t>(d)];
     rank_ = dev.rank;
+    group_comm_.fill(-1);
     stage_ = dev.stage;
     last_backward_ = kNone;
     last_grad_reduce_ = kNone;
@@ -718,6 +766,7 @@ class Lowerer {
   // Per-device lowering state.
   std::int32_t device_ = 0;
   std::int64_t rank_ = 0;
+  std::array<std::int32_t, 16> group_comm_{};  // communicator of rank_'s group by axes, -1: not yet
   std::int64_t stage_ = 0;
   std::int32_t last_backward_ = kNone;
   std::int32_t last_grad_reduce_ = kNone;

@@ -33,6 +33,13 @@ struct ParallelPlan {
   std::vector<Axis> order = {Axis::kTp, Axis::kCp, Axis::kDp, Axis::kPp};  // innermost first
   CpAlgo cp_algo = CpAlgo::kRing;
   std::int64_t mst_chunks = 1;
+  // FlashAttention (one fused kernel per attention core, Dao et al. 2022); off = the attention
+  // core as separate kernels (batched QKᵀ GEMM, scale-mask-softmax, dropout, batched ·V GEMM)
+  // as Megatron-LM ran it before FlashAttention, with the a·s² scores kept for the backward.
+  bool flash_attention = true;
+  // The calibrated fused-attention kernel ("FlashAttention-2", …); empty = the GPU calibration's
+  // default (FlashAttention-3 on H100, FlashAttention-2 on A100).
+  std::string attention_kernel;
   OptimizerStates optimizer_states = OptimizerStates::kFp32;
   bool optimizer_in_backward = false;
   // Gradient reduction in buckets overlapped with the last micro-batch's backward (PyTorch DDP,
@@ -41,6 +48,9 @@ struct ParallelPlan {
   // ZeRO ≥ 1: the updated parameters' all-gather overlaps the next iteration's forward
   // (Megatron-Core --overlap-param-gather); off = gathered right after the optimizer step.
   bool overlap_param_gather = true;
+  // Tensor-parallel all-gathers and reduce-scatters (sequence parallelism) pipelined in chunks
+  // with the GEMM next to them (Megatron-Core --tp-comm-overlap, Transformer Engine userbuffers).
+  bool tp_comm_overlap = false;
   std::int64_t grad_bucket_params = 40'000'000;  // Megatron-Core DDP default bucket size
 
   std::int64_t num_gpus() const { return tp * pp * dp * cp; }

@@ -58,6 +58,9 @@ struct Task {
   CommOp comm = CommOp::kAllReduce;
   Bytes bytes;                   // communication: nccl-tests size (see network::CollectiveRequest)
   std::int32_t communicator = -1;
+  // Collective overlapped with GEMMs (TP communication overlap): the op list whose compute time
+  // hides it; -1 = none. Only the part the GEMMs cannot hide is exposed (runtime/executor.cpp).
+  std::int32_t hidden_by = -1;
   std::uint32_t dep_begin = 0;   // dependencies: TaskGraph::deps[dep_begin, dep_begin + dep_count)
   std::uint32_t dep_count = 0;
   Bytes alloc_at_start;          // memory this task allocates when it starts

@@ -155,7 +155,7 @@ class Replay {
           group.swap(pending.arrived);
           const network::CollectiveCost cost = comm_cost(task);
           for (std::uint32_t member : group) exec_.comm[member] = {cost.algorithm, cost.protocol};
-          start(group, cost.time);
+          start(group, task.hidden_by >= 0 ? exposed_time(task, cost.time) : cost.time);
         }
         break;
       }
@@ -212,9 +212,22 @@ class Replay {
 
   Duration compute_time(const Task& task) {
     if (task.ops < 0) return task.duration;
-    auto& cached = op_time_[static_cast<std::size_t>(task.ops)];
-    if (cached == Duration::max()) cached = op_list_time(compute_, g_.op_lists[static_cast<std::size_t>(task.ops)]);
+    return list_time(task.ops);
+  }
+  Duration list_time(std::int32_t list) {
+    auto& cached = op_time_[static_cast<std::size_t>(list)];
+    if (cached == Duration::max()) cached = op_list_time(compute_, g_.op_lists[static_cast<std::size_t>(list)]);
     return cached;
+  }
+
+  // A collective pipelined with GEMMs in as many chunks as its group has ranks (Transformer
+  // Engine's ring-exchange overlap): every chunk but one hides behind the GEMMs' time, so the
+  // exposed part is the larger of one chunk and what the GEMMs leave uncovered.
+  Duration exposed_time(const Task& task, Duration comm) {
+    const auto n = static_cast<std::int64_t>(g_.communicators[static_cast<std::size_t>(task.communicator)].ranks.size());
+    const Duration one_chunk = Duration::from_ps(comm.ps() / std::max<std::int64_t>(1, n));
+    const Duration uncovered = comm - std::min(comm, list_time(task.hidden_by));
+    return std::max(one_chunk, uncovered);
   }
 
   network::CollectiveCost comm_cost(const Task& task) {

@@ -265,8 +265,9 @@ std::string chrome_trace_json(const parallel::TaskGraph& g, const runtime::Execu
   bool with_cp = false;
   for (const auto& d : g.devices) with_cp = with_cp || d.coord[parallel::Axis::kCp] != 0;
 
-  // Flow arrows. A pipeline transfer links the send slice, the matching receive (same start:
-  // both run as one transfer) and the first compute slice on the receiver that waits for it; the
+  // Flow arrows. A pipeline transfer links the send slice to the first slice on the receiver
+  // that waits for it (a compute block, or the TP all-gather in front of it with sequence
+  // parallelism), through the matching receive when that starts later than the send; the
   // k-th send on a pair communicator matches the k-th receive on it. A collective links the
   // slices of its written members in rank order; the k-th call on a communicator by each member
   // belongs to the same collective (NCCL matches calls by issue order).
@@ -276,11 +277,11 @@ std::string chrome_trace_json(const parallel::TaskGraph& g, const runtime::Execu
   std::vector<Flow> flows;
   std::int64_t pipeline_flows = 0, collective_flows = 0;
   {
-    // First compute task on the same device that depends on each task (by start time).
+    // First task on the same device that depends on each receive (by start time).
     std::vector<std::int64_t> consumer(g.tasks.size(), -1);
     for (std::size_t t = 0; t < g.tasks.size(); ++t) {
       const Task& task = g.tasks[t];
-      if (task.kind != TaskKind::kCompute) continue;
+      if (task.kind == TaskKind::kP2p) continue;
       for (std::uint32_t i = 0; i < task.dep_count; ++i) {
         const std::uint32_t dep = g.deps[task.dep_begin + i];
         if (g.tasks[dep].kind != TaskKind::kP2p || g.tasks[dep].device != task.device) continue;
@@ -307,11 +308,15 @@ std::string chrome_trace_json(const parallel::TaskGraph& g, const runtime::Execu
           const auto& send_list = members.at(g.communicators[c].ranks[0]);
           const auto& recv_list = members.at(g.communicators[c].ranks[1]);
           const std::size_t send = send_list[k], recv = recv_list[k];
-          f.tasks = {send, recv};
+          // The receive starts with the send (one transfer); when the consumer starts later
+          // the arrow goes from the send to it directly: a viewer keying steps by time would
+          // otherwise keep the receive in place of the send and lose the device crossing.
+          f.tasks = {send};
           const std::int64_t use = consumer[recv];
-          if (use >= 0 && ex.timings[static_cast<std::size_t>(use)].start > ex.timings[send].start) {
-            f.tasks.push_back(static_cast<std::size_t>(use));
-          }
+          const SimTime sent = ex.timings[send].start;
+          const bool later_use = use >= 0 && ex.timings[static_cast<std::size_t>(use)].start > sent;
+          if (!later_use || ex.timings[recv].start != sent) f.tasks.push_back(recv);
+          if (later_use) f.tasks.push_back(static_cast<std::size_t>(use));
           ++pipeline_flows;
         } else {
           for (const auto& [rank, list] : members) f.tasks.push_back(list[k]);
@@ -365,10 +370,24 @@ std::string chrome_trace_json(const parallel::TaskGraph& g, const runtime::Execu
              ",\"args\":{\"sort_index\":" + std::to_string(thread_order(stream)) + "}}";
     }
   }
-  // Complete events, one per task.
+  // Complete events, one per task, in order of start time (then rank and stream): viewers that
+  // take a flow's steps in file order (Chrome DevTools) then draw every arrow forward in time.
+  std::vector<std::size_t> order;
+  order.reserve(g.tasks.size());
   for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+    if (is_written(g.tasks[t])) order.push_back(t);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& ta = g.tasks[a];
+    const auto& tb = g.tasks[b];
+    const SimTime sa = ex.timings[a].start, sb = ex.timings[b].start;
+    if (sa != sb) return sa < sb;
+    const std::int32_t ra = names.rank_of(ta), rb = names.rank_of(tb);
+    if (ra != rb) return ra < rb;
+    return static_cast<int>(ta.stream) < static_cast<int>(tb.stream);
+  });
+  for (const std::size_t t : order) {
     const Task& task = g.tasks[t];
-    if (!is_written(task)) continue;
     const auto& tm = ex.timings[t];
     begin_event();
     ++size.slices;

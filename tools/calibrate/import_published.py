@@ -22,7 +22,8 @@ Rows of the published sources deliberately not used:
     TF32 rows (the simulator has no tf32 dtype); Horace He zero- and integer-initialised rows
     (the source says they overstate by 10-15%); shape-less summary rows (DeepGEMM/ThunderKittens
     best values); DeepGEMM masked grouped rows (tokens per group vary at run time).
-  attention.csv: non-flash kernels (PyTorch standard, xformers, Triton, cuDNN, FA1); FP8
+  attention.csv: PyTorch standard attention, xformers, cuDNN and the Triton tutorial kernels (the
+    unfused core is modeled op by op; the others have no training-framework use modeled); FP8
     attention (causal flag inferred by the transcriber; the simulator runs attention in bf16);
     Azure single points (direction and causal flag not identifiable); shape-less best values.
   memory_bw.csv: H100 PCIe and A800 PCIe rows (other GPU variants); L2-resident plateaus;
@@ -284,6 +285,27 @@ def attn_table(name, kernel, rows, prov, role=None, point_fn=attn_point):
     return out
 
 
+def older_kernel_tables(att, gpu, kernels):
+    """Forward+backward tables of the kernels that preceded FlashAttention-2, from the same
+    benchmark figure as the FlashAttention-2 bars (one setup, one machine): FlashAttention v1
+    (Dao et al. 2022) and the Triton FlashAttention of the flash-attention repository (the kernel
+    of frameworks that needed an attention bias, e.g. MPT's ALiBi, in 2023)."""
+    t = []
+    for csv_name, kernel, short in kernels:
+        fb = [r for r in att if r["gpu"] == gpu and r["kernel"] == csv_name
+              and r["direction"] == "fwd+bwd" and r["tflops"]]
+        if not fb:
+            continue
+        figure = "a100" if gpu.startswith("A100") else "h100"
+        t += attn_table("%s %s fwd+bwd" % (short, figure.upper()), kernel, fb, (
+            fb[0]["source"], "2023-07 (repo snapshot 0251105)",
+            "%s as benchmarked beside FlashAttention-2; versions not stated in the figure" % kernel,
+            "bar labels transcribed from the benchmark figure; " + FA_SETUP,
+            "selected with --attention-kernel %s; the forward share of a shape's time comes from "
+            "the direction split of this file's attention model" % kernel))
+    return t
+
+
 def attention_tables(att, gpu):
     def rows(g, kernel, direction, dtype_prefix, src_contains):
         return [r for r in att if r["gpu"] == g and r["kernel"] == kernel
@@ -297,7 +319,12 @@ def attention_tables(att, gpu):
             "FlashAttention-2 as benchmarked for the paper; PyTorch/CUDA versions not stated in "
             "the figure", "bar labels transcribed from the benchmark figure; " + FA_SETUP,
             "one bar hidden by the legend is left out; labels marked approx were partly occluded"))
+        t += older_kernel_tables(att, gpu, [("FlashAttention (v1)", "FlashAttention-1", "FA1"),
+                                            ("FlashAttention Triton", "FlashAttention-Triton",
+                                             "FA Triton")])
     elif gpu == "H100-SXM5-80GB":
+        # (FlashAttention v1 on H100 is published only as forward+backward, and this file has no
+        # other GPU to split its directions by: not imported.)
         fb = rows(gpu, "FlashAttention-2", "fwd+bwd", "fp16/bf16", "flash2_h100")
         t += attn_table("FA2 repo H100 fwd+bwd", "FlashAttention-2", fb, (
             fb[0]["source"], "2023 (repo snapshot 0251105)",

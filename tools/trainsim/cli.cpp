@@ -1,5 +1,9 @@
 #include "tools/trainsim/cli.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "sim/base/diagnostic.h"
@@ -26,6 +30,23 @@ bool parse_flags(const Args& args, const po::options_description& options, po::v
     throw InputError(Diagnostic{"", 0, "", e.what()});
   }
   return true;
+}
+
+void write_file_atomic(const std::string& path, std::string_view data, const char* flag) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  bool ok = false;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.close();
+    ok = static_cast<bool>(out);
+  }
+  std::error_code ec;
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) {
+    std::filesystem::remove(tmp, ec);
+    throw InputError(Diagnostic{path, 0, flag, "cannot write the file"});
+  }
 }
 
 Format parse_format(const std::string& value, bool allow_csv) {

@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ts::cli {
@@ -25,6 +26,10 @@ struct Command {
 // Returns false (after printing help to stdout) when --help was given.
 bool parse_flags(const Args& args, const boost::program_options::options_description& options,
                  boost::program_options::variables_map& vm, const char* usage);
+
+// Writes `data` to `path` through a temporary file in the same folder renamed over it, so that
+// a failed or interrupted write leaves no partial file. Throws InputError naming `flag`.
+void write_file_atomic(const std::string& path, std::string_view data, const char* flag);
 
 enum class Format { kText, kJson, kCsv };
 Format parse_format(const std::string& value, bool allow_csv);

@@ -46,6 +46,7 @@ Bytes parse_collective_size(const std::string& text, const std::string& flag) {
   else if (unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
   else bad_flag(flag, "unknown size unit '" + text.substr(used) + "' (known: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)");
   if (!std::isfinite(value) || value <= 0) bad_flag(flag, "must be > 0 (got '" + text + "')");
+  if (value * scale > 0x1p50) bad_flag(flag, "must be at most 1 PiB (got '" + text + "')");
   return Bytes::from_real(value * scale);
 }
 

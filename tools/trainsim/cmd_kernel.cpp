@@ -37,6 +37,9 @@ std::int64_t need(const po::variables_map& vm, const char* name, const std::stri
   if (!vm.count(name)) bad(flag, "required by --op " + op);
   const std::int64_t v = vm[name].as<std::int64_t>();
   if (v <= 0) bad(flag, "must be > 0 (got " + std::to_string(v) + ")");
+  // Far above any real kernel; keeps tile, wave and block counts inside int64.
+  constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;
+  if (v > kMaxDim) bad(flag, "must be <= " + std::to_string(kMaxDim) + " (got " + std::to_string(v) + ")");
   return v;
 }
 
@@ -65,6 +68,7 @@ Bytes parse_size(const std::string& text, const std::string& flag) {
   else if (lower == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
   else bad(flag, "unknown size unit '" + unit + "' (known: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)");
   if (!std::isfinite(value) || value <= 0) bad(flag, "must be > 0 (got '" + text + "')");
+  if (value * scale > 0x1p50) bad(flag, "must be at most 1 PiB (got '" + text + "')");
   return Bytes::from_real(value * scale);
 }
 

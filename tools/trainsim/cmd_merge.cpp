@@ -46,10 +46,7 @@ int cmd_merge(const Args& args) {
   const driver::MergeResult m = driver::merge_sweep_files(inputs);
   if (vm.count("out")) {
     const std::string path = vm["out"].as<std::string>();
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << m.csv;
-    out.close();
-    if (!out) throw InputError(Diagnostic{path, 0, "--out", "cannot write the file"});
+    write_file_atomic(path, m.csv, "--out");
   }
   std::cout << "merged " << inputs.size() << " files: " << m.records.size() << " plans";
   if (m.duplicates > 0) std::cout << " (" << m.duplicates << " identical rows found twice)";

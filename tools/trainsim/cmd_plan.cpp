@@ -2,6 +2,7 @@
 // trains the token budget before the deadline, with GPU-hours and cost.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -35,8 +36,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 double positive_number(const std::string& s, const char* flag) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || !(v > 0)) {
-    throw InputError(Diagnostic{"", 0, flag, "expected a positive number (got '" + s + "')"});
+  if (s.empty() || end != s.c_str() + s.size() || !(v > 0) || !std::isfinite(v)) {
+    throw InputError(Diagnostic{"", 0, flag, "expected a positive finite number (got '" + s + "')"});
   }
   return v;
 }
@@ -181,10 +182,7 @@ int cmd_plan(const Args& args) {
   const std::string json = driver::sizing_json(spec, choices);
   if (vm.count("json")) {
     const std::string path = vm["json"].as<std::string>();
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << json;
-    out.close();
-    if (!out) throw InputError(Diagnostic{path, 0, "--json", "cannot write the file"});
+    write_file_atomic(path, json, "--json");
   }
   if (format == Format::kJson) {
     std::cout << json;

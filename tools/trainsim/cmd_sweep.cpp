@@ -72,6 +72,9 @@ int cmd_sweep(const Args& args) {
       ("order", po::value<std::string>()->default_value("tp,cp,dp,pp"), "rank order, innermost first")
       ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
       ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
+      ("unfused-attention", po::bool_switch(), "attention core as separate kernels, not FlashAttention")
+      ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel (default: the GPU's)")
+      ("tp-comm-overlap", po::bool_switch(), "overlap TP collectives with GEMMs in plans with sequence parallelism")
       ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward pass, not overlapped")
       ("no-overlap-param-gather", po::bool_switch(), "gather ZeRO parameters after the step, not overlapped");
   add_axis_flags(o, AxisDefaults{});
@@ -112,6 +115,9 @@ int cmd_sweep(const Args& args) {
   b.global_batch = vm["global-batch"].as<std::int64_t>();
   b.seq_len = vm["seq"].as<std::int64_t>();
   b.optimizer_in_backward = vm["optimizer-in-backward"].as<bool>();
+  b.flash_attention = !vm["unfused-attention"].as<bool>();
+  b.attention_kernel = vm["attention-kernel"].as<std::string>();
+  b.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
   b.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
   b.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });

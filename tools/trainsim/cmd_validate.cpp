@@ -30,9 +30,7 @@ int cmd_validate(const Args& args) {
   const driver::ValidationReport report = driver::validate(runs, options);
   if (vm.count("out")) {
     const std::string path = vm["out"].as<std::string>();
-    std::ofstream out(path, std::ios::binary);
-    out << driver::validation_csv(report);
-    if (!out) throw InputError(Diagnostic{path, 0, "--out", "cannot write the file"});
+    write_file_atomic(path, driver::validation_csv(report), "--out");
   }
   std::cout << (format == Format::kJson ? driver::validation_json(report) : driver::validation_text(report));
   return kExitOk;

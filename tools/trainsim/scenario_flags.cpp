@@ -48,6 +48,9 @@ void add_scenario_flags(po::options_description& o) {
       ("mst-chunks", po::value<std::int64_t>()->default_value(1), "Mini-Sequence Transformer chunks")
       ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
       ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
+      ("unfused-attention", po::bool_switch(), "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")
+      ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")
+      ("tp-comm-overlap", po::bool_switch(), "overlap TP all-gathers/reduce-scatters with their GEMMs (needs --sequence-parallel)")
       ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward, not in buckets during it")
       ("no-overlap-param-gather", po::bool_switch(), "ZeRO 1/2: gather parameters after the step, not during the next forward");
 }
@@ -82,6 +85,9 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   p.optimizer_in_backward = vm["optimizer-in-backward"].as<bool>();
   p.mst_chunks = vm["mst-chunks"].as<std::int64_t>();
+  p.flash_attention = !vm["unfused-attention"].as<bool>();
+  p.attention_kernel = vm["attention-kernel"].as<std::string>();
+  p.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
   p.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
   p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   if (vm.count("dp")) {
@@ -102,10 +108,10 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   if (vm.count("pp-layers")) {
     collect(problems, [&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
-  if (gpus <= 0 || gpus > (std::int64_t{1} << 30)) {
+  if (gpus <= 0 || gpus > config::kMaxGpus) {
     problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(gpus)});
   }
-  sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= (std::int64_t{1} << 30) ? gpus : 1);
+  sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= config::kMaxGpus ? gpus : 1);
   if (model && cluster) {
     for (auto& d : config::check_plan(p, *model, *cluster, gpus)) problems.add(std::move(d));
   }

@@ -47,6 +47,16 @@ TEST_CASE("the base plan is valid") {
   CHECK_NOTHROW(make_scenario(f.model, f.cluster, f.gpus, f.plan));
 }
 
+TEST_CASE("context parallelism needs flash attention") {
+  Fixture f;
+  f.plan.flash_attention = false;
+  CHECK(f.check().empty());
+  f.plan.tp = 4;
+  f.plan.cp = 2;
+  const auto d = only(f.check(), "--unfused-attention");
+  CHECK(d.message.find("cp 2") != std::string::npos);
+}
+
 TEST_CASE("sizes must be positive, and zero sizes do not break the other rules") {
   Fixture f;
   f.plan.tp = 0;

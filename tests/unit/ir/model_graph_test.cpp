@@ -111,3 +111,77 @@ TEST_CASE("backward lists run in reverse order of the forward") {
   CHECK(std::string(layer.mlp.backward.front().name) == layer.mlp.forward.back().name);
   for (const auto& op : layer.mlp.backward) CHECK(op.backward);
 }
+
+TEST_CASE("unfused attention: batched QKᵀ and ·V GEMMs over every score, softmax and dropout") {
+  // Megatron-LM's attention core without FlashAttention: per head, QKᵀ is s×d by d×s and the
+  // probabilities times V are s×s by s×d, 2·s²·d FLOPs each, with no causal saving; the
+  // softmax reads and writes the b·a/t·s² scores, GPT's dropout writes them and a 1-byte mask.
+  const ModelSpec m = gpt(2, 1024, 16);
+  LayerShape s;
+  s.micro_batch = 4;
+  s.seq = 1024;
+  s.full_seq = 1024;
+  s.tp = 2;
+  s.flash_attention = false;
+  const LayerOps layer = build_layer(m, s);
+  const double batch = 4.0 * 16 / 2, sq = 1024, d = 64;
+  double core_flops = 0;
+  std::int64_t softmax_bytes = -1, dropout_bytes = -1;
+  int core_ops = 0;
+  for (const auto& op : layer.attention.forward) {
+    CHECK(op.kind != OpKind::kAttention);
+    if (!op.core) continue;
+    ++core_ops;
+    if (op.kind == OpKind::kGemm) {
+      CHECK(op.gemm.batch == 32);
+      CHECK(op.dtype == Dtype::kBf16);
+      core_flops += op.flops.value();
+    }
+    if (std::string(op.name) == "scale_mask_softmax") softmax_bytes = op.moved.count();
+    if (std::string(op.name) == "attention_dropout") dropout_bytes = op.moved.count();
+  }
+  CHECK(core_ops == 4);
+  CHECK(core_flops == Approx(2 * 2.0 * batch * sq * sq * d));
+  const std::int64_t scores = 32LL * 1024 * 1024;
+  CHECK(softmax_bytes == 2 * 2 * scores);
+  CHECK(dropout_bytes == 2 * (2 * scores + scores / 2));
+  // Twice the FLOPs of the causal flash kernel, which skips the upper triangle.
+  s.flash_attention = true;
+  double flash = 0;
+  for (const auto& op : build_layer(m, s).attention.forward) {
+    if (op.kind == OpKind::kAttention) flash += op.flops.value();
+  }
+  CHECK(core_flops == Approx(2 * flash));
+  // Context-parallel splitting keeps all four kernels in the core.
+  s.flash_attention = false;
+  const SplitAttention split = split_attention(build_layer(m, s).attention);
+  CHECK(split.core.forward.size() == 4);
+  CHECK(std::string(split.pre.forward.back().name) == "qkv");
+  CHECK(std::string(split.post.forward.front().name) == "attn_out");
+}
+
+TEST_CASE("FP8 linear layers cast input and weight first: 4 bytes moved per element") {
+  // Transformer Engine's cast_transpose reads a bf16 operand (2 bytes) and writes it in FP8 as is
+  // and transposed (1 + 1 bytes); bf16 runs have no casts.
+  const ModelSpec m = llama3_8b();
+  LayerShape s;
+  s.micro_batch = 1;
+  s.seq = 4096;
+  s.full_seq = 4096;
+  s.tp = 2;
+  s.gemm_dtype = Dtype::kFp8;
+  const LayerOps layer = build_layer(m, s);
+  const auto& mlp = layer.mlp.forward;
+  int casts = 0;
+  for (std::size_t i = 0; i < mlp.size(); ++i) {
+    if (mlp[i].kind != OpKind::kGemm) continue;
+    REQUIRE(i > 0);
+    const Op& cast = mlp[i - 1];
+    CHECK(std::string(cast.name) == "fp8_cast");
+    CHECK(cast.moved.count() == 4 * (mlp[i].gemm.m * mlp[i].gemm.k + mlp[i].gemm.k * mlp[i].gemm.n));
+    ++casts;
+  }
+  CHECK(casts == 2);  // gate/up and down projections
+  s.gemm_dtype = Dtype::kBf16;
+  for (const auto& op : build_layer(m, s).mlp.forward) CHECK(std::string(op.name) != "fp8_cast");
+}
