@@ -1,4 +1,5 @@
 // Hardware sizing over GPU kinds, fabrics and cluster sizes, each size swept over every plan.
+#include "sim/base/format.h"
 #include "sim/driver/plan_hw.h"
 
 #include <algorithm>
@@ -13,15 +14,6 @@
 
 namespace ts::driver {
 namespace {
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-#pragma GCC diagnostic pop
 
 // Columns of a sweep row by name.
 class RowReader {
@@ -123,8 +115,8 @@ config::Cluster apply_fabric(config::Cluster c, const FabricOption& f) {
 
 std::string fabric_label(const config::Cluster& c) {
   const auto& n = c.cluster.node;
-  return fmt("%gG", n.nic_bandwidth.bytes_per_s() * 8e-9) + " x" + std::to_string(n.nics_per_node) +
-         ", " + fmt("%g:1", c.cluster.fabric.oversubscription);
+  return format_double("%gG", n.nic_bandwidth.bytes_per_s() * 8e-9) + " x" + std::to_string(n.nics_per_node) +
+         ", " + format_double("%g:1", c.cluster.fabric.oversubscription);
 }
 
 std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
@@ -166,7 +158,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         // Even at 100 % MFU these GPUs would need this many days.
         const double ideal_days = peak > 0 ? total_flops / (static_cast<double>(n) * peak) / 86400.0 : INFINITY;
         if (ideal_days > spec.days) {
-          trial.outcome = "skipped: " + fmt("%.1f", ideal_days) + " days even at 100% MFU";
+          trial.outcome = "skipped: " + format_double("%.1f", ideal_days) + " days even at 100% MFU";
           ch.trials.push_back(trial);
           continue;
         }
@@ -224,16 +216,16 @@ std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>
   for (const auto& c : choices) {
     if (!c.found) {
       t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, "-", "-",
-                   "no candidate size meets " + fmt("%g", spec.days) + " days", "-", "-", "-", "-",
-                   c.usd_per_gpu_hour ? fmt("%.3f", *c.usd_per_gpu_hour) : "n/a", "-", "-"});
+                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-", "-", "-",
+                   c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-", "-"});
       continue;
     }
     const auto f = rr.fields(c.best);
     const std::int64_t nodes = c.gpus_per_node > 0 ? (c.num_gpus + c.gpus_per_node - 1) / c.gpus_per_node : 0;
     t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, std::to_string(c.num_gpus), std::to_string(nodes),
-                 plan_text(rr, f), fmt("%.3g", c.tokens_per_s), fmt("%.1f%%", 100 * c.mfu), fmt("%.1f", c.days),
-                 fmt("%.3gM", c.gpu_hours * 1e-6), c.usd_per_gpu_hour ? fmt("%.3f", *c.usd_per_gpu_hour) : "n/a",
-                 c.cost_usd ? "$" + fmt("%.1fM", *c.cost_usd * 1e-6) : "n/a",
+                 plan_text(rr, f), format_double("%.3g", c.tokens_per_s), format_double("%.1f%%", 100 * c.mfu), format_double("%.1f", c.days),
+                 format_double("%.3gM", c.gpu_hours * 1e-6), c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
+                 c.cost_usd ? "$" + format_double("%.1fM", *c.cost_usd * 1e-6) : "n/a",
                  c.within_budget ? (*c.within_budget ? "within" : "over") : "-"});
   }
   std::vector<std::size_t> w(t.front().size(), 0);

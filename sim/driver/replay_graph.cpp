@@ -1,3 +1,4 @@
+#include "sim/base/format.h"
 #include "sim/driver/replay_graph.h"
 
 #include <algorithm>
@@ -619,15 +620,6 @@ ordered_json time_json(const runtime::TimeBreakdown& t) {
   return j;
 }
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-#pragma GCC diagnostic pop
-
 }  // namespace
 
 Duration compute_node_time(const compute::ComputeModel& compute, const config::ChakraNode& node) {
@@ -773,22 +765,22 @@ std::string graph_report_text(const GraphWorkload& w, const config::Cluster& clu
   line("cluster", cluster.cluster.name + ", " + std::to_string(w.graph.devices.size()) + " × " + cluster.gpu.name);
   line("status", std::string(status_name(r.status)) + (r.reason.empty() ? "" : " (" + r.reason + ")"));
   if (r.iteration_time_s > 0) {
-    line("iteration time", fmt("%.4f s", r.iteration_time_s));
-    if (r.tokens_per_s > 0) line("throughput", fmt("%.0f tokens/s", r.tokens_per_s));
-    line(w.model_flops > 0 ? "model TFLOP/s per GPU" : "trace TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));
-    line(w.model_flops > 0 ? "MFU" : "FLOP utilization", fmt("%.1f %%", 100.0 * r.mfu));
+    line("iteration time", format_double("%.4f s", r.iteration_time_s));
+    if (r.tokens_per_s > 0) line("throughput", format_double("%.0f tokens/s", r.tokens_per_s));
+    line(w.model_flops > 0 ? "model TFLOP/s per GPU" : "trace TFLOP/s per GPU", format_double("%.1f", r.tflops_per_gpu));
+    line(w.model_flops > 0 ? "MFU" : "FLOP utilization", format_double("%.1f %%", 100.0 * r.mfu));
   }
-  line("peak memory", fmt("%.2f GiB", r.peak_memory.in_gib()) + " of " + fmt("%.2f GiB", r.memory_capacity.in_gib()));
-  line("  weights", fmt("%.2f GiB", r.memory.weights.in_gib()));
-  line("  gradients", fmt("%.2f GiB", r.memory.gradients.in_gib()));
-  line("  optimizer states", fmt("%.2f GiB", r.memory.optimizer_states.in_gib()));
-  line("  activations", fmt("%.2f GiB", r.memory.activations.in_gib()));
+  line("peak memory", format_double("%.2f GiB", r.peak_memory.in_gib()) + " of " + format_double("%.2f GiB", r.memory_capacity.in_gib()));
+  line("  weights", format_double("%.2f GiB", r.memory.weights.in_gib()));
+  line("  gradients", format_double("%.2f GiB", r.memory.gradients.in_gib()));
+  line("  optimizer states", format_double("%.2f GiB", r.memory.optimizer_states.in_gib()));
+  line("  activations", format_double("%.2f GiB", r.memory.activations.in_gib()));
   if (r.iteration_time_s > 0) {
     out += "time breakdown (device finishing last)\n";
     for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
       const Duration t = r.time.time[c];
       line(std::string("  ") + runtime::time_category_name(static_cast<runtime::TimeCategory>(c)),
-           fmt("%.4f s", t.seconds()) + fmt("  (%.1f %%)", 100.0 * t.seconds() / r.iteration_time_s));
+           format_double("%.4f s", t.seconds()) + format_double("  (%.1f %%)", 100.0 * t.seconds() / r.iteration_time_s));
     }
     // When each rank finishes, ranks with the same end time on one line.
     out += "rank end times\n";
@@ -800,7 +792,7 @@ std::string graph_report_text(const GraphWorkload& w, const config::Cluster& clu
       std::string list;
       for (std::size_t i = 0; i < ranks.size() && i < 16; ++i) list += (i ? "," : "") + std::to_string(ranks[i]);
       if (ranks.size() > 16) list += ",… (" + std::to_string(ranks.size()) + " ranks)";
-      line("  " + fmt("%.4f s", static_cast<double>(ns) * 1e-9), "ranks " + list);
+      line("  " + format_double("%.4f s", static_cast<double>(ns) * 1e-9), "ranks " + list);
     }
   }
   return out;

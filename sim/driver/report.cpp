@@ -1,3 +1,4 @@
+#include "sim/base/format.h"
 #include "sim/driver/report.h"
 
 #include <algorithm>
@@ -51,16 +52,6 @@ ordered_json time_json(const runtime::TimeBreakdown& t) {
   }
   return j;
 }
-
-// One number formatted with a printf format taken from the literals of this file.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-#pragma GCC diagnostic pop
 
 // A text table: the first `left` columns left-aligned, the others right-aligned, two spaces between.
 class Table {
@@ -181,7 +172,7 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
   std::string out;
   {
     Table t(2);
-    t.row({"model", sc.model.name + " (" + fmt("%.2f", static_cast<double>(r.parameters) * 1e-9) +
+    t.row({"model", sc.model.name + " (" + format_double("%.2f", static_cast<double>(r.parameters) * 1e-9) +
                         " B parameters)"});
     t.row({"cluster", sc.cluster.cluster.name + ", " + std::to_string(sc.num_gpus) + " × " + sc.cluster.gpu.name});
     t.row({"plan", "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", dp " + std::to_string(p.dp) +
@@ -197,14 +188,14 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
   if (replayed(r)) {
     out += "\nperformance\n";
     Table t;
-    t.row({"iteration time", fmt("%.4f", r.iteration_time_s), "s"});
-    t.row({"throughput", fmt("%.0f", r.tokens_per_s), "tokens/s"});
-    t.row({"throughput per GPU", fmt("%.1f", r.tokens_per_s / static_cast<double>(sc.num_gpus)), "tokens/s"});
-    t.row({"model FLOPs per GPU", fmt("%.1f", r.tflops_per_gpu), "TFLOP/s"});
-    t.row({"MFU", fmt("%.1f", 100.0 * r.mfu), "%"});
+    t.row({"iteration time", format_double("%.4f", r.iteration_time_s), "s"});
+    t.row({"throughput", format_double("%.0f", r.tokens_per_s), "tokens/s"});
+    t.row({"throughput per GPU", format_double("%.1f", r.tokens_per_s / static_cast<double>(sc.num_gpus)), "tokens/s"});
+    t.row({"model FLOPs per GPU", format_double("%.1f", r.tflops_per_gpu), "TFLOP/s"});
+    t.row({"MFU", format_double("%.1f", 100.0 * r.mfu), "%"});
     if (have_stats) {
-      t.row({"hardware FLOPs per GPU", fmt("%.1f", hw.tflops_per_gpu), "TFLOP/s"});
-      t.row({"HFU", fmt("%.1f", 100.0 * hw.hfu), "%"});
+      t.row({"hardware FLOPs per GPU", format_double("%.1f", hw.tflops_per_gpu), "TFLOP/s"});
+      t.row({"HFU", format_double("%.1f", 100.0 * hw.hfu), "%"});
     }
     out += t.str("  ");
   }
@@ -213,15 +204,15 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
     Table t;
     auto mem = [&](const char* name, Bytes b) {
       const double share = r.peak_memory.count() > 0 ? 100.0 * b.real() / r.peak_memory.real() : 0.0;
-      t.row({name, fmt("%.2f", b.in_gib()), "GiB", fmt("%.1f %%", share)});
+      t.row({name, format_double("%.2f", b.in_gib()), "GiB", format_double("%.1f %%", share)});
     };
     mem("weights", r.memory.weights);
     mem("gradients", r.memory.gradients);
     mem("optimizer states", r.memory.optimizer_states);
     mem("activations", r.memory.activations);
     mem("peak", r.peak_memory);
-    t.row({"capacity", fmt("%.2f", r.memory_capacity.in_gib()), "GiB",
-           fmt("%.1f %%", r.memory_capacity.count() > 0 ? 100.0 * r.peak_memory.real() / r.memory_capacity.real() : 0.0) +
+    t.row({"capacity", format_double("%.2f", r.memory_capacity.in_gib()), "GiB",
+           format_double("%.1f %%", r.memory_capacity.count() > 0 ? 100.0 * r.peak_memory.real() / r.memory_capacity.real() : 0.0) +
                " used"});
     out += t.str("  ");
     if (!r.peak_at.empty()) out += "  peak reached during " + r.peak_at + "\n";
@@ -231,8 +222,8 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
     Table t;
     for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
       const Duration d = r.time.time[c];
-      t.row({runtime::time_category_name(static_cast<TimeCategory>(c)), fmt("%.4f", d.seconds()), "s",
-             fmt("%.1f %%", 100.0 * d.seconds() / r.iteration_time_s)});
+      t.row({runtime::time_category_name(static_cast<TimeCategory>(c)), format_double("%.4f", d.seconds()), "s",
+             format_double("%.1f %%", 100.0 * d.seconds() / r.iteration_time_s)});
     }
     out += t.str("  ");
   }
@@ -241,8 +232,8 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
     Table t;
     t.row({"op", "count", "time s", "exposed s", "of iteration"});
     for (const auto& e : stats.exposed_comm) {
-      t.row({e.name, std::to_string(e.count), fmt("%.4f", e.time.seconds()), fmt("%.4f", e.exposed.seconds()),
-             fmt("%.1f %%", 100.0 * e.exposed.seconds() / r.iteration_time_s)});
+      t.row({e.name, std::to_string(e.count), format_double("%.4f", e.time.seconds()), format_double("%.4f", e.exposed.seconds()),
+             format_double("%.1f %%", 100.0 * e.exposed.seconds() / r.iteration_time_s)});
     }
     out += t.str("  ");
   }
@@ -269,7 +260,7 @@ std::string report_csv_row(const config::Scenario& sc, const RunResult& r, const
   const HardwareUtilization hw = hardware_utilization(sc, r, stats);
   const bool have_stats = stats.computed && replayed(r);
   const auto i = [](std::int64_t v) { return std::to_string(v); };
-  const auto g = [](double v) { return fmt("%.9g", v); };
+  const auto g = [](double v) { return format_double("%.9g", v); };
   std::string row = csv_quote(sc.model.name) + "," + csv_quote(sc.cluster.cluster.name) + "," +
                     csv_quote(sc.cluster.gpu.name) + "," + i(sc.num_gpus) + "," + i(p.tp) + "," + i(p.pp) + "," +
                     i(p.dp) + "," + i(p.cp) + "," + i(p.vpp) + "," + i(p.micro_batch) + "," + i(p.global_batch) +
@@ -311,10 +302,10 @@ std::string inspect_json(const config::Scenario& sc, const InspectResult& r) {
 std::string inspect_text(const config::Scenario& sc, const InspectResult& r) {
   std::string out;
   out += "model                     " + sc.model.name + "\n";
-  out += "parameters                " + fmt("%.3f B", static_cast<double>(r.parameters) * 1e-9) + "\n";
-  out += "model FLOPs / iteration   " + fmt("%.4g", r.model_flops) + "\n";
+  out += "parameters                " + format_double("%.3f B", static_cast<double>(r.parameters) * 1e-9) + "\n";
+  out += "model FLOPs / iteration   " + format_double("%.4g", r.model_flops) + "\n";
   out += "micro-batches / pipeline  " + std::to_string(r.micro_batches) + "\n";
-  out += "activations / layer / mb  " + fmt("%.3f GiB", r.layer_activation.in_gib()) + "\n";
+  out += "activations / layer / mb  " + format_double("%.3f GiB", r.layer_activation.in_gib()) + "\n";
   out += "tasks                     " + std::to_string(r.tasks) + " on " +
          std::to_string(r.simulated_devices) + " simulated devices\n";
   out += "stage  weights GiB  grads GiB  optimizer GiB  activations (1 mb) GiB\n";

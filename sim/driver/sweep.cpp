@@ -1,4 +1,5 @@
 // Sweeps: plan enumeration, the parallel runner with ordered, resumable output, CSV and merge.
+#include "sim/base/format.h"
 #include "sim/driver/sweep.h"
 
 #include <algorithm>
@@ -105,19 +106,9 @@ bool contains(const std::vector<std::int64_t>& v, std::int64_t x) {
   return std::binary_search(v.begin(), v.end(), x);
 }
 
-// printf-style formatting of one number with a format taken from the literals of this file.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-#pragma GCC diagnostic pop
-
 // Shortest round-trip-safe form is not needed: 9 significant digits identify a double to well
 // below any modelled effect, and the same double always prints the same.
-std::string num(double v) { return fmt("%.9g", v); }
+std::string num(double v) { return format_double("%.9g", v); }
 
 std::string quote(std::string_view s) {  // RFC 4180; newlines would break line-based reading
   std::string o = "\"";
@@ -730,10 +721,10 @@ std::string format_top_table(const std::vector<SweepRecord>& records) {
   for (const auto& r : records) {
     const auto f = split_csv_line(r.line);
     const auto get = [&](const char* c) { return f[at.at(c)]; };
-    table.push_back({std::to_string(++rank), fmt("%.0f", parse_double(get("tokens_per_s"))),
-                     fmt("%.1f%%", 100.0 * parse_double(get("mfu"))),
-                     fmt("%.3f", parse_double(get("iteration_time_s"))),
-                     fmt("%.1f", parse_double(get("peak_memory_bytes")) / 1073741824.0), get("tp"),
+    table.push_back({std::to_string(++rank), format_double("%.0f", parse_double(get("tokens_per_s"))),
+                     format_double("%.1f%%", 100.0 * parse_double(get("mfu"))),
+                     format_double("%.3f", parse_double(get("iteration_time_s"))),
+                     format_double("%.1f", parse_double(get("peak_memory_bytes")) / 1073741824.0), get("tp"),
                      get("pp"), get("dp"), get("cp"), get("vpp"), get("micro_batch"),
                      get("schedule"), get("zero"), get("sequence_parallel") == "true" ? "on" : "off",
                      get("recompute"), get("cp_algo"), get("mst_chunks"), std::to_string(r.plan_id)});
