@@ -40,6 +40,16 @@ class InternalError : public std::logic_error {
 class DiagnosticList {
  public:
   void add(Diagnostic d) { items_.push_back(std::move(d)); }
+  // Runs `action`; the diagnostics of an InputError it throws are added here instead, so that
+  // every problem of an input is reported at once.
+  template <class F>
+  void collect(F&& action) {
+    try {
+      action();
+    } catch (const InputError& e) {
+      for (const auto& d : e.diagnostics()) add(d);
+    }
+  }
   bool empty() const { return items_.empty(); }
   const std::vector<Diagnostic>& items() const { return items_; }
   // Throws InputError with everything collected, if anything was.

@@ -88,27 +88,20 @@ int cmd_plan(const Args& args) {
   const Format format = parse_format(vm["format"].as<std::string>(), false);
 
   DiagnosticList problems;
-  const auto collect = [&](auto&& f) {
-    try {
-      f();
-    } catch (const InputError& e) {
-      for (const auto& d : e.diagnostics()) problems.add(d);
-    }
-  };
   driver::SizingSpec spec;
-  collect([&] { spec.model = config::load_model(vm["model"].as<std::string>()); });
-  collect([&] { spec.tokens = positive_number(vm["tokens"].as<std::string>(), "--tokens"); });
-  collect([&] { spec.days = positive_number(vm["days"].as<std::string>(), "--days"); });
-  if (vm.count("budget")) collect([&] { spec.budget_usd = positive_number(vm["budget"].as<std::string>(), "--budget"); });
+  problems.collect([&] { spec.model = config::load_model(vm["model"].as<std::string>()); });
+  problems.collect([&] { spec.tokens = positive_number(vm["tokens"].as<std::string>(), "--tokens"); });
+  problems.collect([&] { spec.days = positive_number(vm["days"].as<std::string>(), "--days"); });
+  if (vm.count("budget")) problems.collect([&] { spec.budget_usd = positive_number(vm["budget"].as<std::string>(), "--budget"); });
   std::vector<driver::GpuOffer> table;
-  collect([&] {
+  problems.collect([&] {
     table = driver::load_prices(vm.count("prices") ? std::filesystem::path(vm["prices"].as<std::string>())
                                                    : driver::default_prices_path());
   });
   if (vm.count("price")) {
     for (const auto& arg : vm["price"].as<std::vector<std::string>>()) {
       for (const auto& item : split(arg, ',')) {
-        collect([&] {
+        problems.collect([&] {
           const auto eq = item.find('=');
           if (eq == std::string::npos) throw InputError(Diagnostic{"", 0, "--price", "expected KIND=USD (got '" + item + "')"});
           const std::string kind = item.substr(0, eq);
@@ -139,10 +132,10 @@ int cmd_plan(const Args& args) {
       problems.add({"", 0, "--gpus-from", "unknown GPU kind '" + kind + "' (the price table lists " + known + ")"});
     }
   }
-  collect([&] { spec.cluster_sizes = config::parse_int_list(vm["gpus"].as<std::string>(), "--gpus"); });
+  problems.collect([&] { spec.cluster_sizes = config::parse_int_list(vm["gpus"].as<std::string>(), "--gpus"); });
   std::vector<double> nics, overs;
-  collect([&] { nics = number_list(vm, "nic-gbits"); });
-  collect([&] { overs = number_list(vm, "oversubscription"); });
+  problems.collect([&] { nics = number_list(vm, "nic-gbits"); });
+  problems.collect([&] { overs = number_list(vm, "oversubscription"); });
   if (nics.empty()) nics.push_back(0);  // 0: as in the cluster file
   if (overs.empty()) overs.push_back(0);
   for (double nic : nics) {
@@ -162,8 +155,8 @@ int cmd_plan(const Args& args) {
   b.global_batch = vm.count("global-batch") ? vm["global-batch"].as<std::int64_t>()
                                             : std::max<std::int64_t>(1, (std::int64_t{4} << 20) / std::max<std::int64_t>(1, b.seq_len));
   if (b.global_batch <= 0) problems.add({"", 0, "--global-batch", "must be > 0"});
-  collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
-  collect([&] { spec.axes = axes_from_flags(vm); });
+  problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  problems.collect([&] { spec.axes = axes_from_flags(vm); });
   spec.threads = vm["threads"].as<int>();
   problems.throw_if_any();
 

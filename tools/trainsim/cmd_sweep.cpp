@@ -97,16 +97,9 @@ int cmd_sweep(const Args& args) {
   const Format format = parse_format(vm["format"].as<std::string>(), false);
 
   DiagnosticList problems;
-  const auto collect = [&](auto&& f) {
-    try {
-      f();
-    } catch (const InputError& e) {
-      for (const auto& d : e.diagnostics()) problems.add(d);
-    }
-  };
   driver::SweepSpec spec;
-  collect([&] { spec.model = config::load_model(vm["model"].as<std::string>()); });
-  collect([&] { spec.cluster = config::load_cluster(vm["cluster"].as<std::string>()); });
+  problems.collect([&] { spec.model = config::load_model(vm["model"].as<std::string>()); });
+  problems.collect([&] { spec.cluster = config::load_cluster(vm["cluster"].as<std::string>()); });
   spec.num_gpus = vm["gpus"].as<std::int64_t>();
   if (spec.num_gpus <= 0 || spec.num_gpus > (std::int64_t{1} << 30)) {
     problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(spec.num_gpus)});
@@ -120,20 +113,20 @@ int cmd_sweep(const Args& args) {
   b.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
   b.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
   b.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
-  collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
-  collect([&] { b.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
-  collect([&] {
+  problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  problems.collect([&] { b.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
+  problems.collect([&] {
     b.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
   });
-  collect([&] { spec.axes = axes_from_flags(vm); });
+  problems.collect([&] { spec.axes = axes_from_flags(vm); });
   driver::SweepOptions so;
   so.threads = vm["threads"].as<int>();
   if (so.threads < 0) problems.add({"", 0, "--threads", "must be >= 0"});
   so.stop_after = vm["stop-after"].as<std::int64_t>();
   if (vm.count("shard")) {
-    collect([&] { so.shard = driver::parse_shard(vm["shard"].as<std::string>(), "--shard"); });
+    problems.collect([&] { so.shard = driver::parse_shard(vm["shard"].as<std::string>(), "--shard"); });
   } else {
-    collect([&] {
+    problems.collect([&] {
       if (auto s = driver::slurm_shard([](const char* name) { return std::getenv(name); })) so.shard = *s;
     });
   }

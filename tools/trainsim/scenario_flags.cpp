@@ -9,20 +9,6 @@
 namespace po = boost::program_options;
 
 namespace ts::cli {
-namespace {
-
-// Runs `parse` (a config/names.h parser that throws InputError naming the flag), collecting its
-// problems instead of stopping at the first.
-template <class F>
-void collect(DiagnosticList& problems, F&& parse) {
-  try {
-    parse();
-  } catch (const InputError& e) {
-    for (const auto& d : e.diagnostics()) problems.add(d);
-  }
-}
-
-}  // namespace
 
 void add_scenario_flags(po::options_description& o) {
   o.add_options()
@@ -61,16 +47,8 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   // Files first: their problems carry file and line.
   std::optional<ir::ModelSpec> model;
   std::optional<config::Cluster> cluster;
-  try {
-    model = config::load_model(vm["model"].as<std::string>());
-  } catch (const InputError& e) {
-    for (const auto& d : e.diagnostics()) problems.add(d);
-  }
-  try {
-    cluster = config::load_cluster(vm["cluster"].as<std::string>());
-  } catch (const InputError& e) {
-    for (const auto& d : e.diagnostics()) problems.add(d);
-  }
+  problems.collect([&] { model = config::load_model(vm["model"].as<std::string>()); });
+  problems.collect([&] { cluster = config::load_cluster(vm["cluster"].as<std::string>()); });
 
   auto& p = sc.plan;
   const auto gpus = vm["gpus"].as<std::int64_t>();
@@ -97,16 +75,16 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
     const std::int64_t mp = p.tp * p.pp * p.cp;
     p.dp = mp > 0 ? std::max<std::int64_t>(1, gpus / mp) : 1;
   }
-  collect(problems, [&] { p.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
-  collect(problems, [&] { p.recompute = config::parse_recompute(vm["recompute"].as<std::string>(), "--recompute"); });
-  collect(problems, [&] { p.schedule = config::parse_schedule(vm["schedule"].as<std::string>(), "--schedule"); });
-  collect(problems, [&] { p.cp_algo = config::parse_cp_algo(vm["cp-algo"].as<std::string>(), "--cp-algo"); });
-  collect(problems, [&] {
+  problems.collect([&] { p.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  problems.collect([&] { p.recompute = config::parse_recompute(vm["recompute"].as<std::string>(), "--recompute"); });
+  problems.collect([&] { p.schedule = config::parse_schedule(vm["schedule"].as<std::string>(), "--schedule"); });
+  problems.collect([&] { p.cp_algo = config::parse_cp_algo(vm["cp-algo"].as<std::string>(), "--cp-algo"); });
+  problems.collect([&] {
     p.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
   });
-  collect(problems, [&] { p.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
+  problems.collect([&] { p.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
   if (vm.count("pp-layers")) {
-    collect(problems, [&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
+    problems.collect([&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
   if (gpus <= 0 || gpus > config::kMaxGpus) {
     problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(gpus)});

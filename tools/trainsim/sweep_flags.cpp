@@ -58,15 +58,8 @@ void add_axis_flags(po::options_description& o, const AxisDefaults& d) {
 driver::SweepAxes axes_from_flags(const po::variables_map& vm) {
   DiagnosticList problems;
   driver::SweepAxes a;
-  const auto collect = [&](auto&& f) {
-    try {
-      f();
-    } catch (const InputError& e) {
-      for (const auto& d : e.diagnostics()) problems.add(d);
-    }
-  };
   const auto ints = [&](const char* name, std::vector<std::int64_t>& out, bool allow_all) {
-    collect([&] {
+    problems.collect([&] {
       const std::string flag = std::string("--") + name;
       const std::string text = vm[name].as<std::string>();
       if (text == "all") {
@@ -87,25 +80,25 @@ driver::SweepAxes axes_from_flags(const po::variables_map& vm) {
   ints("vpp", a.vpp, true);
   ints("micro-batch", a.micro_batch, true);
   ints("mst-chunks", a.mst_chunks, false);
-  collect([&] {
+  problems.collect([&] {
     a.schedule = enum_list<parallel::Schedule>(vm["schedule"].as<std::string>(), config::schedule_choices(),
                                                [](std::string_view s) { return config::parse_schedule(s, "--schedule"); });
   });
-  collect([&] {
+  problems.collect([&] {
     a.recompute = enum_list<parallel::Recompute>(vm["recompute"].as<std::string>(), config::recompute_choices(),
                                                  [](std::string_view s) { return config::parse_recompute(s, "--recompute"); });
   });
-  collect([&] {
+  problems.collect([&] {
     a.cp_algo = enum_list<parallel::CpAlgo>(vm["cp-algo"].as<std::string>(), config::cp_algo_choices(),
                                             [](std::string_view s) { return config::parse_cp_algo(s, "--cp-algo"); });
   });
-  collect([&] {
+  problems.collect([&] {
     a.zero = enum_list<int>(vm["zero"].as<std::string>(), "0|1|2|3", [](std::string_view s) {
       if (s.size() == 1 && s[0] >= '0' && s[0] <= '3') return s[0] - '0';
       throw InputError(Diagnostic{"", 0, "--zero", "unknown stage '" + std::string(s) + "' (expected 0, 1, 2, 3 or all)"});
     });
   });
-  collect([&] {
+  problems.collect([&] {
     const std::string text = vm["sequence-parallel"].as<std::string>();
     a.sequence_parallel = enum_list<bool>(text == "both" ? "all" : text, "off|on", [](std::string_view s) {
       if (s == "on" || s == "true" || s == "1") return true;
