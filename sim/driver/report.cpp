@@ -30,7 +30,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["recompute"] = std::string(config::name(p.recompute));
   j["schedule"] = std::string(config::name(p.schedule));
   j["cp_algo"] = std::string(config::name(p.cp_algo));
-  j["attention"] = !p.flash_attention ? "unfused" : p.attention_kernel.empty() ? "flash" : p.attention_kernel;
+  j["attention"] = p.attention_label();
   j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["order"] = config::format_order(p.order);
   return j;

@@ -421,7 +421,7 @@ std::string sweep_plan_key(const SweepSpec& spec, const parallel::ParallelPlan& 
        std::string(config::name(p.schedule)) + ',' + i(p.zero_stage) + ',' +
        (p.sequence_parallel ? "true" : "false") + ',' + std::string(config::name(p.recompute)) +
        ',' + std::string(config::name(p.cp_algo)) + ',' + i(p.mst_chunks) + ',' +
-       quote(!p.flash_attention ? "unfused" : p.attention_kernel.empty() ? "flash" : p.attention_kernel) +
+       quote(p.attention_label()) +
        ',' + (p.tp_comm_overlap ? "true" : "false");
   return k;
 }

@@ -54,6 +54,12 @@ struct ParallelPlan {
   std::int64_t grad_bucket_params = 40'000'000;  // Megatron-Core DDP default bucket size
 
   std::int64_t num_gpus() const { return tp * pp * dp * cp; }
+  // How the attention core runs, as reports name it: "unfused", the named kernel, or "flash"
+  // (the GPU calibration's default kernel).
+  std::string attention_label() const {
+    if (!flash_attention) return "unfused";
+    return attention_kernel.empty() ? "flash" : attention_kernel;
+  }
   bool interleaved() const { return schedule == Schedule::kInterleaved && vpp > 1; }
   std::int64_t model_chunks() const { return interleaved() ? vpp : 1; }
   // Micro-batches each pipeline runs per iteration.
