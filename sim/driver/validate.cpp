@@ -271,6 +271,11 @@ bool megatron_family(const PublishedRun& r) {
   return any_of(f, {"megatron", "nemo"});
 }
 
+// Megatron-Core, NeMo and Transformer Engine run Transformer Engine's fused attention.
+bool te_attention(const PublishedRun& r) {
+  return any_of(lower(r.framework), {"megatron-core", "megatron core", "nemo", "transformer engine"});
+}
+
 // Whether the run used FlashAttention. A row that names it (framework, precision or notes) did;
 // otherwise Megatron-LM, Megatron-DeepSpeed and DeepSpeed ran their own attention core (QKᵀ,
 // fused softmax, dropout, ·V as separate kernels) unless --use-flash-attn was given, which their
@@ -279,9 +284,7 @@ bool megatron_family(const PublishedRun& r) {
 bool flash_attention(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
-  const std::string f = lower(r.framework);
-  if (any_of(f, {"megatron-core", "megatron core", "nemo", "transformer engine"})) return true;
-  return !any_of(f, {"megatron-lm", "megatron-deepspeed", "deepspeed"});
+  return te_attention(r) || !any_of(lower(r.framework), {"megatron-lm", "megatron-deepspeed", "deepspeed"});
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -308,18 +311,19 @@ std::string attention_kernel(const PublishedRun& r) {
     return "FlashAttention-2";
   }
   if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
-  if (any_of(lower(r.framework), {"megatron-core", "megatron core", "nemo", "transformer engine"})) return "";
+  if (te_attention(r)) return "";
   if (any_of(all, {"flash"})) return "FlashAttention-2";
   return "";
 }
 
-// Whether `gpu`'s calibration file has points of attention kernel `kernel`.
-bool kernel_calibrated(const std::string& gpu, const std::string& kernel) {
+// The attention kernels with points in `gpu`'s calibration file (none without a file).
+std::set<std::string> calibrated_attention_kernels(const std::string& gpu) {
+  std::set<std::string> out;
   const auto file = config::calibration_file(gpu);
-  if (!file) return false;
+  if (!file) return out;
   const auto cal = config::load_calibration(file->string());
-  return std::any_of(cal->attention.begin(), cal->attention.end(),
-                     [&](const auto& t) { return t.kernel == kernel; });
+  for (const auto& t : cal->attention) out.insert(t.kernel);
+  return out;
 }
 
 // Llama-style (RMSNorm, SwiGLU, rotary positions, no biases, untied head) or GPT-style
@@ -676,10 +680,11 @@ RowMapping map_run(const PublishedRun& r) {
     p.flash_attention = false;
     notes.push_back("attention core unfused (" + r.framework + " without FlashAttention)");
   } else if (const std::string k = attention_kernel(r); !k.empty()) {
-    if (kernel_calibrated(cluster->gpu.name, k)) {
+    const auto known = calibrated_attention_kernels(cluster->gpu.name);
+    if (known.count(k) > 0) {
       p.attention_kernel = k;
       notes.push_back("attention kernel " + k);
-    } else if (k != "FlashAttention-2" && kernel_calibrated(cluster->gpu.name, "FlashAttention-2")) {
+    } else if (known.count("FlashAttention-2") > 0) {
       p.attention_kernel = "FlashAttention-2";
       notes.push_back("attention kernel FlashAttention-2 (" + k + " is not calibrated for " + cluster->gpu.name + ")");
     }
