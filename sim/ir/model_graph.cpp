@@ -77,20 +77,17 @@ void append_unfused_attention(std::vector<Op>& ops, const ModelSpec& model, cons
     Op op = gemm(name, m, n, k, Dtype::kBf16);
     op.gemm.batch = batch;
     op.flops = op.flops * static_cast<double>(batch);
-    op.core = true;
     return op;
   };
+  const std::size_t first = ops.size();
   const std::int64_t scores = batch * sq * skv;
   ops.push_back(batched("attn_scores", sq, skv, d));
-  Op softmax = memory("scale_mask_softmax", scores, scores);
-  softmax.core = true;
-  ops.push_back(softmax);
+  ops.push_back(memory("scale_mask_softmax", scores, scores));
   if (model.activation == Activation::kGelu) {  // GPT-style dropout (0.1 in Megatron's GPT)
-    Op dropout = memory("attention_dropout", scores, scores + scores / 2);
-    dropout.core = true;
-    ops.push_back(dropout);
+    ops.push_back(memory("attention_dropout", scores, scores + scores / 2));
   }
   ops.push_back(batched("attn_values", sq, d, skv));
+  for (std::size_t i = first; i < ops.size(); ++i) ops[i].core = true;
 }
 
 }  // namespace
