@@ -1,4 +1,4 @@
-// Helpers for the config tests: a scratch folder for input files, and diagnostic lookup.
+// Helpers for the config and driver tests: a scratch folder for input files, and diagnostic lookup.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -55,6 +55,13 @@ inline std::vector<Diagnostic> diagnostics_of(const std::function<void()>& f) {
   }
   FAIL("expected an InputError");
   return {};
+}
+
+// The first diagnostic of the InputError `f` throws; fails the test when it throws none.
+inline Diagnostic first_diagnostic(const std::function<void()>& f) {
+  const auto ds = diagnostics_of(f);
+  REQUIRE_FALSE(ds.empty());
+  return ds.front();
 }
 
 // The first diagnostic naming `field`, or null.

@@ -14,6 +14,7 @@
 #include "sim/driver/plan_hw.h"
 #include "sim/driver/sweep.h"
 #include "sim/ir/model_graph.h"
+#include "tests/unit/config/config_test_util.h"
 
 using namespace ts;
 using driver::SweepAxes;
@@ -30,17 +31,7 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// A temporary folder removed at the end of the test.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("trainsim-sweep-test-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + "-" +
-            std::to_string(std::rand()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using config::test::TempDir;
 
 // Llama 3 8B on 16 H100s, a small sweep whose plans simulate in about a millisecond each.
 SweepSpec small_spec() {
@@ -60,17 +51,6 @@ SweepSpec small_spec() {
   return s;
 }
 
-template <typename F>
-Diagnostic first_error(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    REQUIRE_FALSE(e.diagnostics().empty());
-    return e.diagnostics().front();
-  }
-  FAIL("no InputError thrown");
-  return {};
-}
 
 }  // namespace
 
@@ -144,10 +124,10 @@ TEST_CASE("sweep: fixed axes restrict the plans; bad lists name their flag") {
     CHECK(p.dp == 2);
   }
   spec.axes.tp = {0};
-  CHECK(first_error([&] { driver::enumerate_plans(spec); }).field == "--tp");
+  CHECK(config::test::first_diagnostic([&] { driver::enumerate_plans(spec); }).field == "--tp");
   spec.axes.tp = {8};
   spec.axes.schedule.clear();
-  CHECK(first_error([&] { driver::enumerate_plans(spec); }).field == "--schedule");
+  CHECK(config::test::first_diagnostic([&] { driver::enumerate_plans(spec); }).field == "--schedule");
 }
 
 TEST_CASE("sweep: shards from --shard and from a Slurm job array") {
@@ -156,9 +136,9 @@ TEST_CASE("sweep: shards from --shard and from a Slurm job array") {
   CHECK(s.count == 4);
   CHECK(s.contains(5));
   CHECK_FALSE(s.contains(6));
-  CHECK(first_error([] { driver::parse_shard("4/4", "--shard"); }).field == "--shard");
-  CHECK(first_error([] { driver::parse_shard("x/2", "--shard"); }).field == "--shard");
-  CHECK(first_error([] { driver::parse_shard("1", "--shard"); }).field == "--shard");
+  CHECK(config::test::first_diagnostic([] { driver::parse_shard("4/4", "--shard"); }).field == "--shard");
+  CHECK(config::test::first_diagnostic([] { driver::parse_shard("x/2", "--shard"); }).field == "--shard");
+  CHECK(config::test::first_diagnostic([] { driver::parse_shard("1", "--shard"); }).field == "--shard");
 
   std::map<std::string, std::string> env;
   const auto getenv = [&](const char* name) -> const char* {
@@ -174,7 +154,7 @@ TEST_CASE("sweep: shards from --shard and from a Slurm job array") {
   CHECK(slurm->index == 2);
   CHECK(slurm->count == 4);
   env["SLURM_ARRAY_TASK_ID"] = "11";
-  CHECK(first_error([&] { driver::slurm_shard(getenv); }).field == "SLURM_ARRAY_TASK_ID");
+  CHECK(config::test::first_diagnostic([&] { driver::slurm_shard(getenv); }).field == "SLURM_ARRAY_TASK_ID");
 }
 
 TEST_CASE("sweep: CSV lines split with RFC 4180 quoting") {
@@ -197,8 +177,8 @@ TEST_CASE("sweep: the output file is the same for any thread count, shard split 
     o.stop_after = stop_after;
     return driver::run_sweep(spec, o);
   };
-  const auto full = run(dir.path / "full.csv", 2);
-  const std::string reference = slurp(dir.path / "full.csv");
+  const auto full = run(dir.path() / "full.csv", 2);
+  const std::string reference = slurp(dir.path() / "full.csv");
   const auto n = static_cast<std::int64_t>(full.enumeration.plans.size());
   REQUIRE(n > 20);
   CHECK(full.stats.simulated == n);
@@ -208,22 +188,22 @@ TEST_CASE("sweep: the output file is the same for any thread count, shard split 
   for (std::int64_t i = 0; i < n; ++i) CHECK(full.records[static_cast<std::size_t>(i)].plan_id == i);
 
   SECTION("one thread") {
-    run(dir.path / "one.csv", 1);
-    CHECK(slurp(dir.path / "one.csv") == reference);
+    run(dir.path() / "one.csv", 1);
+    CHECK(slurp(dir.path() / "one.csv") == reference);
   }
   SECTION("two shards merged") {
-    const auto a = run(dir.path / "s0.csv", 2, {0, 2});
-    const auto b = run(dir.path / "s1.csv", 1, {1, 2});
+    const auto a = run(dir.path() / "s0.csv", 2, {0, 2});
+    const auto b = run(dir.path() / "s1.csv", 1, {1, 2});
     CHECK(a.stats.in_shard + b.stats.in_shard == n);
-    const auto m = driver::merge_sweep_files({dir.path / "s1.csv", dir.path / "s0.csv"});
+    const auto m = driver::merge_sweep_files({dir.path() / "s1.csv", dir.path() / "s0.csv"});
     CHECK(m.csv == reference);
     CHECK(m.missing_count == 0);
     // Only shard 0: every odd id is missing.
-    const auto half = driver::merge_sweep_files({dir.path / "s0.csv"});
+    const auto half = driver::merge_sweep_files({dir.path() / "s0.csv"});
     CHECK(half.missing_count == (n - 1) / 2);
   }
   SECTION("interrupted, with a torn last line, then resumed") {
-    const auto path = dir.path / "resumed.csv";
+    const auto path = dir.path() / "resumed.csv";
     const auto first = run(path, 2, {}, n / 3);
     CHECK(first.stats.simulated == n / 3);
     // A write cut short by a kill leaves part of a line.
@@ -243,14 +223,14 @@ TEST_CASE("sweep: the output file is the same for any thread count, shard split 
     SweepSpec other = spec;
     other.base.global_batch = 64;
     driver::SweepOptions o;
-    o.out = dir.path / "full.csv";
-    const auto d = first_error([&] { driver::run_sweep(other, o); });
+    o.out = dir.path() / "full.csv";
+    const auto d = config::test::first_diagnostic([&] { driver::run_sweep(other, o); });
     CHECK(d.field == "--out");
     CHECK(d.line == 2);
   }
   SECTION("a shard's file is refused by another shard") {
-    run(dir.path / "s0.csv", 2, {0, 2});
-    CHECK(first_error([&] { run(dir.path / "s0.csv", 2, {1, 2}); }).field == "--shard");
+    run(dir.path() / "s0.csv", 2, {0, 2});
+    CHECK(config::test::first_diagnostic([&] { run(dir.path() / "s0.csv", 2, {1, 2}); }).field == "--shard");
   }
 }
 
@@ -296,7 +276,7 @@ TEST_CASE("plan: the shipped price table names a cluster, a price and a source f
 
 TEST_CASE("plan: a malformed price table is reported with file and line") {
   TempDir dir;
-  const auto path = dir.path / "prices.csv";
+  const auto path = dir.path() / "prices.csv";
   std::ofstream(path) << "# comment\nkind,cluster,usd_per_gpu_hour,basis,source\nh100,dgx-h100,-3,x,y\n"
                          "h200,hgx-h200,2.5,x,\n";
   try {

@@ -5,27 +5,11 @@
 
 #include "sim/base/diagnostic.h"
 #include "sim/driver/csv.h"
+#include "tests/unit/config/config_test_util.h"
 
 using namespace ts;
 using driver::csv::parse;
 using driver::csv::parse_table;
-
-namespace {
-
-// The first diagnostic of the InputError thrown by `f`.
-template <typename F>
-Diagnostic first_error(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    REQUIRE_FALSE(e.diagnostics().empty());
-    return e.diagnostics().front();
-  }
-  FAIL("no InputError thrown");
-  return {};
-}
-
-}  // namespace
 
 TEST_CASE("csv: quoted fields hold commas, doubled quotes and line breaks (RFC 4180 §2.5-2.7)") {
   const auto recs = parse("a,b,c\n1,\"x, y\",\"say \"\"hi\"\"\"\n2,\"two\nlines\",z\n3,,\n", "t.csv");
@@ -57,16 +41,16 @@ TEST_CASE("csv: an empty quoted field is a record; an empty line is not") {
 }
 
 TEST_CASE("csv: malformed input is an InputError with file and line") {
-  const auto unterminated = first_error([] { parse("a,b\n1,\"open\n2,3\n", "u.csv"); });
+  const auto unterminated = config::test::first_diagnostic([] { parse("a,b\n1,\"open\n2,3\n", "u.csv"); });
   CHECK(unterminated.file == "u.csv");
   CHECK(unterminated.line == 2);
   CHECK_THAT(unterminated.message, Catch::Contains("not terminated"));
 
-  const auto stray = first_error([] { parse("a,b\n1,x\"y\n", "s.csv"); });
+  const auto stray = config::test::first_diagnostic([] { parse("a,b\n1,x\"y\n", "s.csv"); });
   CHECK(stray.line == 2);
   CHECK_THAT(stray.message, Catch::Contains("double quote"));
 
-  const auto after = first_error([] { parse("a,b\n\n\n1,\"x\"y\n", "q.csv"); });
+  const auto after = config::test::first_diagnostic([] { parse("a,b\n\n\n1,\"x\"y\n", "q.csv"); });
   CHECK(after.line == 4);
   CHECK_THAT(after.message, Catch::Contains("after the closing quote"));
 }
@@ -78,13 +62,13 @@ TEST_CASE("csv: a table checks every record against the header") {
   CHECK(t.column("c") == 2);
   CHECK(t.column("d") == -1);
 
-  const auto short_row = first_error([] { parse_table("a,b,c\n1,2,3\n4,5\n", "t.csv"); });
+  const auto short_row = config::test::first_diagnostic([] { parse_table("a,b,c\n1,2,3\n4,5\n", "t.csv"); });
   CHECK(short_row.line == 3);
   CHECK_THAT(short_row.message, Catch::Contains("record 2 has 2 fields; the header has 3"));
 
-  const auto dup = first_error([] { parse_table("a,b,a\n", "t.csv"); });
+  const auto dup = config::test::first_diagnostic([] { parse_table("a,b,a\n", "t.csv"); });
   CHECK(dup.field == "a");
-  const auto empty = first_error([] { parse_table("", "t.csv"); });
+  const auto empty = config::test::first_diagnostic([] { parse_table("", "t.csv"); });
   CHECK_THAT(empty.message, Catch::Contains("empty file"));
 }
 
