@@ -10,65 +10,12 @@
 #include "sim/parallel/lowering.h"
 #include "sim/runtime/executor.h"
 #include "sim/trace/chrome_trace.h"
+#include "tests/unit/trace/tiny_replay.h"
 
 using namespace ts;
 
-namespace {
-
-compute::GpuSpec gpu() {
-  compute::GpuSpec g;
-  g.name = "test-gpu";
-  g.peak_bf16 = FlopRate::tflops(1000);
-  g.memory_bandwidth = Bandwidth::gbytes_per_s(3000);
-  g.matmul_efficiency = 0.7;
-  g.memory_efficiency = 0.9;
-  g.kernel_launch_overhead = Duration::from_us(4);
-  return g;
-}
-
-struct Run {
-  parallel::TaskGraph graph;
-  runtime::Execution execution;
-};
-
-Run run() {
-  ir::ModelSpec m;
-  m.name = "tiny";
-  m.num_layers = 4;
-  m.hidden = 1024;
-  m.num_heads = 8;
-  m.num_kv_heads = 8;
-  m.ffn_hidden = 4096;
-  m.vocab = 32000;
-  m.max_seq_len = 1024;
-  parallel::ParallelPlan p;
-  p.tp = 2;
-  p.pp = 2;
-  p.dp = 2;
-  p.global_batch = 8;
-  p.seq_len = 1024;
-  parallel::LoweringOptions lo;
-  lo.layer_kept = Bytes(1 << 20);
-  lo.optimizer_bytes_per_param = Bytes(30);
-  topology::ClusterSpec c;
-  c.name = "test";
-  c.node.gpus_per_node = 8;
-  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(300);
-  c.node.nic_bandwidth = Bandwidth::gbits_per_s(200);
-  const topology::Topology topo(c, 8);
-  const network::NetworkModel net(topo);
-  const auto cm = compute::make_roofline_model(gpu());
-  Run r{parallel::lower(m, p, lo), {}};
-  runtime::ExecuteOptions eo;
-  eo.memory_timeline = true;
-  r.execution = runtime::execute(r.graph, parallel::Layout(p), *cm, net, eo);
-  return r;
-}
-
-}  // namespace
-
 TEST_CASE("trace events are well formed and nest per thread") {
-  const Run r = run();
+  const test::TinyReplay r = test::tiny_replay();
   trace::TraceInfo info;
   info.static_memory.assign(r.graph.devices.size(), Bytes::gib(1));
   info.metadata = {{"scenario", "tiny \"quoted\""}};
@@ -105,14 +52,14 @@ TEST_CASE("trace events are well formed and nest per thread") {
 }
 
 TEST_CASE("a trace that cannot be written is an input error and leaves nothing behind") {
-  const Run r = run();
+  const test::TinyReplay r = test::tiny_replay();
   trace::TraceInfo info;
   info.static_memory.assign(r.graph.devices.size(), Bytes());
   CHECK_THROWS_AS(trace::write_chrome_trace("/nonexistent-dir/x.json", r.graph, r.execution, info), InputError);
 }
 
 TEST_CASE("slices are written in time order and pipeline arrows cross devices forward in time") {
-  const Run r = run();
+  const test::TinyReplay r = test::tiny_replay();
   const auto j =
       nlohmann::json::parse(trace::chrome_trace_json(r.graph, r.execution, trace::TraceInfo{}));
   double last = -1;
@@ -141,7 +88,7 @@ TEST_CASE("slices are written in time order and pipeline arrows cross devices fo
 }
 
 TEST_CASE("a rank selection (--trace-devices) writes only those simulated devices") {
-  const Run r = run();
+  const test::TinyReplay r = test::tiny_replay();
   REQUIRE(r.graph.devices.size() == 2);  // one device per pipeline stage
   trace::TraceInfo info;
   info.ranks = {r.graph.devices[1].rank};

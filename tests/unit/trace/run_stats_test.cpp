@@ -5,55 +5,11 @@
 #include "sim/parallel/lowering.h"
 #include "sim/runtime/executor.h"
 #include "sim/trace/run_stats.h"
+#include "tests/unit/trace/tiny_replay.h"
 
 using namespace ts;
 
 namespace {
-
-struct Replay {
-  parallel::TaskGraph graph;
-  runtime::Execution execution;
-};
-
-Replay replay(parallel::Recompute recompute) {
-  ir::ModelSpec m;
-  m.name = "tiny";
-  m.num_layers = 4;
-  m.hidden = 1024;
-  m.num_heads = 8;
-  m.num_kv_heads = 8;
-  m.ffn_hidden = 4096;
-  m.vocab = 32000;
-  m.max_seq_len = 1024;
-  parallel::ParallelPlan p;
-  p.tp = 2;
-  p.pp = 2;
-  p.dp = 2;
-  p.global_batch = 8;
-  p.seq_len = 1024;
-  p.recompute = recompute;
-  parallel::LoweringOptions lo;
-  lo.layer_kept = Bytes(1 << 20);
-  lo.layer_rematerialized = Bytes(1 << 20);
-  lo.optimizer_bytes_per_param = Bytes(30);
-  topology::ClusterSpec c;
-  c.name = "test";
-  c.node.gpus_per_node = 8;
-  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(300);
-  c.node.nic_bandwidth = Bandwidth::gbits_per_s(200);
-  compute::GpuSpec g;
-  g.name = "test-gpu";
-  g.peak_bf16 = FlopRate::tflops(1000);
-  g.memory_bandwidth = Bandwidth::gbytes_per_s(3000);
-  g.matmul_efficiency = 0.7;
-  g.memory_efficiency = 0.9;
-  const topology::Topology topo(c, 8);
-  const network::NetworkModel net(topo);
-  const auto cm = compute::make_roofline_model(g);
-  Replay r{parallel::lower(m, p, lo), {}};
-  r.execution = runtime::execute(r.graph, parallel::Layout(p), *cm, net, runtime::ExecuteOptions{});
-  return r;
-}
 
 // FLOPs of the compute tasks with `pass` inside transformer layers, each device counted for the
 // ranks it stands for.
@@ -71,8 +27,8 @@ double layer_flops(const parallel::TaskGraph& g, parallel::Pass pass) {
 }  // namespace
 
 TEST_CASE("hardware FLOPs add the forward work that full recompute replays") {
-  const Replay none = replay(parallel::Recompute::kNone);
-  const Replay full = replay(parallel::Recompute::kFull);
+  const test::TinyReplay none = test::tiny_replay(parallel::Recompute::kNone);
+  const test::TinyReplay full = test::tiny_replay(parallel::Recompute::kFull);
   const auto s_none = trace::run_stats(none.graph, none.execution);
   const auto s_full = trace::run_stats(full.graph, full.execution);
   REQUIRE(s_none.computed);
@@ -93,7 +49,7 @@ TEST_CASE("hardware FLOPs add the forward work that full recompute replays") {
 }
 
 TEST_CASE("exposed communication: most exposed first, never more than the time it ran") {
-  const Replay r = replay(parallel::Recompute::kNone);
+  const test::TinyReplay r = test::tiny_replay(parallel::Recompute::kNone);
   const auto s = trace::run_stats(r.graph, r.execution, 3);
   REQUIRE(!s.exposed_comm.empty());
   CHECK(s.exposed_comm.size() <= 3);
