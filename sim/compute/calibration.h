@@ -102,6 +102,15 @@ struct DirectionSplit {
   std::string kernel;                            // the kernel within it
 };
 
+// Device memory beyond the framework's allocations (calibration memory_overheads).
+struct MemoryOverheads {
+  Bytes cuda_context;
+  Bytes nccl_buffers_per_communicator;
+  // Share of the reserved dynamic memory lost to allocator fragmentation: reserved dynamic
+  // memory = allocated / (1 - allocator_fragmentation).
+  double allocator_fragmentation = 0;
+};
+
 // Everything measured about one GPU kind. The compute model is fitted to it (fit.h).
 struct Calibration {
   std::string file;                  // where it was loaded from, for reports
@@ -123,6 +132,9 @@ struct Calibration {
 
   std::optional<Duration> launch_overhead;  // measured; else the GEMM fit's fixed term
   Provenance launch_overhead_provenance;
+
+  MemoryOverheads memory_overheads;  // zero when the file has none
+  Provenance memory_overheads_provenance;
 };
 
 }  // namespace ts::compute

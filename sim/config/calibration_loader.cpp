@@ -287,6 +287,19 @@ void convert_memory(const sch::Calibration& m, const Checker& root, Calibration&
     cal.launch_overhead = Duration::from_us(l.overhead_us());
     cal.launch_overhead_provenance = convert_provenance(l.has_provenance(), l.provenance(), c);
   }
+  if (m.has_memory_overheads()) {
+    const Checker c = root.nested("memory_overheads");
+    const auto& o = m.memory_overheads();
+    c.non_negative(o.has_cuda_context_gb(), o.cuda_context_gb(), "cuda_context_gb");
+    c.non_negative(o.has_nccl_buffers_gb_per_communicator(), o.nccl_buffers_gb_per_communicator(),
+                   "nccl_buffers_gb_per_communicator");
+    c.non_negative(o.has_allocator_fragmentation(), o.allocator_fragmentation(), "allocator_fragmentation");
+    if (o.allocator_fragmentation() > 0.9) c.fail("allocator_fragmentation", "must be at most 0.9");
+    cal.memory_overheads.cuda_context = Bytes::gb(o.cuda_context_gb());
+    cal.memory_overheads.nccl_buffers_per_communicator = Bytes::gb(o.nccl_buffers_gb_per_communicator());
+    cal.memory_overheads.allocator_fragmentation = o.allocator_fragmentation();
+    cal.memory_overheads_provenance = convert_provenance(o.has_provenance(), o.provenance(), c);
+  }
 }
 
 void check_imports(const sch::Calibration& m, const Checker& root) {

@@ -236,12 +236,13 @@ class FileReader {
         s << *v;
         out_.metadata.emplace_back(a.name(), s.str());
       }
-      static constexpr std::array<const char*, 4> kMemory = {"trainsim_weights_bytes", "trainsim_gradients_bytes",
-                                                              "trainsim_optimizer_states_bytes",
-                                                              "trainsim_activations_bytes"};
+      static constexpr std::array<const char*, kMemoryFields> kMemory = {
+          "trainsim_weights_bytes",      "trainsim_gradients_bytes",    "trainsim_optimizer_states_bytes",
+          "trainsim_activations_bytes",  "trainsim_cuda_context_bytes", "trainsim_nccl_buffers_bytes",
+          "trainsim_fragmentation_bytes"};
       for (std::size_t i = 0; i < kMemory.size(); ++i) {
         if (a.name() != kMemory[i]) continue;
-        if (!out_.memory) out_.memory = std::array<Bytes, 4>{};
+        if (!out_.memory) out_.memory = std::array<Bytes, kMemoryFields>{};
         (*out_.memory)[i] = Bytes(attr_int(a).value_or(0));
       }
       if (a.name() == "trainsim_stage") out_.stage = attr_int(a).value_or(0);

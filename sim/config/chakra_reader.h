@@ -57,14 +57,18 @@ struct ChakraNode {
   std::int64_t comm_id = 0;  // trainsim communicator of a send/recv (0 = none)
 };
 
+// Memory fields a trainsim trace records per rank (trainsim_*_bytes metadata), in this order:
+// weights, gradients, optimizer states, activations, CUDA context, NCCL buffers, fragmentation.
+inline constexpr std::size_t kMemoryFields = 7;
+
 struct ChakraRank {
   std::filesystem::path file;
   std::vector<ChakraNode> nodes;    // in file order
   std::vector<std::uint32_t> order;  // a topological order: among ready nodes, smallest id first
   std::vector<std::pair<std::string, std::string>> metadata;  // string attributes of GlobalMetadata
-  // Memory of the run that wrote the trace (trainsim): weights, gradients, optimizer states and
-  // the peak of saved activations; and the rank's pipeline stage.
-  std::optional<std::array<Bytes, 4>> memory;
+  // Memory of the run that wrote the trace (trainsim), kMemoryFields values; and the rank's
+  // pipeline stage.
+  std::optional<std::array<Bytes, kMemoryFields>> memory;
   std::int64_t stage = 0;
 };
 

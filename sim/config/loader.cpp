@@ -149,6 +149,7 @@ std::optional<ir::ModelSpec> convert_model(const sch::Model& m, const Checker& c
   if (pos) s.position = *pos;
   s.tied_embeddings = m.tied_embeddings();
   s.linear_bias = m.linear_bias();
+  if (m.has_dropout()) s.dropout = m.dropout();
   // The file always gives the context length; ModelSpec keeps it only as the size of a learned
   // position table (0 for rotary positions, which have no table).
   if (m.has_max_seq_len() && m.max_seq_len() <= 0) {
@@ -326,6 +327,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--cp-algo", "cp_algo"},
     {"--mst-chunks", "mst_chunks"},
     {"--optimizer-states", "optimizer_states"},
+    {"--cross-entropy", "cross_entropy"},
     {"--optimizer-in-backward", "optimizer_in_backward"},
     {"--unfused-attention", "unfused_attention"},
     {"--attention-kernel", "attention_kernel"},
@@ -476,6 +478,9 @@ Scenario load_scenario(const std::string& path) {
                                                  try_parse_optimizer_states,
                                                  optimizer_states_choices(), false),
               plan.optimizer_states, "optimizer_states");
+  set_spelled(spelled<parallel::CrossEntropy>(c, msg.has_cross_entropy(), msg.cross_entropy(), "cross_entropy",
+                                              try_parse_cross_entropy, cross_entropy_choices(), false),
+              plan.cross_entropy, "cross_entropy");
   if (msg.has_order()) {
     try {
       plan.order = parse_order(msg.order(), "order");

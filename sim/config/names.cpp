@@ -62,6 +62,11 @@ constexpr std::array<std::pair<std::string_view, parallel::CpAlgo>, 3> kCpAlgos{
     {"ring", parallel::CpAlgo::kRing},
     {"allgather", parallel::CpAlgo::kAllGather},
     {"ulysses", parallel::CpAlgo::kUlysses}}};
+constexpr std::array<std::pair<std::string_view, parallel::CrossEntropy>, 4> kCrossEntropies{{
+    {"fp32", parallel::CrossEntropy::kFp32},
+    {"bf16", parallel::CrossEntropy::kBf16},
+    {"bf16-inplace", parallel::CrossEntropy::kBf16InPlace},
+    {"fp32-unfused", parallel::CrossEntropy::kFp32Unfused}}};
 constexpr std::array<std::pair<std::string_view, parallel::OptimizerStates>, 2> kOptStates{{
     {"fp32", parallel::OptimizerStates::kFp32}, {"bf16", parallel::OptimizerStates::kBf16}}};
 constexpr std::array<std::pair<std::string_view, parallel::Axis>, 4> kAxes{{
@@ -113,6 +118,8 @@ std::optional<parallel::OptimizerStates> try_parse_optimizer_states(std::string_
   return lookup(kOptStates, s);
 }
 std::string optimizer_states_choices() { return choices(kOptStates); }
+std::optional<parallel::CrossEntropy> try_parse_cross_entropy(std::string_view s) { return lookup(kCrossEntropies, s); }
+std::string cross_entropy_choices() { return choices(kCrossEntropies); }
 std::optional<parallel::Axis> try_parse_axis(std::string_view s) { return lookup(kAxes, s); }
 std::string axis_choices() { return choices(kAxes); }
 std::optional<ir::Norm> try_parse_norm(std::string_view s) { return lookup(kNorms, s); }
@@ -142,6 +149,9 @@ parallel::CpAlgo parse_cp_algo(std::string_view s, std::string_view flag) {
 }
 parallel::OptimizerStates parse_optimizer_states(std::string_view s, std::string_view flag) {
   return parse_flag(kOptStates, s, flag);
+}
+parallel::CrossEntropy parse_cross_entropy(std::string_view s, std::string_view flag) {
+  return parse_flag(kCrossEntropies, s, flag);
 }
 
 std::vector<parallel::Axis> parse_order(std::string_view s, std::string_view flag) {
@@ -183,6 +193,7 @@ std::string_view name(parallel::Recompute v) { return spelling(kRecompute, v); }
 std::string_view name(parallel::Schedule v) { return spelling(kSchedules, v); }
 std::string_view name(parallel::CpAlgo v) { return spelling(kCpAlgos, v); }
 std::string_view name(parallel::OptimizerStates v) { return spelling(kOptStates, v); }
+std::string_view name(parallel::CrossEntropy v) { return spelling(kCrossEntropies, v); }
 std::string_view name(parallel::Axis v) { return spelling(kAxes, v); }
 std::string_view name(ir::Norm v) { return spelling(kNorms, v); }
 std::string_view name(ir::Activation v) { return spelling(kActivations, v); }

@@ -28,6 +28,8 @@ std::optional<parallel::CpAlgo> try_parse_cp_algo(std::string_view s);
 std::string cp_algo_choices();
 std::optional<parallel::OptimizerStates> try_parse_optimizer_states(std::string_view s);
 std::string optimizer_states_choices();
+std::optional<parallel::CrossEntropy> try_parse_cross_entropy(std::string_view s);
+std::string cross_entropy_choices();
 std::optional<parallel::Axis> try_parse_axis(std::string_view s);
 std::string axis_choices();
 std::optional<ir::Norm> try_parse_norm(std::string_view s);
@@ -46,6 +48,7 @@ parallel::Recompute parse_recompute(std::string_view s, std::string_view flag);
 parallel::Schedule parse_schedule(std::string_view s, std::string_view flag);
 parallel::CpAlgo parse_cp_algo(std::string_view s, std::string_view flag);
 parallel::OptimizerStates parse_optimizer_states(std::string_view s, std::string_view flag);
+parallel::CrossEntropy parse_cross_entropy(std::string_view s, std::string_view flag);
 // "tp,cp,dp,pp" → axes, innermost first. Only the names are checked here; that the list is a
 // permutation of the four axes is a plan rule (check_plan, "--order").
 std::vector<parallel::Axis> parse_order(std::string_view s, std::string_view flag);
@@ -58,6 +61,7 @@ std::string_view name(parallel::Recompute v);
 std::string_view name(parallel::Schedule v);
 std::string_view name(parallel::CpAlgo v);
 std::string_view name(parallel::OptimizerStates v);
+std::string_view name(parallel::CrossEntropy v);
 std::string_view name(parallel::Axis v);
 std::string_view name(ir::Norm v);
 std::string_view name(ir::Activation v);

@@ -127,6 +127,9 @@ class Importer {
         m.gradients = (*mem)[1];
         m.optimizer_states = (*mem)[2];
         m.activations = (*mem)[3];
+        m.cuda_context = (*mem)[4];
+        m.nccl_buffers = (*mem)[5];
+        m.fragmentation = (*mem)[6];
       }
       w.static_memory.push_back(m);
     }
@@ -707,7 +710,9 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
   if (options.trace) {
     trace::TraceInfo info;
     info.gpus_per_node = cluster.cluster.node.gpus_per_node;
-    for (const auto& dev : r.devices) info.static_memory.push_back(dev.memory.total() - dev.memory.activations);
+    for (const auto& dev : r.devices) {
+      info.static_memory.push_back(dev.memory.total() - dev.memory.activations - dev.memory.fragmentation);
+    }
     info.metadata = {{"scenario", w.description},
                      {"iteration_time_s", std::to_string(r.iteration_time_s)},
                      {"status", status_name(r.status)}};
@@ -835,6 +840,9 @@ ExportResult export_chakra(const config::Scenario& sc, const std::filesystem::pa
       m.gradients = it->second->memory.gradients;
       m.optimizer_states = it->second->memory.optimizer_states;
       m.activations = it->second->memory.activations;
+      m.cuda_context = it->second->memory.cuda_context;
+      m.nccl_buffers = it->second->memory.nccl_buffers;
+      m.fragmentation = it->second->memory.fragmentation;
     }
     info.memory.push_back(m);
   }

@@ -42,6 +42,9 @@ ordered_json memory_json(const MemoryBreakdown& m) {
   j["gradients_bytes"] = m.gradients.count();
   j["optimizer_states_bytes"] = m.optimizer_states.count();
   j["activations_bytes"] = m.activations.count();
+  j["cuda_context_bytes"] = m.cuda_context.count();
+  j["nccl_buffers_bytes"] = m.nccl_buffers.count();
+  j["fragmentation_bytes"] = m.fragmentation.count();
   return j;
 }
 
@@ -210,6 +213,9 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
     mem("gradients", r.memory.gradients);
     mem("optimizer states", r.memory.optimizer_states);
     mem("activations", r.memory.activations);
+    mem("CUDA context", r.memory.cuda_context);
+    mem("NCCL buffers", r.memory.nccl_buffers);
+    mem("fragmentation", r.memory.fragmentation);
     mem("peak", r.peak_memory);
     t.row({"capacity", format_double("%.2f", r.memory_capacity.in_gib()), "GiB",
            format_double("%.1f %%", r.memory_capacity.count() > 0 ? 100.0 * r.peak_memory.real() / r.memory_capacity.real() : 0.0) +
@@ -245,7 +251,7 @@ std::string report_csv_header() {
       "model,cluster,gpu,num_gpus,tp,pp,dp,cp,vpp,micro_batch,global_batch,seq_len,dtype,zero_stage,"
       "sequence_parallel,recompute,schedule,status,iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,"
       "hardware_tflops_per_gpu,hfu,peak_memory_bytes,memory_capacity_bytes,weights_bytes,gradients_bytes,"
-      "optimizer_states_bytes,activations_bytes";
+      "optimizer_states_bytes,activations_bytes,cuda_context_bytes,nccl_buffers_bytes,fragmentation_bytes";
   for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
     h += ',';
     h += runtime::time_category_name(static_cast<TimeCategory>(c));
@@ -271,7 +277,9 @@ std::string report_csv_row(const config::Scenario& sc, const RunResult& r, const
                     "," + (have_stats ? g(hw.tflops_per_gpu) : "") + "," + (have_stats ? g(hw.hfu) : "") + "," +
                     i(r.peak_memory.count()) + "," + i(r.memory_capacity.count()) + "," +
                     i(r.memory.weights.count()) + "," + i(r.memory.gradients.count()) + "," +
-                    i(r.memory.optimizer_states.count()) + "," + i(r.memory.activations.count());
+                    i(r.memory.optimizer_states.count()) + "," + i(r.memory.activations.count()) + "," +
+                    i(r.memory.cuda_context.count()) + "," + i(r.memory.nccl_buffers.count()) + "," +
+                    i(r.memory.fragmentation.count());
   for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) row += "," + g(r.time.time[c].seconds());
   if (have_stats && !stats.exposed_comm.empty()) {
     row += "," + csv_quote(stats.exposed_comm.front().name) + "," + g(stats.exposed_comm.front().exposed.seconds());

@@ -29,6 +29,9 @@ class Resources {
   // The compute model of `gpu`, with a named attention kernel (empty: the calibration's).
   const compute::ComputeModel& compute(const compute::GpuSpec& gpu, const std::string& attention_kernel = "");
   const network::NetworkModel& network(const config::Cluster& cluster, std::int32_t num_gpus);
+  // The calibrated memory overheads of `gpu` (CUDA context, NCCL buffers, fragmentation); zero
+  // for a GPU without a calibration file.
+  const compute::MemoryOverheads& memory_overheads(const compute::GpuSpec& gpu);
 
  private:
   struct Fabric {
@@ -39,6 +42,7 @@ class Resources {
   std::map<std::string, std::shared_ptr<const compute::ComputeModel>> compute_;
   std::optional<network::NetworkCalibration> calibration_;
   std::map<std::pair<std::string, std::int32_t>, Fabric> fabrics_;
+  std::map<std::string, compute::MemoryOverheads> memory_overheads_;
 };
 
 }  // namespace ts::driver

@@ -25,7 +25,10 @@ const char* status_name(Status s) {
 
 namespace {
 
-MemoryBreakdown static_memory(const config::Scenario& sc, std::int64_t stage) {
+// What a rank of `stage` holds whatever it computes: weights, gradients, optimizer states, and
+// the CUDA context and NCCL buffers.
+MemoryBreakdown static_memory(const config::Scenario& sc, const compute::MemoryOverheads& overheads,
+                              std::int64_t stage) {
   const auto layers = parallel::stage_layers(sc.plan, sc.model);
   const memory::StaticFootprint fp =
       memory::static_footprint(sc.model, sc.plan, stage, layers[static_cast<std::size_t>(stage)]);
@@ -33,7 +36,15 @@ MemoryBreakdown static_memory(const config::Scenario& sc, std::int64_t stage) {
   m.weights = fp.weights;
   m.gradients = fp.gradients;
   m.optimizer_states = fp.optimizer_states + fp.master_weights;
+  m.cuda_context = overheads.cuda_context;
+  m.nccl_buffers = overheads.nccl_buffers_per_communicator * memory::nccl_communicators(sc.plan);
   return m;
+}
+
+// Adds the activations at a device's peak, with the allocator's reserve over them.
+void set_activations(MemoryBreakdown& m, Bytes activations, const compute::MemoryOverheads& overheads) {
+  m.activations = activations;
+  m.fragmentation = memory::fragmentation_reserve(activations, overheads.allocator_fragmentation);
 }
 
 std::string describe(const config::Scenario& sc) {
@@ -52,7 +63,7 @@ parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full
   const memory::LayerActivations act = memory::layer_activations(sc.model, plan, ao);
   lo.layer_kept = act.kept;
   lo.layer_rematerialized = act.rematerialized;
-  lo.head_transient = memory::lm_head_logits_bytes(sc.model, plan, memory::TransientOptions{});
+  lo.head_transient = memory::lm_head_logits_bytes(sc.model, plan);
   // Adam step with fp32 states: reads fp32 gradient, master weight, m and v (16 B), writes master,
   // m and v (12 B) and the bf16 weight (2 B): 30 bytes of HBM traffic per parameter.
   lo.optimizer_bytes_per_param = Bytes(30);
@@ -69,9 +80,11 @@ InspectResult inspect(const config::Scenario& sc, bool full) {
   const auto lo = lowering_options(sc, full);
   r.layer_activation = lo.layer_kept;
   const auto layers = parallel::stage_layers(sc.plan, sc.model);
+  Resources resources;
+  const compute::MemoryOverheads& overheads = resources.memory_overheads(sc.cluster.gpu);
   for (std::int64_t s = 0; s < sc.plan.pp; ++s) {
-    MemoryBreakdown m = static_memory(sc, s);
-    m.activations = lo.layer_kept * layers[static_cast<std::size_t>(s)];
+    MemoryBreakdown m = static_memory(sc, overheads, s);
+    set_activations(m, lo.layer_kept * layers[static_cast<std::size_t>(s)], overheads);
     r.stage_static_memory.push_back(m);
   }
   r.micro_batches = sc.plan.num_micro_batches();
@@ -96,8 +109,9 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
 
   // Static memory first: a plan whose weights and optimizer states alone overflow the GPU is
   // rejected without a replay.
+  const compute::MemoryOverheads& overheads = resources.memory_overheads(sc.cluster.gpu);
   for (std::int64_t s = 0; s < plan.pp; ++s) {
-    const MemoryBreakdown m = static_memory(sc, s);
+    const MemoryBreakdown m = static_memory(sc, overheads, s);
     if (m.total() > r.peak_memory) {
       r.peak_memory = m.total();
       r.memory = m;
@@ -106,7 +120,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   r.within_fit = r.peak_memory.real() <= options.fit * r.memory_capacity.real();
   if (r.peak_memory > r.memory_capacity) {
     r.status = Status::kOutOfMemory;
-    r.reason = "weights, gradients and optimizer states need " +
+    r.reason = "weights, gradients, optimizer states, CUDA context and NCCL buffers need " +
                std::to_string(r.peak_memory.in_gib()) + " GiB per GPU, more than the " +
                std::to_string(r.memory_capacity.in_gib()) + " GiB available";
     return r;
@@ -152,8 +166,8 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     rep.stage = dev.stage;
     rep.represents = dev.represents;
     rep.time = breakdowns[d];
-    rep.memory = static_memory(sc, dev.stage);
-    rep.memory.activations = ex.memory[d].peak_dynamic;
+    rep.memory = static_memory(sc, overheads, dev.stage);
+    set_activations(rep.memory, ex.memory[d].peak_dynamic, overheads);
     if (rep.memory.total() > r.peak_memory) {
       r.peak_memory = rep.memory.total();
       r.memory = rep.memory;
@@ -180,7 +194,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     info.ranks = options.trace_ranks;
     info.gpus_per_node = sc.cluster.cluster.node.gpus_per_node;
     for (const auto& dev : r.devices) {
-      info.static_memory.push_back(dev.memory.total() - dev.memory.activations);
+      info.static_memory.push_back(dev.memory.total() - dev.memory.activations - dev.memory.fragmentation);
     }
     const auto num = [](double v) {
       char buf[32];

@@ -41,7 +41,13 @@ struct MemoryBreakdown {
   Bytes gradients;
   Bytes optimizer_states;  // Adam moments and fp32 master weights
   Bytes activations;       // saved activations live at the peak
-  Bytes total() const { return weights + gradients + optimizer_states + activations; }
+  // Beyond the framework's allocations (calibrated per GPU, calibration/<gpu>.textproto):
+  Bytes cuda_context;
+  Bytes nccl_buffers;      // of every communicator the rank uses
+  Bytes fragmentation;     // the caching allocator's unusable reserve over the activations
+  Bytes total() const {
+    return weights + gradients + optimizer_states + activations + cuda_context + nccl_buffers + fragmentation;
+  }
 };
 
 struct DeviceReport {

@@ -394,7 +394,7 @@ std::string sweep_csv_header() {
   h += kPlanColumns;
   h += ",status,iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,peak_memory_bytes,"
        "memory_capacity_bytes,weights_bytes,gradients_bytes,optimizer_states_bytes,"
-       "activations_bytes";
+       "activations_bytes,cuda_context_bytes,nccl_buffers_bytes,fragmentation_bytes";
   for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
     h += ',';
     h += runtime::time_category_name(static_cast<runtime::TimeCategory>(c));
@@ -438,7 +438,10 @@ std::string csv_row(std::int64_t plan_id, const SweepSpec& spec, const parallel:
                     std::to_string(r.memory.weights.count()) + ',' +
                     std::to_string(r.memory.gradients.count()) + ',' +
                     std::to_string(r.memory.optimizer_states.count()) + ',' +
-                    std::to_string(r.memory.activations.count());
+                    std::to_string(r.memory.activations.count()) + ',' +
+                    std::to_string(r.memory.cuda_context.count()) + ',' +
+                    std::to_string(r.memory.nccl_buffers.count()) + ',' +
+                    std::to_string(r.memory.fragmentation.count());
   for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
     row += ',';
     row += num(r.time.time[c].seconds());

@@ -294,6 +294,16 @@ bool flash_attention(const PublishedRun& r) {
 // that says only "FlashAttention" gets FlashAttention-2, the version in general use from its
 // release (2023-07) until FlashAttention-3 (2024-07), rather than the newest one; a row that
 // names nothing gets the GPU's default. Empty = the GPU's default kernel.
+// MosaicML's MPT models trained with its own stack (Composer, llm-foundry).
+bool llm_foundry_mpt(const PublishedRun& r) {
+  return any_of(lower(r.model), {"mpt"}) && any_of(lower(r.framework), {"composer", "llm-foundry", "mpt"});
+}
+
+// The GPT training code of the flash-attention repository (Dao-AILab, training/).
+bool flash_attention_training_code(const PublishedRun& r) {
+  return any_of(lower(r.framework), {"flash-attention training code"});
+}
+
 std::string attention_kernel(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
@@ -303,9 +313,7 @@ std::string attention_kernel(const PublishedRun& r) {
   // MosaicML's MPT configurations (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml, on which
   // its published benchmarks are based) set attn_config.attn_impl: triton, the Triton
   // FlashAttention that supports MPT's ALiBi bias.
-  if (any_of(lower(r.model), {"mpt"}) && any_of(lower(r.framework), {"composer", "llm-foundry", "mpt"})) {
-    return "FlashAttention-Triton";
-  }
+  if (llm_foundry_mpt(r)) return "FlashAttention-Triton";
   if (any_of(all, {"flashattention-2", "flashattention 2", "flash attention 2", "flash-attention 2",
                    "flash-attention-2", "fa2", "flash_attn_2", "flash-attn 2"})) {
     return "FlashAttention-2";
@@ -583,6 +591,12 @@ RowMapping map_run(const PublishedRun& r) {
   std::string reason;
   auto model = build_model(r, seq, notes, reason);
   if (!model) return skip(reason);
+  if (llm_foundry_mpt(r)) {
+    // MPTConfig (llm-foundry llmfoundry/models/mpt/configuration_mpt.py) defaults attn_pdrop,
+    // resid_pdrop and emb_pdrop to 0, and the MPT pretrain yamls keep them.
+    model->dropout = false;
+    notes.push_back("no dropout (MPT)");
+  }
   auto cluster = build_cluster(r, notes, reason);
   if (!cluster) return skip(reason);
 
@@ -664,9 +678,27 @@ RowMapping map_run(const PublishedRun& r) {
   p.recompute = rc.value_or(parallel::Recompute::kNone);
   const std::string rtext = lower(r.recompute);
   if (any_of(rtext, {"mst", "mini-seq", "mini seq"})) {
-    // Mini-Sequence Transformer chunking (Luo et al. 2024) of the MLP and LM head.
-    p.mst_chunks = 4;
-    notes.push_back("MsT chunks 4");
+    // Mini-Sequence Transformer (Luo et al. 2024, arXiv 2407.15892) single-GPU benchmarks:
+    // the MLP and LM head run on 8 mini-sequences, with pure bf16 Adam states and the optimizer
+    // step applied per parameter in the backward (no whole-model gradient buffer).
+    p.mst_chunks = 8;
+    p.optimizer_states = parallel::OptimizerStates::kBf16;
+    p.optimizer_in_backward = true;
+    notes.push_back("MsT chunks 8, bf16 optimizer states, optimizer in backward");
+  }
+  if (llm_foundry_mpt(r)) {
+    // MPT's loss_fn `fused_crossentropy` is flash_attn.losses.cross_entropy.CrossEntropyLoss:
+    // the loss of the bf16 logits without an fp32 copy, with a bf16 gradient.
+    p.cross_entropy = parallel::CrossEntropy::kBf16;
+    notes.push_back("bf16 fused cross-entropy (MPT fused_crossentropy)");
+  } else if (any_of(lower(r.framework), {"huggingface", "transformers"})) {
+    // HuggingFace causal LMs: F.cross_entropy on logits.float() (modeling_llama.py).
+    p.cross_entropy = parallel::CrossEntropy::kFp32Unfused;
+    notes.push_back("PyTorch cross-entropy on fp32 logits (HuggingFace)");
+  } else if (flash_attention_training_code(r)) {
+    // training/configs/experiment/pile/base.yaml: CrossEntropyLossApex with inplace_backward.
+    p.cross_entropy = parallel::CrossEntropy::kBf16InPlace;
+    notes.push_back("fused cross-entropy with its gradient in place (flash-attention training code)");
   }
   const std::string prec = lower(r.precision);
   if (has(prec, "fp8")) {

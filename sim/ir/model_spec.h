@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ts::ir {
@@ -24,6 +25,9 @@ struct ModelSpec {
   Position position = Position::kLearned;
   bool tied_embeddings = false;  // LM head shares the input embedding matrix
   bool linear_bias = true;       // GPT-style biases on the linear layers
+  // Dropout in training; unset: on for LayerNorm + GELU models, off otherwise
+  // (memory::default_activation_options).
+  std::optional<bool> dropout;
 
   std::int64_t head_dim() const { return hidden / num_heads; }
   std::int64_t kv_hidden() const { return head_dim() * num_kv_heads; }

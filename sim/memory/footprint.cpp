@@ -159,7 +159,7 @@ StaticFootprint static_footprint(const ir::ModelSpec& m, const parallel::Paralle
 ActivationOptions default_activation_options(const ir::ModelSpec& m) {
   ActivationOptions o;
   o.flash_attention = true;
-  o.dropout = m.norm == ir::Norm::kLayerNorm && m.activation == ir::Activation::kGelu;
+  o.dropout = m.dropout.value_or(m.norm == ir::Norm::kLayerNorm && m.activation == ir::Activation::kGelu);
   return o;
 }
 

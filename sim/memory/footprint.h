@@ -109,9 +109,9 @@ struct ActivationOptions {
   bool dropout = false;
 };
 
-// The defaults the two-argument layer_activation_bytes uses: flash attention; dropout for
-// GPT-style models (LayerNorm and GELU, as Megatron's GPT configurations with dropout 0.1), none
-// for Llama-style models. Scenarios that know better should pass their own options.
+// The defaults the two-argument layer_activation_bytes uses: flash attention; the model's
+// dropout, which unless its file says otherwise is on for GPT-style models (LayerNorm and GELU,
+// as Megatron's GPT configurations with dropout 0.1) and off for Llama-style models.
 ActivationOptions default_activation_options(const ir::ModelSpec& model);
 
 // Activations of one transformer layer for one micro-batch on one device.

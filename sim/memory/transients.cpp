@@ -17,17 +17,19 @@ double local_tokens(const parallel::ParallelPlan& plan) {
 }
 }  // namespace
 
-std::int64_t bytes_per_logit(LossPrecision loss) {
+std::int64_t bytes_per_logit(parallel::CrossEntropy loss) {
   switch (loss) {
-    case LossPrecision::kFp32: return 2 + 4;
-    case LossPrecision::kBf16: return 2 + 2;
+    case parallel::CrossEntropy::kFp32: return 2 + 4;
+    case parallel::CrossEntropy::kBf16: return 2 + 2;
+    case parallel::CrossEntropy::kBf16InPlace: return 2;
+    case parallel::CrossEntropy::kFp32Unfused: return 4 + 4 + 4;
   }
   return 2 + 4;
 }
 
-Bytes lm_head_logits_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, const TransientOptions& o) {
+Bytes lm_head_logits_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan) {
   const double logits = local_tokens(plan) * static_cast<double>(ceil_div(m.vocab, plan.tp));
-  return Bytes::from_real(logits * static_cast<double>(bytes_per_logit(o.loss)) / chunks(plan));
+  return Bytes::from_real(logits * static_cast<double>(bytes_per_logit(plan.cross_entropy)) / chunks(plan));
 }
 
 Bytes mlp_intermediate_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan) {
@@ -37,19 +39,24 @@ Bytes mlp_intermediate_bytes(const ir::ModelSpec& m, const parallel::ParallelPla
 }
 
 StageMemory stage_memory(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage,
-                         std::int64_t stage_layers, const ActivationOptions& ao, const TransientOptions& to) {
+                         std::int64_t stage_layers, const ActivationOptions& ao) {
   StageMemory r;
   r.static_memory = static_footprint(m, plan, stage, stage_layers);
   r.activations = stage_activation_bytes(m, plan, stage, stage_layers, ao);
   Bytes layer_backward;
   if (stage_layers > 0) layer_backward = layer_activations(m, plan, ao).rematerialized + mlp_intermediate_bytes(m, plan);
-  const Bytes logits = stage == plan.pp - 1 ? lm_head_logits_bytes(m, plan, to) : Bytes();
+  const Bytes logits = stage == plan.pp - 1 ? lm_head_logits_bytes(m, plan) : Bytes();
   r.transient = std::max(layer_backward, logits);
   return r;
 }
 
-Bytes device_bytes(Bytes allocated_peak, const MemoryOverheads& o) {
-  return Bytes::from_real(allocated_peak.real() * (1.0 + o.fragmentation)) + o.cuda_context + o.nccl_buffers;
+std::int64_t nccl_communicators(const parallel::ParallelPlan& plan) {
+  return (plan.tp > 1 ? 1 : 0) + (plan.cp > 1 ? 1 : 0) + (plan.dp * plan.cp > 1 ? 1 : 0) + (plan.pp > 1 ? 1 : 0);
+}
+
+Bytes fragmentation_reserve(Bytes dynamic_peak, double fragmentation) {
+  SIM_ASSERT(fragmentation >= 0 && fragmentation < 1, "fragmentation must be in [0, 1)");
+  return Bytes::from_real(dynamic_peak.real() * fragmentation / (1.0 - fragmentation));
 }
 
 }  // namespace ts::memory

@@ -600,9 +600,9 @@ class Lowerer {
     const Label l{Pass::kBackward, Part::kActivations, -1, mb};
     std::int32_t dep = kNone;
     if (vs == last_vstage()) {
-      // The logits' gradient is as large as the logits and lives through the head's backward.
-      dep = compute(head_bwd_, {Pass::kBackward, Part::kLmHead, -1, mb}, {}, options_.head_transient,
-                    options_.head_transient * 2);
+      // head_transient is the loss's peak with the logits' gradient included (memory::
+      // bytes_per_logit): the forward allocated it, the backward frees it.
+      dep = compute(head_bwd_, {Pass::kBackward, Part::kLmHead, -1, mb}, {}, Bytes(), options_.head_transient);
       if (last_micro_batch) gradients_ready(head_parameters(model_, plan_, plan_.pp == 1), dep, false);
     } else {
       dep = p2p(Stream::kPpRecvNext, next_stage(), stage_, kTagGradients, l, kNone);

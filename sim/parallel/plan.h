@@ -13,6 +13,24 @@ enum class Recompute { kNone, kSelective, kFull };
 enum class Schedule { kGpipe, k1F1B, kInterleaved };
 enum class CpAlgo { kRing, kAllGather, kUlysses };
 enum class OptimizerStates { kFp32, kBf16 };
+// How the cross-entropy loss treats the LM head's logits, which sets their memory at the peak.
+enum class CrossEntropy {
+  // Megatron-LM's default: the bf16 logits are upcast (vocab_parallel_cross_entropy(
+  // output.float(), labels); fp16_lm_cross_entropy off) and the fp32 copy becomes the softmax and
+  // then the gradient in place (megatron/core/tensor_parallel/cross_entropy.py). At the peak the
+  // bf16 logits (or their bf16 gradient) and the fp32 buffer coexist: 2 + 4 bytes per logit.
+  kFp32,
+  // A loss on the bf16 logits that allocates their bf16 gradient (--fp16-lm-cross-entropy,
+  // flash_attn.losses.cross_entropy as MPT's `fused_crossentropy` uses it): 2 + 2 bytes.
+  kBf16,
+  // A fused loss writing the gradient into the logits (flash-attention's training code,
+  // CrossEntropyLossApex with inplace_backward: True): 2 bytes.
+  kBf16InPlace,
+  // PyTorch's F.cross_entropy on the fp32-upcast logits (HuggingFace transformers' causal LMs):
+  // log_softmax keeps its fp32 output, and its backward holds that output, the incoming fp32
+  // gradient and the fp32 gradient it produces: 4 + 4 + 4 bytes.
+  kFp32Unfused,
+};
 enum class Axis { kTp, kCp, kDp, kPp };
 
 struct ParallelPlan {
@@ -41,6 +59,7 @@ struct ParallelPlan {
   // default (FlashAttention-3 on H100, FlashAttention-2 on A100).
   std::string attention_kernel;
   OptimizerStates optimizer_states = OptimizerStates::kFp32;
+  CrossEntropy cross_entropy = CrossEntropy::kFp32;
   bool optimizer_in_backward = false;
   // Gradient reduction in buckets overlapped with the last micro-batch's backward (PyTorch DDP,
   // FSDP and Megatron-Core --overlap-grad-reduce); off = one reduction after the backward.

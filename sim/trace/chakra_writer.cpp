@@ -279,6 +279,9 @@ std::vector<std::filesystem::path> write_chakra(const std::filesystem::path& pre
       add_meta_int(meta, "trainsim_gradients_bytes", m.gradients.count());
       add_meta_int(meta, "trainsim_optimizer_states_bytes", m.optimizer_states.count());
       add_meta_int(meta, "trainsim_activations_bytes", m.activations.count());
+      add_meta_int(meta, "trainsim_cuda_context_bytes", m.cuda_context.count());
+      add_meta_int(meta, "trainsim_nccl_buffers_bytes", m.nccl_buffers.count());
+      add_meta_int(meta, "trainsim_fragmentation_bytes", m.fragmentation.count());
     }
     if (info.model_flops > 0) add_meta_double(meta, "trainsim_model_flops", info.model_flops);
     if (info.tokens > 0) add_meta_double(meta, "trainsim_tokens", info.tokens);

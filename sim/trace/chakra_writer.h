@@ -21,6 +21,9 @@ struct ChakraRankMemory {
   Bytes gradients;
   Bytes optimizer_states;
   Bytes activations;
+  Bytes cuda_context;
+  Bytes nccl_buffers;
+  Bytes fragmentation;
 };
 
 struct ChakraExportInfo {

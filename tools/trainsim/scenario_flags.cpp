@@ -33,6 +33,9 @@ void add_scenario_flags(po::options_description& o) {
       ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")
       ("mst-chunks", po::value<std::int64_t>()->default_value(1), "Mini-Sequence Transformer chunks")
       ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
+      ("cross-entropy", po::value<std::string>()->default_value("fp32"),
+       "loss on the logits: fp32 (Megatron's fused upcast), bf16, bf16-inplace (gradient written into the "
+       "logits) or fp32-unfused (PyTorch cross_entropy on upcast logits, as HuggingFace)")
       ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
       ("unfused-attention", po::bool_switch(), "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")
       ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")
@@ -81,6 +84,9 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   problems.collect([&] { p.cp_algo = config::parse_cp_algo(vm["cp-algo"].as<std::string>(), "--cp-algo"); });
   problems.collect([&] {
     p.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
+  });
+  problems.collect([&] {
+    p.cross_entropy = config::parse_cross_entropy(vm["cross-entropy"].as<std::string>(), "--cross-entropy");
   });
   problems.collect([&] { p.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
   if (vm.count("pp-layers")) {
