@@ -12,6 +12,8 @@
 #include "sim/config/loader.h"
 #include "sim/network/calibration.h"
 #include "sim/network/network_model.h"
+#include "sim/parallel/task_graph.h"
+#include "sim/runtime/executor.h"
 #include "sim/topology/topology.h"
 
 namespace ts::driver {
@@ -32,6 +34,10 @@ class Resources {
   // The calibrated memory overheads of `gpu` (CUDA context, NCCL buffers, fragmentation); zero
   // for a GPU without a calibration file.
   const compute::MemoryOverheads& memory_overheads(const compute::GpuSpec& gpu);
+  // Storage that simulate() reuses from one plan to the next: the task graph and the replay's
+  // buffers (fresh memory for graphs of up to a million tasks costs as much as replaying them).
+  parallel::TaskGraph& task_graph() { return task_graph_; }
+  runtime::ReplayBuffers& replay_buffers() { return replay_buffers_; }
 
  private:
   struct Fabric {
@@ -43,6 +49,8 @@ class Resources {
   std::optional<network::NetworkCalibration> calibration_;
   std::map<std::pair<std::string, std::int32_t>, Fabric> fabrics_;
   std::map<std::string, compute::MemoryOverheads> memory_overheads_;
+  parallel::TaskGraph task_graph_;
+  runtime::ReplayBuffers replay_buffers_;
 };
 
 }  // namespace ts::driver

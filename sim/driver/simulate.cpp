@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "sim/base/diagnostic.h"
 #include "sim/compute/compute_model.h"
@@ -126,37 +127,43 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     return r;
   }
 
-  const parallel::TaskGraph graph = parallel::lower(sc.model, plan, lowering_options(sc, options.full));
+  // The graph reuses the memory of the previous plan's (see lower()).
+  parallel::TaskGraph& graph = resources.task_graph();
+  // Without per-task output (trace, statistics), chains of steps stand for their tasks: the same
+  // replay from a smaller graph.
+  const bool per_task = options.trace.has_value() || options.stats;
+  parallel::LoweringOptions lo = lowering_options(sc, options.full);
+  lo.coarse = !per_task;
+  graph = parallel::lower(sc.model, plan, lo, std::move(graph));
   const parallel::Layout layout(plan);
   const network::NetworkModel& network = resources.network(sc.cluster, sc.num_gpus);
   const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan.attention_kernel);
   runtime::ExecuteOptions eo;
   eo.memory_timeline = options.trace.has_value();
-  const runtime::Execution ex = runtime::execute(graph, layout, compute, network, eo);
+  // Per-task timings only for the trace and the statistics; otherwise the replay's summary (the
+  // same ends, breakdowns and memory peaks) is cheaper to get.
+  std::optional<runtime::Execution> ex;
+  if (per_task) ex = runtime::execute(graph, layout, compute, network, eo);
+  const runtime::ReplaySummary replay =
+      ex ? runtime::summarize(graph, *ex)
+         : runtime::replay_summary(graph, layout, compute, network, eo, &resources.replay_buffers());
   // Time arithmetic saturates at the int64 picosecond range (106 days); an iteration anywhere
   // near it comes only from absurd sizes (a hidden size of 10^5 on one GPU, …).
-  if (ex.end.ps() >= (std::int64_t{1} << 62)) {
+  if (replay.end.ps() >= (std::int64_t{1} << 62)) {
     throw InputError(Diagnostic{"", 0, "", "the simulated iteration lasts more than 53 days, beyond "
                                 "the range of the simulated clock: the model or plan sizes are out of range"});
   }
-  const auto breakdowns = runtime::time_breakdown(graph, ex);
+  const auto& breakdowns = replay.time;
 
-  r.tasks = static_cast<std::int64_t>(graph.tasks.size());
-  r.events = ex.events;
-  r.iteration_time_s = ex.end.seconds();
+  r.tasks = replay.tasks;
+  r.events = replay.events;
+  r.iteration_time_s = replay.end.seconds();
   r.tokens_per_s = tokens / r.iteration_time_s;
   r.tflops_per_gpu = r.model_flops / r.iteration_time_s / static_cast<double>(sc.num_gpus) * 1e-12;
   r.mfu = r.tflops_per_gpu / sc.cluster.gpu.peak_bf16.tflops();
 
   // The breakdown shown is that of the device finishing last (the critical path's end).
-  SimTime last_end;
-  std::size_t critical = 0;
-  for (std::size_t t = 0; t < graph.tasks.size(); ++t) {
-    if (ex.timings[t].end > last_end) {
-      last_end = ex.timings[t].end;
-      critical = static_cast<std::size_t>(graph.tasks[t].device);
-    }
-  }
+  const auto critical = static_cast<std::size_t>(replay.last_device);
   r.peak_memory = Bytes();
   for (std::size_t d = 0; d < graph.devices.size(); ++d) {
     const auto& dev = graph.devices[d];
@@ -167,7 +174,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     rep.represents = dev.represents;
     rep.time = breakdowns[d];
     rep.memory = static_memory(sc, overheads, dev.stage);
-    set_activations(rep.memory, ex.memory[d].peak_dynamic, overheads);
+    set_activations(rep.memory, replay.memory[d].peak_dynamic, overheads);
     if (rep.memory.total() > r.peak_memory) {
       r.peak_memory = rep.memory.total();
       r.memory = rep.memory;
@@ -177,8 +184,10 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   r.time = breakdowns[critical];
   r.within_fit = r.peak_memory.real() <= options.fit * r.memory_capacity.real();
   for (std::size_t d = 0; d < graph.devices.size(); ++d) {
-    if (r.devices[d].memory.total() == r.peak_memory && ex.memory[d].peak_task >= 0) {
-      r.peak_at = parallel::task_label(graph, graph.tasks[static_cast<std::size_t>(ex.memory[d].peak_task)]);
+    const runtime::DeviceMemory& mem = replay.memory[d];
+    if (r.devices[d].memory.total() == r.peak_memory && mem.peak_task >= 0) {
+      const parallel::Task& task = graph.tasks[static_cast<std::size_t>(mem.peak_task)];
+      r.peak_at = mem.peak_step >= 0 ? parallel::step_label(graph, task, mem.peak_step) : parallel::task_label(graph, task);
       break;
     }
   }
@@ -188,7 +197,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
                std::to_string(r.memory_capacity.in_gib()) + " GiB of the GPU";
   }
 
-  if (options.stats) r.stats = trace::run_stats(graph, ex);
+  if (options.stats) r.stats = trace::run_stats(graph, *ex);
   if (options.trace) {
     trace::TraceInfo info;
     info.ranks = options.trace_ranks;
@@ -215,7 +224,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     if (r.stats.computed) {
       info.metadata.emplace_back("hardware_flops_per_iteration", num(r.stats.hardware_flops.value()));
     }
-    r.trace_size = trace::write_chrome_trace(*options.trace, graph, ex, info);
+    r.trace_size = trace::write_chrome_trace(*options.trace, graph, *ex, info);
   }
   return r;
 }

@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "sim/base/diagnostic.h"
@@ -81,6 +82,13 @@ std::string task_label(const TaskGraph& g, const Task& t) {
   return name;
 }
 
+std::string step_label(const TaskGraph& g, const Task& task, std::int32_t step) {
+  Task t = g.chain_steps[static_cast<std::size_t>(step)];
+  t.device = task.device;
+  t.micro_batch = task.micro_batch;
+  return task_label(g, t);
+}
+
 std::vector<std::int64_t> virtual_stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model) {
   if (!plan.pp_layers.empty()) return plan.pp_layers;
   const std::int64_t stages = plan.pp * plan.model_chunks();
@@ -154,13 +162,23 @@ std::vector<ir::Op> edge_gemms(const std::vector<ir::Op>& ops, bool last, std::s
 // Builds the tasks of every simulated device, one device at a time, in program order.
 class Lowerer {
  public:
-  Lowerer(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options)
+  Lowerer(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options,
+          TaskGraph storage)
       : model_(model),
         plan_(plan),
         options_(options),
         layout_(plan),
         vlayers_(virtual_stage_layers(plan, model)),
-        chunks_(plan.model_chunks()) {
+        chunks_(plan.model_chunks()),
+        g_(std::move(storage)) {
+    // Only the storage is kept (see lower()).
+    g_.devices.clear();
+    g_.tasks.clear();
+    g_.deps.clear();
+    g_.op_lists.clear();
+    g_.communicators.clear();
+    g_.chains.clear();
+    g_.chain_steps.clear();
     vfirst_.assign(vlayers_.size(), 0);
     for (std::size_t v = 1; v < vlayers_.size(); ++v) vfirst_[v] = vfirst_[v - 1] + vlayers_[v - 1];
     build_op_lists();
@@ -332,16 +350,162 @@ class Lowerer {
     return id;
   }
 
-  // Appends a task depending on `deps` (task indices; negative entries are ignored).
+  // Appends a task depending on `deps` (task indices; negative entries are ignored). In coarse
+  // mode compute tasks and tensor-parallel collectives become steps of chains (see Chain).
   std::int32_t emit(Task t, std::initializer_list<std::int32_t> deps) {
     t.device = device_;
-    t.dep_begin = static_cast<std::uint32_t>(g_.deps.size());
-    for (std::int32_t d : deps) {
-      if (d >= 0) g_.deps.push_back(static_cast<std::uint32_t>(d));
+    if (options_.coarse && !options_.full &&
+        (t.kind == TaskKind::kCompute || (t.kind == TaskKind::kCollective && t.stream == Stream::kTpComm))) {
+      return add_step(t, deps);
     }
-    t.dep_count = static_cast<std::uint32_t>(g_.deps.size()) - t.dep_begin;
+    return add_task(t, resolved(deps));
+  }
+
+  // Dependencies as task ids: step handles are resolved (closing chains where needed) before the
+  // task's entries are appended, since closing a chain appends its own.
+  struct Deps {
+    std::array<std::int32_t, 4> id{};
+    std::size_t count = 0;
+  };
+  Deps resolved(std::initializer_list<std::int32_t> deps) {
+    Deps out;
+    for (std::int32_t d : deps) {
+      if (d < 0) continue;
+      SIM_ASSERT(out.count < out.id.size(), "too many dependencies");
+      out.id[out.count++] = resolve(d);
+    }
+    return out;
+  }
+
+  std::int32_t add_task(Task t, const Deps& deps) {
+    t.dep_begin = static_cast<std::uint32_t>(g_.deps.size());
+    for (std::size_t i = 0; i < deps.count; ++i) g_.deps.push_back(static_cast<std::uint32_t>(deps.id[i]));
+    t.dep_count = static_cast<std::uint32_t>(deps.count);
     g_.tasks.push_back(t);
+    SIM_ASSERT(g_.tasks.size() < static_cast<std::size_t>(kStepHandle), "too many tasks");
     return static_cast<std::int32_t>(g_.tasks.size() - 1);
+  }
+
+  // Coarse lowering. Steps gather in the open chain and are named by handles (kStepHandle + n for
+  // the n-th step) until the chain closes into one task. A step extends the open chain when it
+  // waits for exactly the chain's last step, else it opens a new chain. Only a chain's last step
+  // may have dependents: a handle used as a dependency closes the chain after its step (the
+  // steps after it open the next chain), and a handle held for later must be resolved when held
+  // (held()); resolving an inner step of a closed chain is an internal error, never a silent
+  // merge.
+  static constexpr std::int32_t kStepHandle = std::int32_t{1} << 30;
+
+  std::int32_t add_step(Task t, std::initializer_list<std::int32_t> deps) {
+    std::int32_t only = kNone;
+    std::size_t count = 0;
+    for (std::int32_t d : deps) {
+      if (d < 0) continue;
+      only = d;
+      ++count;
+    }
+    const bool extends = !open_.empty() && count == 1 && only == kStepHandle + open_first_ +
+                         static_cast<std::int32_t>(open_.size()) - 1 &&
+                         t.micro_batch == open_.front().micro_batch;
+    if (!extends) {
+      const Deps d = resolved(deps);
+      close_chain(open_.size());
+      open_deps_ = d;
+      open_first_ = static_cast<std::int32_t>(closed_.size());
+    }
+    open_.push_back(t);
+    closed_.push_back(kNone);
+    return kStepHandle + static_cast<std::int32_t>(closed_.size()) - 1;
+  }
+
+  std::int32_t resolve(std::int32_t id) {
+    if (id < kStepHandle) return id;
+    const std::int32_t n = id - kStepHandle;
+    if (!open_.empty() && n >= open_first_) close_chain(static_cast<std::size_t>(n - open_first_) + 1);
+    SIM_ASSERT(closed_[static_cast<std::size_t>(n)] >= 0, "a chain step is used after its chain closed");
+    return closed_[static_cast<std::size_t>(n)];
+  }
+  // A task id held for later use (in coarse mode a step handle must be resolved now).
+  std::int32_t held(std::int32_t id) { return resolve(id); }
+
+  // The task or open step that `id` names, to amend it right after it was added.
+  Task& task_ref(std::int32_t id) {
+    if (id < kStepHandle) return g_.tasks[static_cast<std::size_t>(id)];
+    const std::int32_t n = id - kStepHandle;
+    SIM_ASSERT(!open_.empty() && n >= open_first_, "a closed chain step is amended");
+    return open_[static_cast<std::size_t>(n - open_first_)];
+  }
+
+  // Closes the first `count` steps of the open chain into a task (a lone step is an ordinary task);
+  // the rest stay open and wait for it.
+  void close_chain(std::size_t count) {
+    if (count == 0) return;
+    std::int32_t id;
+    if (count == 1) {
+      id = add_task(open_.front(), open_deps_);
+    } else {
+      Task c = open_.front();
+      c.kind = TaskKind::kCompute;
+      c.ops = -1;
+      c.comm = CommOp::kAllReduce;
+      c.bytes = Bytes();
+      c.communicator = -1;
+      c.hidden_by = -1;
+      c.alloc_at_start = Bytes();
+      c.free_at_end = Bytes();
+      c.chain = intern_chain(count);
+      id = add_task(c, open_deps_);
+    }
+    closed_[static_cast<std::size_t>(open_first_) + count - 1] = id;
+    open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
+    open_first_ += static_cast<std::int32_t>(count);
+    open_deps_ = Deps{};
+    open_deps_.id[0] = id;
+    open_deps_.count = 1;
+  }
+
+  // The chain of the first `count` open steps, shared with an earlier chain of the same steps
+  // (the same block of layers recurs for every micro-batch).
+  std::int32_t intern_chain(std::size_t count) {
+    auto same = [](const Task& a, const Task& b) {
+      return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.part == b.part &&
+             a.layer == b.layer && a.ops == b.ops && a.duration == b.duration && a.comm == b.comm &&
+             a.bytes == b.bytes && a.communicator == b.communicator && a.hidden_by == b.hidden_by &&
+             a.alloc_at_start == b.alloc_at_start && a.free_at_end == b.free_at_end;
+    };
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    for (std::size_t i = 0; i < count; ++i) {
+      const Task& t = open_[i];
+      mix(static_cast<std::uint64_t>(t.kind) | static_cast<std::uint64_t>(t.stream) << 8 |
+          static_cast<std::uint64_t>(t.pass) << 16 | static_cast<std::uint64_t>(t.part) << 24 |
+          static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.layer)) << 32);
+      mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.ops)) |
+          static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.communicator)) << 32);
+      mix(static_cast<std::uint64_t>(t.bytes.count()) ^ static_cast<std::uint64_t>(t.alloc_at_start.count()) << 1 ^
+          static_cast<std::uint64_t>(t.free_at_end.count()) << 2 ^ static_cast<std::uint64_t>(t.duration.ps()) << 3);
+      mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.hidden_by)) | static_cast<std::uint64_t>(t.comm) << 32);
+    }
+    auto& candidates = chain_index_[h ^ count];
+    for (std::int32_t c : candidates) {
+      const Chain& chain = g_.chains[static_cast<std::size_t>(c)];
+      if (chain.step_count != count) continue;
+      bool equal = true;
+      for (std::size_t i = 0; i < count && equal; ++i) equal = same(g_.chain_steps[chain.step_begin + i], open_[i]);
+      if (equal) return c;
+    }
+    Chain chain;
+    chain.step_begin = static_cast<std::uint32_t>(g_.chain_steps.size());
+    chain.step_count = static_cast<std::uint32_t>(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      Task step = open_[i];
+      step.micro_batch = -1;  // the chain task's
+      step.dep_begin = 0;
+      step.dep_count = 0;
+      g_.chain_steps.push_back(step);
+    }
+    g_.chains.push_back(chain);
+    candidates.push_back(static_cast<std::int32_t>(g_.chains.size() - 1));
+    return candidates.back();
   }
 
   struct Label {
@@ -392,10 +556,18 @@ class Lowerer {
   // One point-to-point transfer of a pipeline pair, on the stream of its direction and peer.
   std::int32_t p2p(Stream stream, std::int64_t src_stage, std::int64_t dst_stage, std::int32_t tag,
                    const Label& l, std::int32_t dep) {
-    Coord src = layout_.coord(rank_);
-    Coord dst = src;
-    src[Axis::kPp] = src_stage;
-    dst[Axis::kPp] = dst_stage;
+    // A device sends and receives on each stream with one peer: look the pair's communicator up
+    // once per stream (building the key and searching the map dominated lowering).
+    P2pComm& cached = p2p_comm_[static_cast<std::size_t>(stream)];
+    if (cached.comm < 0 || cached.src_stage != src_stage || cached.dst_stage != dst_stage || cached.tag != tag) {
+      Coord src = layout_.coord(rank_);
+      Coord dst = src;
+      src[Axis::kPp] = src_stage;
+      dst[Axis::kPp] = dst_stage;
+      cached = {src_stage, dst_stage, tag,
+                communicator({static_cast<std::int32_t>(layout_.rank(src)), static_cast<std::int32_t>(layout_.rank(dst))},
+                             axis_bit(Axis::kPp), tag)};
+    }
     Task t;
     t.kind = TaskKind::kP2p;
     t.stream = stream;
@@ -404,9 +576,7 @@ class Lowerer {
     t.micro_batch = l.mb;
     t.comm = CommOp::kSendRecv;
     t.bytes = act_bytes_;
-    t.communicator = communicator({static_cast<std::int32_t>(layout_.rank(src)),
-                                   static_cast<std::int32_t>(layout_.rank(dst))},
-                                  axis_bit(Axis::kPp), tag);
+    t.communicator = cached.comm;
     return emit(t, {dep});
   }
 
@@ -428,7 +598,7 @@ class Lowerer {
   std::int32_t hidden(std::int32_t task, const Label& l, bool after) {
     const int part = l.part == Part::kMlp ? 1 : 0;
     const int bwd = l.pass == Pass::kBackward ? 1 : 0;
-    g_.tasks[static_cast<std::size_t>(task)].hidden_by = lists_.tp_hide[part][bwd][after ? 1 : 0];
+    task_ref(task).hidden_by = lists_.tp_hide[part][bwd][after ? 1 : 0];
     return task;
   }
 
@@ -521,7 +691,8 @@ class Lowerer {
       first_forward_of_layer_[static_cast<std::size_t>(l.layer)] = false;
     }
     dep = attention_forward({l.pass, Part::kAttention, l.layer, l.mb}, dep, attn_alloc, param_dep);
-    prefetch_gate_ = dep;  // the next layer's gather may start once this layer computes
+    // The next layer's gather may start once this layer computes (ZeRO-3 only).
+    if (zero3()) prefetch_gate_ = held(dep);
     dep = tp_before({l.pass, Part::kMlp, l.layer, l.mb}, dep);
     dep = compute(lists_.mlp_fwd, {l.pass, Part::kMlp, l.layer, l.mb}, {dep}, mlp_alloc);
     return tp_after({l.pass, Part::kMlp, l.layer, l.mb}, dep);
@@ -537,7 +708,7 @@ class Lowerer {
     dep = tp_before({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
     dep = compute(lists_.mlp_bwd, {Pass::kBackward, Part::kMlp, l.layer, l.mb}, {dep, gathered},
                   mem.mlp_grads, mem.mlp_release + mem.mlp_grads);
-    prefetch_gate_ = dep;
+    if (zero3()) prefetch_gate_ = held(dep);
     dep = tp_after({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
     dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, mem.attn_release,
                              mem.attn_grads);
@@ -554,7 +725,7 @@ class Lowerer {
   void gradients_ready(std::int64_t params, std::int32_t ready, bool last_of_iteration) {
     if (zero3() || replicas() == 1) return;
     bucket_params_ += params;
-    bucket_ready_ = ready;
+    bucket_ready_ = held(ready);
     const bool full = plan_.overlap_grad_reduce && bucket_params_ >= plan_.grad_bucket_params;
     if (full || last_of_iteration) flush_bucket();
   }
@@ -636,7 +807,7 @@ class Lowerer {
     } else {
       p2p(Stream::kPpSendPrev, stage_, prev_stage(), kTagGradients, l, dep);
     }
-    last_backward_ = dep;
+    last_backward_ = held(dep);
   }
 
   // Remaining gradient reduction and the optimizer step; without overlap, the updated
@@ -692,11 +863,13 @@ class Lowerer {
     const SimDevice& dev = g_.devices[static_cast<std::size_t>(d)];
     rank_ = dev.rank;
     group_comm_.fill(-1);
+    p2p_comm_.fill(P2pComm{});
     stage_ = dev.stage;
     last_backward_ = kNone;
     last_grad_reduce_ = kNone;
     prefetch_gate_ = kNone;
     bucket_params_ = 0;
+    open_.clear();
     param_gathers();
     const auto m = static_cast<std::int32_t>(plan_.num_micro_batches());
     const std::int64_t p = plan_.pp;
@@ -747,6 +920,7 @@ class Lowerer {
       }
     }
     optimizer();
+    close_chain(open_.size());
   }
 
   const ir::ModelSpec& model_;
@@ -767,6 +941,19 @@ class Lowerer {
   std::int32_t device_ = 0;
   std::int64_t rank_ = 0;
   std::array<std::int32_t, 16> group_comm_{};  // communicator of rank_'s group by axes, -1: not yet
+  struct P2pComm {
+    std::int64_t src_stage = -1, dst_stage = -1;
+    std::int32_t tag = 0;
+    std::int32_t comm = -1;  // -1: not yet
+  };
+  std::array<P2pComm, kNumStreams> p2p_comm_{};  // rank_'s last point-to-point pair per stream
+  // Coarse lowering: the open chain's steps, its first step's dependencies and handle number,
+  // and by handle number the task a closed chain ends with (kNone for inner steps).
+  std::vector<Task> open_;
+  Deps open_deps_;
+  std::int32_t open_first_ = 0;
+  std::vector<std::int32_t> closed_;
+  std::unordered_map<std::uint64_t, std::vector<std::int32_t>> chain_index_;  // by hash of steps
   std::int64_t stage_ = 0;
   std::int32_t last_backward_ = kNone;
   std::int32_t last_grad_reduce_ = kNone;
@@ -779,9 +966,10 @@ class Lowerer {
 
 }  // namespace
 
-TaskGraph lower(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options) {
+TaskGraph lower(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options,
+                TaskGraph storage) {
   SIM_ASSERT(plan.num_micro_batches() > 0, "no micro-batches");
-  return Lowerer(model, plan, options).run();
+  return Lowerer(model, plan, options, std::move(storage)).run();
 }
 
 }  // namespace ts::parallel

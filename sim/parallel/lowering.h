@@ -12,6 +12,10 @@ namespace ts::parallel {
 
 struct LoweringOptions {
   bool full = false;              // every rank simulated (else one rank per pipeline stage)
+  // Chains of compute and tensor-parallel steps as single tasks (see Chain): the same replay with
+  // fewer tasks, for runs that need no per-task output. Applies in symmetric mode only, where a
+  // tensor-parallel collective has one simulated member.
+  bool coarse = false;
   // Memory of one layer and micro-batch (from the memory model): what its forward keeps for the
   // backward (under full recompute: only its input), what full recompute rebuilds, and the LM
   // head's logits and loss buffers, live from the head's forward to its backward.
@@ -31,6 +35,9 @@ std::vector<std::int64_t> stage_layers(const ParallelPlan& plan, const ir::Model
 // Parameters held by one rank of pipeline stage `stage` (after TP, before ZeRO sharding).
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage);
 
-TaskGraph lower(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options);
+// `storage`: a graph whose memory the result reuses, its contents discarded (a sweep lowers
+// thousands of plans: growing and faulting in fresh task arrays cost more than filling them).
+TaskGraph lower(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options,
+                TaskGraph storage = {});
 
 }  // namespace ts::parallel

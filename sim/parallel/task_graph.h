@@ -54,6 +54,9 @@ struct Task {
   std::int32_t layer = -1;       // global transformer layer, -1 when none
   std::int32_t micro_batch = -1;
   std::int32_t ops = -1;         // compute: index into TaskGraph::op_lists, or -1 to use `duration`
+  // Coarse graphs: the chain (index into TaskGraph::chains) whose steps this task runs in place of
+  // as many tasks; -1 for an ordinary task.
+  std::int32_t chain = -1;
   Duration duration;             // compute without ops: a recorded duration (imported traces)
   CommOp comm = CommOp::kAllReduce;
   Bytes bytes;                   // communication: nccl-tests size (see network::CollectiveRequest)
@@ -65,6 +68,18 @@ struct Task {
   std::uint32_t dep_count = 0;
   Bytes alloc_at_start;          // memory this task allocates when it starts
   Bytes free_at_end;             // memory it releases when it ends
+};
+
+// Coarse lowering (LoweringOptions::coarse): consecutive steps of one device on the compute and
+// tensor-parallel streams, each waiting only for the one before and none waited for by anything
+// else, replayed as one task. Its steps, TaskGraph::chain_steps[step_begin, step_begin +
+// step_count), are tasks (compute, or a collective with one simulated member) whose device and
+// micro-batch are the chain task's and whose dependencies are unused; chains with the same steps
+// are stored once. The replay runs each step at its own time on its own stream, exactly as the
+// separate tasks would run.
+struct Chain {
+  std::uint32_t step_begin = 0;
+  std::uint32_t step_count = 0;
 };
 
 // A simulated device: one rank that stands for its class (symmetric mode) or itself (full mode).
@@ -81,10 +96,14 @@ struct TaskGraph {
   std::vector<std::uint32_t> deps;
   std::vector<std::vector<ir::Op>> op_lists;
   std::vector<Communicator> communicators;
+  std::vector<Chain> chains;      // coarse graphs only
+  std::vector<Task> chain_steps;
 };
 
 // A short human-readable name of a task: "L12 attention fwd mb3", "gradients reduce_scatter
 // optimizer", "activations rank 8→16 fwd mb0".
 std::string task_label(const TaskGraph& graph, const Task& task);
+// The label of step `step` (index into TaskGraph::chain_steps) of chain task `task`.
+std::string step_label(const TaskGraph& graph, const Task& task, std::int32_t step);
 
 }  // namespace ts::parallel

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/base/diagnostic.h"
+
 namespace ts::runtime {
 
 using parallel::Stream;
@@ -48,56 +50,135 @@ TimeCategory comm_category(Stream s) {
   return TimeCategory::kIdle;
 }
 
-struct Edge {
-  std::int64_t time;
-  int delta;          // +1 start, -1 end
-  TimeCategory cat;   // compute categories or communication categories
-  bool compute;
+}  // namespace
+
+TimeCategory task_category(const parallel::Task& task) {
+  return task.stream == Stream::kCompute ? compute_category(task.pass) : comm_category(task.stream);
+}
+
+namespace {
+
+struct Span {
+  std::int64_t start;
+  std::int64_t end;
 };
+
+// The union of `covered` and the intervals of one stream (both sorted, each disjoint), with
+// touching or overlapping spans joined; returns its total length.
+std::int64_t unite(const std::vector<Span>& covered, const StreamInterval* first, const StreamInterval* last,
+                   std::vector<Span>& out) {
+  out.clear();
+  std::int64_t length = 0;
+  auto add = [&](std::int64_t a, std::int64_t b) {
+    if (!out.empty() && a <= out.back().end) {
+      if (b > out.back().end) {
+        length += b - out.back().end;
+        out.back().end = b;
+      }
+      return;
+    }
+    out.push_back({a, b});
+    length += b - a;
+  };
+  auto c = covered.begin();
+  for (; first != last; ++first) {
+    if (first->end == first->start) continue;
+    while (c != covered.end() && c->start <= first->start.ps()) {
+      add(c->start, c->end);
+      ++c;
+    }
+    add(first->start.ps(), first->end.ps());
+  }
+  for (; c != covered.end(); ++c) add(c->start, c->end);
+  return length;
+}
 
 }  // namespace
 
+TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
+                               SimTime end, const TimeBreakdown* splits) {
+  // At each instant a device is computing (one compute task at a time), or else waiting on the
+  // communication running by priority (TP, CP, PP, DP), or idle. So compute categories take the
+  // compute tasks' lengths, and each communication category what its streams add to the time
+  // covered by higher priorities: |covered ∪ stream| − |covered|. The rest is idle.
+  for (const StreamIntervals& s : streams) {
+    for (const StreamInterval* i = s.first; i != s.last && i + 1 != s.last; ++i) {
+      SIM_ASSERT(i[1].start >= i[0].end, "tasks of one stream overlap in the execution");
+    }
+  }
+  TimeBreakdown out;
+  const StreamIntervals& compute = streams[static_cast<std::size_t>(Stream::kCompute)];
+  for (const StreamInterval* i = compute.first; i != compute.last; ++i) {
+    if (i->split >= 0) {
+      // A chain's span: its compute steps, and the tensor-parallel ones between them (while
+      // no compute runs, TP comes first among communication).
+      const TimeBreakdown& split = splits[i->split];
+      for (std::size_t c = 0; c < kNumTimeCategories; ++c) out.time[c] += split.time[c];
+    } else if (i->end != i->start) {
+      out[i->category] += i->end - i->start;
+    }
+  }
+  std::vector<Span> covered, next;
+  std::int64_t covered_length = unite(covered, compute.first, compute.last, next);
+  covered.swap(next);
+  for (Stream s : {Stream::kTpComm, Stream::kCpComm, Stream::kPpRecvPrev, Stream::kPpSendNext,
+                   Stream::kPpRecvNext, Stream::kPpSendPrev, Stream::kDpComm}) {
+    const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
+    if (intervals.first == intervals.last) continue;
+    const std::int64_t length = unite(covered, intervals.first, intervals.last, next);
+    out[comm_category(s)] += Duration::from_ps(length - covered_length);
+    covered_length = length;
+    covered.swap(next);
+  }
+  out[TimeCategory::kIdle] += Duration::from_ps(end.ps() - covered_length);
+  return out;
+}
+
 std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& g, const Execution& ex) {
-  std::vector<std::vector<Edge>> edges(g.devices.size());
-  for (std::size_t t = 0; t < g.tasks.size(); ++t) {
-    const auto& task = g.tasks[t];
-    const auto& timing = ex.timings[t];
-    if (timing.end == timing.start) continue;
-    const bool compute = task.stream == Stream::kCompute;
-    const TimeCategory cat = compute ? compute_category(task.pass) : comm_category(task.stream);
-    auto& e = edges[static_cast<std::size_t>(task.device)];
-    e.push_back({timing.start.ps(), +1, cat, compute});
-    e.push_back({timing.end.ps(), -1, cat, compute});
+  SIM_ASSERT(g.chains.empty(), "per-task timings of a coarse graph");
+  // The intervals of each (device, stream) in program order (a counting sort).
+  const std::size_t queues = g.devices.size() * parallel::kNumStreams;
+  auto queue_of = [](const parallel::Task& t) {
+    return static_cast<std::size_t>(t.device) * parallel::kNumStreams + static_cast<std::size_t>(t.stream);
+  };
+  std::vector<std::uint32_t> begin(queues + 1, 0);
+  for (const auto& task : g.tasks) ++begin[queue_of(task) + 1];
+  for (std::size_t q = 0; q < queues; ++q) begin[q + 1] += begin[q];
+  std::vector<StreamInterval> intervals(g.tasks.size());
+  {
+    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+      const auto& task = g.tasks[t];
+      intervals[fill[queue_of(task)]++] = {ex.timings[t].start, ex.timings[t].end, task_category(task), -1};
+    }
   }
   std::vector<TimeBreakdown> out(g.devices.size());
   for (std::size_t d = 0; d < g.devices.size(); ++d) {
-    auto& e = edges[d];
-    std::sort(e.begin(), e.end(), [](const Edge& a, const Edge& b) {
-      return a.time != b.time ? a.time < b.time : a.delta < b.delta;  // ends first
-    });
-    std::array<int, kNumTimeCategories> active{};
-    std::int64_t prev = 0;
-    auto attribute = [&](std::int64_t until) {
-      if (until <= prev) return;
-      // Compute first (one compute task at a time), then communication by priority, else idle.
-      TimeCategory cat = TimeCategory::kIdle;
-      for (auto c : {TimeCategory::kForward, TimeCategory::kBackward, TimeCategory::kRecompute,
-                     TimeCategory::kOptimizer, TimeCategory::kExposedTp, TimeCategory::kExposedCp,
-                     TimeCategory::kExposedPp, TimeCategory::kExposedDp}) {
-        if (active[static_cast<std::size_t>(c)] > 0) {
-          cat = c;
-          break;
-        }
-      }
-      out[d][cat] += Duration::from_ps(until - prev);
-      prev = until;
-    };
-    for (const Edge& edge : e) {
-      attribute(edge.time);
-      active[static_cast<std::size_t>(edge.cat)] += edge.delta;
+    std::array<StreamIntervals, parallel::kNumStreams> streams{};
+    for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
+      const std::size_t q = d * parallel::kNumStreams + s;
+      streams[s] = {intervals.data() + begin[q], intervals.data() + begin[q + 1]};
     }
-    attribute(ex.end.ps());
+    out[d] = device_breakdown(streams, ex.end);
   }
+  return out;
+}
+
+ReplaySummary summarize(const parallel::TaskGraph& g, const Execution& ex) {
+  ReplaySummary out;
+  out.time = time_breakdown(g, ex);
+  out.end = ex.end;
+  SimTime last_end;
+  for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+    if (ex.timings[t].end > last_end) {
+      last_end = ex.timings[t].end;
+      out.last_device = g.tasks[t].device;
+    }
+  }
+  out.memory.reserve(ex.memory.size());
+  for (const DeviceMemory& m : ex.memory) out.memory.push_back({m.peak_dynamic, m.peak_task, m.peak_step, {}});
+  out.events = ex.events;
+  out.tasks = static_cast<std::int64_t>(g.tasks.size());
   return out;
 }
 

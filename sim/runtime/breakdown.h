@@ -38,4 +38,48 @@ struct TimeBreakdown {
 // One breakdown per simulated device over [0, execution.end].
 std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& graph, const Execution& execution);
 
+// What a task's running time counts as: its pass on the compute stream, else its stream's
+// communication category.
+TimeCategory task_category(const parallel::Task& task);
+
+// A task's interval on its stream, with its category; or, with `split` ≥ 0, the span of a chain
+// (LoweringOptions::coarse) from its first to its last compute step, run without a gap: covered
+// all along by its compute steps and the tensor-parallel steps between them, which take the
+// time in the proportions of split number `split` (see device_breakdown).
+struct StreamInterval {
+  SimTime start;
+  SimTime end;
+  TimeCategory category = TimeCategory::kIdle;
+  std::int32_t split = -1;
+};
+
+// The intervals of one stream, in time order and disjoint (a stream runs one task at a time).
+struct StreamIntervals {
+  const StreamInterval* first = nullptr;
+  const StreamInterval* last = nullptr;
+};
+
+// The breakdown of one device over [0, end] from the intervals of its streams; merging the
+// streams' ordered intervals replaces a sort. `splits`: the splits that chain spans name.
+TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
+                               SimTime end, const TimeBreakdown* splits = nullptr);
+
+// What the reports of a replay need (ends, breakdowns, memory peaks) without per-task timings:
+// the sweep's replay. Same results as execute() followed by time_breakdown(); it also replays
+// coarse graphs (chains of steps, LoweringOptions::coarse), with the results of the fine graph.
+struct ReplaySummary {
+  SimTime end;                        // when the last task finished
+  std::int32_t last_device = 0;       // device of the first task (in graph order) ending at `end`
+  std::vector<TimeBreakdown> time;    // per simulated device
+  std::vector<DeviceMemory> memory;   // per simulated device, without timeline
+  std::uint64_t events = 0;
+  std::int64_t tasks = 0;             // of the graph, a chain counting as its steps
+};
+// The summary of an execution (as replay_summary gives it).
+ReplaySummary summarize(const parallel::TaskGraph& graph, const Execution& execution);
+// `buffers`: memory to reuse (none: the replay allocates its own).
+ReplaySummary replay_summary(const parallel::TaskGraph& graph, const parallel::Layout& layout,
+                             const compute::ComputeModel& compute, const network::NetworkModel& network,
+                             const ExecuteOptions& options, ReplayBuffers* buffers = nullptr);
+
 }  // namespace ts::runtime

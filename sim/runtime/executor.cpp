@@ -1,11 +1,14 @@
 #include "sim/runtime/executor.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <unordered_map>
 #include <string>
-#include <tuple>
 
 #include "sim/base/diagnostic.h"
 #include "sim/engine/simulator.h"
+#include "sim/runtime/breakdown.h"
 
 namespace ts::runtime {
 
@@ -58,14 +61,216 @@ network::CollectiveOp to_network(CommOp op) {
   throw InternalError("unknown communication op");
 }
 
+// Costs of collectives and transfers kept from one replay to the next (ReplayBuffers): the plans
+// of a sweep share most of their communicators' costs, and costing a collective builds all its
+// concurrent groups. A collective is named by its ranks, the axes it spans and the layout (which
+// fix the concurrent groups), a transfer by its ranks.
+class CostCache {
+ public:
+  struct Key {
+    const network::NetworkModel* network = nullptr;
+    std::array<std::int64_t, 4> sizes{}, strides{};  // the layout (collectives)
+    unsigned axes = 0;                                // collectives
+    std::vector<std::int32_t> ranks;
+    CommOp op = CommOp::kAllReduce;
+    bool transfer = false;
+    std::int64_t bytes = 0;
+    bool operator==(const Key&) const = default;
+  };
+
+  const network::CollectiveCost* find(const Key& k) const {
+    auto it = map_.find(k);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  void add(Key k, const network::CollectiveCost& cost) { map_.emplace(std::move(k), cost); }
+
+ private:
+  struct Hash {
+    std::size_t operator()(const Key& k) const {
+      std::uint64_t h = 1469598103934665603ull;
+      auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+      mix(reinterpret_cast<std::uintptr_t>(k.network));
+      for (std::size_t i = 0; i < 4; ++i) {
+        mix(static_cast<std::uint64_t>(k.sizes[i]));
+        mix(static_cast<std::uint64_t>(k.strides[i]));
+      }
+      mix(k.axes);
+      for (std::int32_t r : k.ranks) mix(static_cast<std::uint32_t>(r));
+      mix(static_cast<std::uint64_t>(k.op) << 1 | (k.transfer ? 1u : 0u));
+      mix(static_cast<std::uint64_t>(k.bytes));
+      return static_cast<std::size_t>(h);
+    }
+  };
+  std::unordered_map<Key, network::CollectiveCost, Hash> map_;
+};
+
+// Durations of tasks, cached per op list and per (communicator, op, size), and who takes part in
+// each communicator: what both replays need.
+class Costs {
+ public:
+  Costs(const TaskGraph& g, const parallel::Layout& layout, const compute::ComputeModel& compute,
+        const network::NetworkModel& network, CostCache* cache = nullptr)
+      : g_(g), layout_(layout), compute_(compute), network_(network), cache_(cache) {
+    for (std::size_t a = 0; a < 4; ++a) {
+      const auto axis = static_cast<parallel::Axis>(a);
+      sizes_[a] = layout.size(axis);
+      parallel::Coord unit;
+      unit[axis] = 1;
+      strides_[a] = sizes_[a] > 1 ? layout.rank(unit) : 0;
+    }
+    // Which simulated devices take part in each communicator.
+    std::vector<std::int32_t> device_of_rank;
+    for (std::size_t d = 0; d < g.devices.size(); ++d) {
+      const std::int32_t r = g.devices[d].rank;
+      if (r < 0) continue;
+      if (static_cast<std::size_t>(r) >= device_of_rank.size()) device_of_rank.resize(static_cast<std::size_t>(r) + 1, -1);
+      device_of_rank[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(d);
+    }
+    members_.resize(g.communicators.size(), 0);
+    for (std::size_t c = 0; c < g.communicators.size(); ++c) {
+      for (std::int32_t r : g.communicators[c].ranks) {
+        if (r >= 0 && static_cast<std::size_t>(r) < device_of_rank.size() && device_of_rank[static_cast<std::size_t>(r)] >= 0) {
+          ++members_[c];
+        }
+      }
+    }
+    comm_cost_ids_.resize(g.communicators.size());
+    op_time_.assign(g.op_lists.size(), Duration::max());
+  }
+
+  // Simulated devices among the communicator's ranks: the calls that make up one collective.
+  std::int32_t members(std::int32_t communicator) const { return members_[static_cast<std::size_t>(communicator)]; }
+
+  Duration compute_time(const Task& task) {
+    if (task.ops < 0) return task.duration;
+    return list_time(task.ops);
+  }
+
+  // Duration of a collective or transfer (as exposed, for one overlapped with GEMMs).
+  Duration comm_time(const Task& task, const network::CollectiveCost& cost) {
+    return task.hidden_by >= 0 ? exposed_time(task, cost.time) : cost.time;
+  }
+
+  // Costs cached per communicator: a communicator sees few distinct (op, size) pairs (one size
+  // per TP op, the gradient buckets on DP), so a short list searched in order beats a map. The
+  // id names the (communicator, op, size) for cost().
+  std::uint32_t comm_cost_id(const Task& task) {
+    auto& ids = comm_cost_ids_[static_cast<std::size_t>(task.communicator)];
+    for (std::uint32_t id : ids) {
+      if (costs_[id].op == task.comm && costs_[id].bytes == task.bytes.count()) return id;
+    }
+    const auto& comm = g_.communicators[static_cast<std::size_t>(task.communicator)];
+    CostCache::Key key;
+    const bool keyed = cache_ != nullptr && (task.kind == TaskKind::kP2p || comm.axes != 0);
+    if (keyed) {
+      key.network = &network_;
+      key.op = task.comm;
+      key.bytes = task.bytes.count();
+      key.ranks = comm.ranks;
+      if (task.kind == TaskKind::kP2p) {
+        key.transfer = true;
+      } else {
+        key.sizes = sizes_;
+        key.strides = strides_;
+        key.axes = comm.axes;
+      }
+      if (const network::CollectiveCost* known = cache_->find(key)) return add_cost(task, ids, *known);
+    }
+    network::CollectiveCost cost;
+    if (task.kind == TaskKind::kP2p) {
+      cost.time = network_.send_recv(comm.ranks[0], comm.ranks[1], task.bytes);
+      cost.algorithm = network::Algorithm::kDirect;
+    } else {
+      network::CollectiveRequest r;
+      r.op = to_network(task.comm);
+      r.bytes = task.bytes;
+      // The request lists this communicator first, then every other group of the same kind
+      // (a communicator without parallel axes, e.g. from an imported trace, runs alone).
+      r.groups.push_back(comm.ranks);
+      if (comm.axes != 0) {
+        auto groups = concurrent_groups_.find(comm.axes);
+        if (groups == concurrent_groups_.end()) {
+          groups = concurrent_groups_.emplace(comm.axes, layout_.all_groups(comm.axes)).first;
+        }
+        for (const auto& other : groups->second) {
+          if (other != comm.ranks) r.groups.push_back(other);
+        }
+      }
+      cost = network_.collective(r);
+    }
+    if (keyed) cache_->add(std::move(key), cost);
+    return add_cost(task, ids, cost);
+  }
+  const network::CollectiveCost& cost(std::uint32_t id) const { return costs_[id].cost; }
+
+ private:
+  std::uint32_t add_cost(const Task& task, std::vector<std::uint32_t>& ids, const network::CollectiveCost& cost) {
+    costs_.push_back({task.comm, task.bytes.count(), cost});
+    ids.push_back(static_cast<std::uint32_t>(costs_.size() - 1));
+    return ids.back();
+  }
+
+ public:
+  const network::CollectiveCost& comm_cost(const Task& task) { return cost(comm_cost_id(task)); }
+
+ private:
+  Duration list_time(std::int32_t list) {
+    auto& cached = op_time_[static_cast<std::size_t>(list)];
+    if (cached == Duration::max()) cached = op_list_time(compute_, g_.op_lists[static_cast<std::size_t>(list)]);
+    return cached;
+  }
+
+  // A collective pipelined with GEMMs in as many chunks as its group has ranks (Transformer
+  // Engine's ring-exchange overlap): every chunk but one hides behind the GEMMs' time, so the
+  // exposed part is the larger of one chunk and what the GEMMs leave uncovered.
+  Duration exposed_time(const Task& task, Duration comm) {
+    const auto n = static_cast<std::int64_t>(g_.communicators[static_cast<std::size_t>(task.communicator)].ranks.size());
+    const Duration one_chunk = Duration::from_ps(comm.ps() / std::max<std::int64_t>(1, n));
+    const Duration uncovered = comm - std::min(comm, list_time(task.hidden_by));
+    return std::max(one_chunk, uncovered);
+  }
+
+  struct CachedCost {
+    CommOp op;
+    std::int64_t bytes;
+    network::CollectiveCost cost;
+  };
+
+  const TaskGraph& g_;
+  const parallel::Layout& layout_;
+  const compute::ComputeModel& compute_;
+  const network::NetworkModel& network_;
+  CostCache* cache_;
+  std::array<std::int64_t, 4> sizes_{}, strides_{};  // of the layout
+  std::vector<std::int32_t> members_;
+  std::vector<Duration> op_time_;
+  std::vector<CachedCost> costs_;                       // by id
+  std::vector<std::vector<std::uint32_t>> comm_cost_ids_;  // per communicator
+  std::map<unsigned, std::vector<std::vector<std::int32_t>>> concurrent_groups_;
+};
+
+std::size_t queue_index(const Task& t) {
+  return static_cast<std::size_t>(t.device) * parallel::kNumStreams + static_cast<std::size_t>(t.stream);
+}
+
 // Event phases: completions before starts at the same instant, so a freed stream is seen.
 constexpr engine::Phase kPhaseEnd = 0;
 
-class Replay {
+// The replay on the discrete-event engine: tasks start and end as events in time order. It
+// records the memory timeline (for traces) and runs any graph.
+//
+// Replay semantics (both replays implement them): each stream runs its tasks in program order,
+// one at a time; a task is ready when it heads its stream queue, the stream is idle and its
+// dependencies are done. A compute task starts when ready; a collective or point-to-point task
+// starts when every simulated member of its communicator has issued its call (calls on one
+// communicator match in issue order, as NCCL's), all members together. Memory is allocated when a
+// task starts and released when it ends.
+class EventReplay {
  public:
-  Replay(const TaskGraph& g, const parallel::Layout& layout, const compute::ComputeModel& compute,
-         const network::NetworkModel& network, const ExecuteOptions& options)
-      : g_(g), layout_(layout), compute_(compute), network_(network), options_(options) {
+  EventReplay(const TaskGraph& g, const parallel::Layout& layout, const compute::ComputeModel& compute,
+              const network::NetworkModel& network, const ExecuteOptions& options)
+      : g_(g), costs_(g, layout, compute, network), timeline_(options.memory_timeline) {
+    SIM_ASSERT(g.chains.empty(), "the event replay runs no chains");
     const std::size_t n = g.tasks.size();
     remaining_deps_.resize(n);
     dependents_begin_.assign(n + 1, 0);
@@ -85,18 +290,8 @@ class Replay {
     }
     // Stream queues in program order.
     queues_.resize(g.devices.size() * parallel::kNumStreams);
-    for (std::size_t t = 0; t < n; ++t) queues_[queue_of(g.tasks[t])].tasks.push_back(static_cast<std::uint32_t>(t));
-    // Which simulated devices take part in each communicator.
-    device_of_rank_.clear();
-    for (std::size_t d = 0; d < g.devices.size(); ++d) device_of_rank_[g.devices[d].rank] = static_cast<std::int32_t>(d);
-    comm_members_.resize(g.communicators.size(), 0);
-    for (std::size_t c = 0; c < g.communicators.size(); ++c) {
-      for (std::int32_t r : g.communicators[c].ranks) {
-        if (device_of_rank_.count(r)) ++comm_members_[c];
-      }
-    }
+    for (std::size_t t = 0; t < n; ++t) queues_[queue_index(g.tasks[t])].tasks.push_back(static_cast<std::uint32_t>(t));
     comm_pending_.resize(g.communicators.size());
-    op_time_.assign(g.op_lists.size(), Duration::max());
     exec_.timings.resize(n);
     exec_.comm.resize(n);
     exec_.memory.resize(g.devices.size());
@@ -120,15 +315,6 @@ class Replay {
     std::size_t head = 0;
     bool busy = false;
   };
-  // Members of a collective that have arrived, in the order of the communicator's issue sequence.
-  struct Pending {
-    std::vector<std::uint32_t> arrived;
-  };
-
-  static std::size_t queue_index(std::int32_t device, parallel::Stream s) {
-    return static_cast<std::size_t>(device) * parallel::kNumStreams + static_cast<std::size_t>(s);
-  }
-  std::size_t queue_of(const Task& t) const { return queue_index(t.device, t.stream); }
 
   // Starts the head task of queue `q` if it is idle and the head's dependencies are done.
   void try_issue(std::size_t q) {
@@ -140,58 +326,42 @@ class Replay {
     const Task& task = g_.tasks[t];
     switch (task.kind) {
       case TaskKind::kCompute:
-        start({t}, compute_time(task));
+        begin(t);
+        sim_.schedule_in(costs_.compute_time(task), [this, t] { finish_one(t); }, kPhaseEnd);
         break;
       case TaskKind::kCollective:
       case TaskKind::kP2p: {
-        // Wait until every simulated member has issued its matching call.
+        // Wait until every simulated member has issued its matching call: with one call in
+        // flight per member stream, the first `members` arrivals belong to the same collective.
         auto& pending = comm_pending_[static_cast<std::size_t>(task.communicator)];
-        pending.arrived.push_back(t);
-        const auto members = comm_members_[static_cast<std::size_t>(task.communicator)];
-        // Calls on one communicator match in issue order; with one call in flight per member
-        // stream, the first `members` arrivals belong to the same collective.
-        if (static_cast<std::int32_t>(pending.arrived.size()) == members) {
-          std::vector<std::uint32_t> group;
-          group.swap(pending.arrived);
-          const network::CollectiveCost cost = comm_cost(task);
-          for (std::uint32_t member : group) exec_.comm[member] = {cost.algorithm, cost.protocol};
-          start(group, task.hidden_by >= 0 ? exposed_time(task, cost.time) : cost.time);
+        pending.push_back(t);
+        if (static_cast<std::int32_t>(pending.size()) != costs_.members(task.communicator)) break;
+        const network::CollectiveCost& cost = costs_.comm_cost(task);
+        for (std::uint32_t member : pending) exec_.comm[member] = {cost.algorithm, cost.protocol};
+        const Duration d = costs_.comm_time(task, cost);
+        // The group's members go to a pool slot that the end event names by index, so that
+        // events carry no heap-allocated capture.
+        std::uint32_t slot;
+        if (free_groups_.empty()) {
+          slot = static_cast<std::uint32_t>(groups_.size());
+          groups_.emplace_back();
+        } else {
+          slot = free_groups_.back();
+          free_groups_.pop_back();
         }
+        groups_[slot].swap(pending);
+        pending.clear();
+        for (std::uint32_t member : groups_[slot]) begin(member);
+        sim_.schedule_in(d, [this, slot] { finish_group(slot); }, kPhaseEnd);
         break;
       }
     }
   }
 
-  void start(const std::vector<std::uint32_t>& tasks, Duration d) {
+  void begin(std::uint32_t t) {
     const SimTime now = sim_.now();
-    for (std::uint32_t t : tasks) {
-      exec_.timings[t].start = now;
-      allocate(g_.tasks[t], t, now);
-    }
-    sim_.schedule_in(d, [this, tasks] { finish(tasks); }, kPhaseEnd);
-  }
-
-  void finish(const std::vector<std::uint32_t>& tasks) {
-    const SimTime now = sim_.now();
-    for (std::uint32_t t : tasks) {
-      exec_.timings[t].end = now;
-      if (now > exec_.end) exec_.end = now;
-      const Task& task = g_.tasks[t];
-      release(task, now);
-      Queue& queue = queues_[queue_of(task)];
-      queue.busy = false;
-      ++queue.head;
-    }
-    for (std::uint32_t t : tasks) {
-      for (std::uint32_t i = dependents_begin_[t]; i < dependents_begin_[t + 1]; ++i) {
-        const std::uint32_t dep = dependents_[i];
-        if (--remaining_deps_[dep] == 0) try_issue(queue_of(g_.tasks[dep]));
-      }
-      try_issue(queue_of(g_.tasks[t]));
-    }
-  }
-
-  void allocate(const Task& task, std::uint32_t t, SimTime now) {
+    exec_.timings[t].start = now;
+    const Task& task = g_.tasks[t];
     if (task.alloc_at_start.count() == 0) return;
     const auto d = static_cast<std::size_t>(task.device);
     current_[d] += task.alloc_at_start;
@@ -200,93 +370,588 @@ class Replay {
       mem.peak_dynamic = current_[d];
       mem.peak_task = static_cast<std::int32_t>(t);
     }
-    if (options_.memory_timeline) mem.timeline.push_back({now, current_[d]});
+    if (timeline_) mem.timeline.push_back({now, current_[d]});
   }
 
-  void release(const Task& task, SimTime now) {
-    if (task.free_at_end.count() == 0) return;
-    const auto d = static_cast<std::size_t>(task.device);
-    current_[d] -= task.free_at_end;
-    if (options_.memory_timeline) exec_.memory[d].timeline.push_back({now, current_[d]});
-  }
-
-  Duration compute_time(const Task& task) {
-    if (task.ops < 0) return task.duration;
-    return list_time(task.ops);
-  }
-  Duration list_time(std::int32_t list) {
-    auto& cached = op_time_[static_cast<std::size_t>(list)];
-    if (cached == Duration::max()) cached = op_list_time(compute_, g_.op_lists[static_cast<std::size_t>(list)]);
-    return cached;
-  }
-
-  // A collective pipelined with GEMMs in as many chunks as its group has ranks (Transformer
-  // Engine's ring-exchange overlap): every chunk but one hides behind the GEMMs' time, so the
-  // exposed part is the larger of one chunk and what the GEMMs leave uncovered.
-  Duration exposed_time(const Task& task, Duration comm) {
-    const auto n = static_cast<std::int64_t>(g_.communicators[static_cast<std::size_t>(task.communicator)].ranks.size());
-    const Duration one_chunk = Duration::from_ps(comm.ps() / std::max<std::int64_t>(1, n));
-    const Duration uncovered = comm - std::min(comm, list_time(task.hidden_by));
-    return std::max(one_chunk, uncovered);
-  }
-
-  network::CollectiveCost comm_cost(const Task& task) {
-    const auto key = std::make_tuple(task.communicator, static_cast<int>(task.comm), task.bytes.count());
-    auto it = comm_cost_.find(key);
-    if (it != comm_cost_.end()) return it->second;
-    const auto& comm = g_.communicators[static_cast<std::size_t>(task.communicator)];
-    network::CollectiveCost cost;
-    if (task.kind == TaskKind::kP2p) {
-      cost.time = network_.send_recv(comm.ranks[0], comm.ranks[1], task.bytes);
-      cost.algorithm = network::Algorithm::kDirect;
-    } else {
-      network::CollectiveRequest r;
-      r.op = to_network(task.comm);
-      r.bytes = task.bytes;
-      // The request lists this communicator first, then every other group of the same kind
-      // (a communicator without parallel axes, e.g. from an imported trace, runs alone).
-      r.groups.push_back(comm.ranks);
-      if (comm.axes != 0) {
-        auto groups = concurrent_groups_.find(comm.axes);
-        if (groups == concurrent_groups_.end()) {
-          groups = concurrent_groups_.emplace(comm.axes, layout_.all_groups(comm.axes)).first;
-        }
-        for (const auto& other : groups->second) {
-          if (other != comm.ranks) r.groups.push_back(other);
-        }
-      }
-      cost = network_.collective(r);
+  void end(std::uint32_t t) {
+    const SimTime now = sim_.now();
+    exec_.timings[t].end = now;
+    if (now > exec_.end) exec_.end = now;
+    const Task& task = g_.tasks[t];
+    if (task.free_at_end.count() != 0) {
+      const auto d = static_cast<std::size_t>(task.device);
+      current_[d] -= task.free_at_end;
+      if (timeline_) exec_.memory[d].timeline.push_back({now, current_[d]});
     }
-    comm_cost_.emplace(key, cost);
-    return cost;
+    Queue& queue = queues_[queue_index(task)];
+    queue.busy = false;
+    ++queue.head;
+  }
+
+  void wake(std::uint32_t t) {
+    for (std::uint32_t i = dependents_begin_[t]; i < dependents_begin_[t + 1]; ++i) {
+      const std::uint32_t dep = dependents_[i];
+      if (--remaining_deps_[dep] == 0) try_issue(queue_index(g_.tasks[dep]));
+    }
+    try_issue(queue_index(g_.tasks[t]));
+  }
+
+  void finish_one(std::uint32_t t) {
+    end(t);
+    wake(t);
+  }
+
+  void finish_group(std::uint32_t slot) {
+    // Waking members may start other groups, which take pool slots: work on the list moved out.
+    std::vector<std::uint32_t> members;
+    members.swap(groups_[slot]);
+    free_groups_.push_back(slot);
+    for (std::uint32_t t : members) end(t);
+    for (std::uint32_t t : members) wake(t);
+    members.clear();
+    if (groups_[slot].capacity() == 0) groups_[slot].swap(members);  // keep the storage
   }
 
   const TaskGraph& g_;
-  const parallel::Layout& layout_;
-  const compute::ComputeModel& compute_;
-  const network::NetworkModel& network_;
-  const ExecuteOptions& options_;
+  Costs costs_;
+  bool timeline_;
   engine::Simulator sim_;
   std::vector<std::uint32_t> remaining_deps_;
   std::vector<std::uint32_t> dependents_begin_;
   std::vector<std::uint32_t> dependents_;
   std::vector<Queue> queues_;
-  std::map<std::int32_t, std::int32_t> device_of_rank_;
-  std::vector<std::int32_t> comm_members_;
-  std::vector<Pending> comm_pending_;
-  std::vector<Duration> op_time_;
-  std::map<std::tuple<std::int32_t, int, std::int64_t>, network::CollectiveCost> comm_cost_;
-  std::map<unsigned, std::vector<std::vector<std::int32_t>>> concurrent_groups_;
+  std::vector<std::vector<std::uint32_t>> comm_pending_;  // per communicator: arrived calls
+  std::vector<std::vector<std::uint32_t>> groups_;        // members of running groups, by slot
+  std::vector<std::uint32_t> free_groups_;
   std::vector<Bytes> current_;
+  Execution exec_;
+};
+
+// Whether the direct replay below gives the event replay's results, checked task by task:
+//  - every device's memory changes on one stream, so that they happen in program order;
+//  - every communicator is called from one stream per device, by at most as many devices as it
+//    has simulated members: then a collective's group is the k-th call of every user, whatever
+//    the order in which calls arrive (with more users, which calls meet would depend on timing).
+class DirectCheck {
+ public:
+  DirectCheck(const TaskGraph& g, const Costs& costs)
+      : costs_(costs), memory_stream_(g.devices.size(), -1), users_(g.communicators.size()) {}
+
+  void add(const Task& t) {
+    if (t.alloc_at_start.count() != 0 || t.free_at_end.count() != 0) {
+      int& s = memory_stream_[static_cast<std::size_t>(t.device)];
+      if (s < 0) s = static_cast<int>(t.stream);
+      ok_ = ok_ && s == static_cast<int>(t.stream);
+    }
+    if (t.kind == TaskKind::kCompute) return;
+    auto& u = users_[static_cast<std::size_t>(t.communicator)];
+    // Lowering emits device by device: the last user is the usual match.
+    auto it = !u.empty() && u.back().device == t.device
+                  ? u.end() - 1
+                  : std::find_if(u.begin(), u.end(), [&](const User& x) { return x.device == t.device; });
+    if (it == u.end()) {
+      u.push_back({t.device, t.stream});
+      ok_ = ok_ && (u.size() <= 1 || static_cast<std::int32_t>(u.size()) <= costs_.members(t.communicator));
+    } else {
+      ok_ = ok_ && it->stream == t.stream;
+    }
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  struct User {
+    std::int32_t device;
+    parallel::Stream stream;
+  };
+  const Costs& costs_;
+  std::vector<int> memory_stream_;
+  std::vector<std::vector<User>> users_;  // per communicator
+  bool ok_ = true;
+};
+
+}  // namespace
+
+// The direct replay's per-task state, kept in ReplayBuffers between replays.
+struct ReplayBuffers::Storage {
+  static constexpr std::uint32_t kNil = 0xffffffffu;
+
+  struct Record {
+    SimTime ready;                    // latest end among finished dependencies; once the task
+                                      // waits for its communicator, when it was issued
+    Duration duration;
+    std::uint32_t remaining = 0;      // dependencies not finished
+    std::uint32_t queue = 0;
+    std::uint32_t dependents = kNil;  // first link of the tasks waiting for this one
+    std::uint32_t queue_next = kNil;  // next task on the same stream
+    std::uint32_t communicator = 0;   // communication tasks
+    std::uint32_t cost = 0;           // communication tasks: Costs::comm_cost_id
+    std::uint32_t chain = kNil;       // chain tasks: TaskGraph::chains index
+    std::uint32_t queue2 = kNil;      // chain tasks: the other stream they run steps on
+    std::uint32_t queue_next2 = kNil; // next task on queue2
+    TaskKind kind = TaskKind::kCompute;
+    TimeCategory category = TimeCategory::kIdle;
+  };
+  struct Link {
+    std::uint32_t next;  // next link of the same task's dependents
+    std::uint32_t task;  // the dependent
+  };
+  struct Queue {
+    std::uint32_t head = kNil;  // next task to run
+    bool busy = false;          // its head waits for the other members of its communicator
+    SimTime free;               // end of its last task
+    std::uint32_t count = 0;
+    std::uint32_t next_interval = 0;
+  };
+
+  std::vector<Record> records;
+  std::vector<Link> links;  // by index into TaskGraph::deps
+  std::vector<Queue> queues;
+  std::vector<std::uint32_t> tails;                 // last task of each queue while building
+  std::vector<std::vector<std::uint32_t>> pending;  // per communicator: calls issued so far
+  std::vector<std::uint32_t> bounds;
+  std::vector<StreamInterval> intervals;            // summary: each stream's, in program order
+  std::vector<std::uint32_t> work;                  // queues whose head may have become ready
+  // Chains (by index into TaskGraph::chains) as they run when no step waits for its stream: step
+  // i then starts `offset` after the chain and all follow one another without a gap.
+  struct Step {
+    Duration duration;
+    Duration offset;  // from the chain's start
+    std::uint8_t stream = 0;
+    TimeCategory category = TimeCategory::kIdle;
+  };
+  struct ChainPlan {
+    Duration length;                 // first step's start to last step's end
+    std::uint8_t stream = 0;         // of the first step
+    std::int32_t other = -1;         // the second stream, if any
+    Duration other_start;            // first step on `other`: its offset
+    Duration stream_end, other_end;  // last steps on `stream` and `other`: their ends' offsets
+    // The first and last compute steps (step indices in the chain; first > last: none) and
+    // their span's time by category (compute by pass, tensor-parallel steps in between).
+    std::uint32_t first_compute = 1, last_compute = 0;
+  };
+  std::vector<Step> steps;              // by index into TaskGraph::chain_steps
+  std::vector<ChainPlan> chain_plans;   // by index into TaskGraph::chains
+  std::vector<TimeBreakdown> splits;    // by index into TaskGraph::chains: of its span
+  CostCache costs;
+};
+
+ReplayBuffers::ReplayBuffers() : storage_(std::make_unique<Storage>()) {}
+ReplayBuffers::~ReplayBuffers() = default;
+ReplayBuffers::ReplayBuffers(ReplayBuffers&&) noexcept = default;
+ReplayBuffers& ReplayBuffers::operator=(ReplayBuffers&&) noexcept = default;
+
+namespace {
+
+// The replay without an event queue. Under the replay semantics a task's start time is a
+// function of when the conditions it waits for were met: the end of the previous task on its
+// stream, the ends of its dependencies and, for communication, the same for every member's call.
+// So the tasks can be evaluated in any order that respects those waits (a worklist of streams
+// whose head may have become ready), computing
+//   ready(t) = max(end of t's stream predecessor, ends of t's dependencies)
+//   start(t) = ready(t) for compute, max over the group's members of ready for communication
+//   end(t)   = start(t) + duration(t),
+// which gives the event replay's times without its time-ordered queue. Memory peaks depend only
+// on the order of allocations and releases, which is program order when one stream per device
+// carries them (DirectCheck): they are found in one pass over the tasks, before the evaluation.
+// The per-task state sits in one record so that the evaluation, which hops between devices,
+// touches few cache lines per task.
+class DirectReplay {
+  using Storage = ReplayBuffers::Storage;
+  static constexpr std::uint32_t kNil = Storage::kNil;
+
+ public:
+  // With `summary`, the replay keeps each task's interval (for the breakdown) by its position in
+  // its stream instead of per-task timings in the Execution.
+  DirectReplay(const TaskGraph& g, const parallel::Layout& layout, const compute::ComputeModel& compute,
+               const network::NetworkModel& network, bool summary, ReplayBuffers& buffers)
+      : g_(g), costs_(g, layout, compute, network, &buffers.storage().costs), summary_(summary), s_(buffers.storage()) {
+    const std::size_t n = g.tasks.size();
+    SIM_ASSERT(n < kNil && g.deps.size() < kNil, "task graph too large");
+    DirectCheck check(g, costs_);
+    s_.records.assign(n, Storage::Record{});
+    s_.links.resize(g.deps.size());
+    s_.queues.assign(g.devices.size() * parallel::kNumStreams, Storage::Queue{});
+    s_.tails.assign(s_.queues.size(), kNil);
+    exec_.memory.resize(g.devices.size());
+    std::vector<Bytes> current(g.devices.size());
+    plan_chains();
+    tasks_ = static_cast<std::int64_t>(n);
+    // One pass in program order: records, queues and dependents as linked lists, memory peaks.
+    for (std::uint32_t t = 0; t < n; ++t) {
+      const Task& task = g.tasks[t];
+      Storage::Record& r = s_.records[t];
+      r.remaining = task.dep_count;
+      r.queue = static_cast<std::uint32_t>(queue_index(task));
+      r.kind = task.kind;
+      r.category = task_category(task);
+      if (task.chain >= 0) {
+        add_chain(t, task, current, check);
+      } else {
+        check.add(task);
+        if (task.kind == TaskKind::kCompute) {
+          r.duration = costs_.compute_time(task);
+        } else {
+          r.communicator = static_cast<std::uint32_t>(task.communicator);
+          r.cost = costs_.comm_cost_id(task);
+          r.duration = costs_.comm_time(task, costs_.cost(r.cost));
+        }
+        link(t, r.queue);
+        ++s_.queues[r.queue].count;
+        account(task, t, -1, current);
+      }
+      for (std::uint32_t i = task.dep_begin; i < task.dep_begin + task.dep_count; ++i) {
+        Storage::Record& target = s_.records[g.deps[i]];
+        s_.links[i] = {target.dependents, t};
+        target.dependents = i;
+      }
+    }
+    applies_ = check.ok();
+    if (summary_) {
+      // Intervals of queue q go to intervals[bounds[q], bounds[q + 1]): room for one per task or
+      // chain step (a chain run as planned takes fewer).
+      s_.bounds.assign(s_.queues.size() + 1, 0);
+      for (std::size_t q = 0; q < s_.queues.size(); ++q) {
+        s_.bounds[q + 1] = s_.bounds[q] + s_.queues[q].count;
+        s_.queues[q].next_interval = s_.bounds[q];
+      }
+      s_.intervals.resize(s_.bounds.back());
+    } else {
+      exec_.timings.resize(n);
+      exec_.comm.resize(n);
+    }
+    for (auto& p : s_.pending) p.clear();
+    s_.pending.resize(g.communicators.size());
+    s_.work.clear();
+  }
+
+  // Durations and gapless schedules of the chains' steps, once per graph (chains share steps).
+  void plan_chains() {
+    SIM_ASSERT(summary_ || g_.chains.empty(), "per-task timings of a coarse graph");
+    s_.steps.resize(g_.chain_steps.size());
+    for (std::size_t i = 0; i < g_.chain_steps.size(); ++i) {
+      const Task& step = g_.chain_steps[i];
+      Storage::Step& p = s_.steps[i];
+      if (step.kind == TaskKind::kCompute) {
+        p.duration = costs_.compute_time(step);
+      } else {
+        // Started by its own call alone: a chain may hold only collectives of one member.
+        SIM_ASSERT(costs_.members(step.communicator) == 1, "a chain step waits for other devices");
+        p.duration = costs_.comm_time(step, costs_.comm_cost(step));
+      }
+      SIM_ASSERT(p.duration >= Duration(), "event scheduled in the past");
+      p.stream = static_cast<std::uint8_t>(step.stream);
+      p.category = task_category(step);
+    }
+    s_.chain_plans.assign(g_.chains.size(), Storage::ChainPlan{});
+    s_.splits.assign(g_.chains.size(), TimeBreakdown{});
+    for (std::size_t c = 0; c < g_.chains.size(); ++c) {
+      const parallel::Chain& chain = g_.chains[c];
+      Storage::ChainPlan& plan = s_.chain_plans[c];
+      Duration at;
+      for (std::uint32_t k = 0; k < chain.step_count; ++k) {
+        Storage::Step& step = s_.steps[chain.step_begin + k];
+        step.offset = at;
+        at += step.duration;
+        if (k == 0) plan.stream = step.stream;
+        if (step.stream == plan.stream) {
+          plan.stream_end = at;
+        } else {
+          if (plan.other < 0) {
+            plan.other = step.stream;
+            plan.other_start = step.offset;
+          }
+          plan.other_end = at;
+        }
+        if (step.stream == static_cast<std::uint8_t>(parallel::Stream::kCompute)) {
+          if (plan.first_compute > plan.last_compute) plan.first_compute = k;
+          plan.last_compute = k;
+        }
+      }
+      plan.length = at;
+      for (std::uint32_t k = plan.first_compute; k <= plan.last_compute; ++k) {
+        const Storage::Step& step = s_.steps[chain.step_begin + k];
+        s_.splits[c][step.category] += step.duration;
+      }
+    }
+  }
+
+  // Appends task t to queue q (to the queue's list through the link of q in its last task).
+  void link(std::uint32_t t, std::uint32_t q) {
+    std::uint32_t& tail = s_.tails[q];
+    if (tail == kNil) {
+      s_.queues[q].head = t;
+    } else {
+      Storage::Record& last = s_.records[tail];
+      (last.queue == q ? last.queue_next : last.queue_next2) = t;
+    }
+    tail = t;
+  }
+
+  // Memory changes of a task (or of step `step` of chain task t), in program order.
+  void account(const Task& task, std::uint32_t t, std::int32_t step, std::vector<Bytes>& current) {
+    if (task.alloc_at_start.count() == 0 && task.free_at_end.count() == 0) return;
+    const auto d = static_cast<std::size_t>(task.device);
+    current[d] += task.alloc_at_start;
+    DeviceMemory& mem = exec_.memory[d];
+    if (current[d] > mem.peak_dynamic) {
+      mem.peak_dynamic = current[d];
+      mem.peak_task = static_cast<std::int32_t>(t);
+      mem.peak_step = step;
+    }
+    current[d] -= task.free_at_end;
+  }
+
+  // A chain task joins the queue of each stream its steps run on (two at most: compute and
+  // tensor-parallel), at its place in program order.
+  void add_chain(std::uint32_t t, const Task& task, std::vector<Bytes>& current, DirectCheck& check) {
+    Storage::Record& r = s_.records[t];
+    const parallel::Chain& chain = g_.chains[static_cast<std::size_t>(task.chain)];
+    r.chain = static_cast<std::uint32_t>(task.chain);
+    r.queue = kNil;
+    for (std::uint32_t i = chain.step_begin; i < chain.step_begin + chain.step_count; ++i) {
+      Task step = g_.chain_steps[i];
+      step.device = task.device;
+      check.add(step);
+      const auto q = static_cast<std::uint32_t>(queue_index(step));
+      if (r.queue == kNil) r.queue = q;
+      if (q != r.queue) {
+        SIM_ASSERT(r.queue2 == kNil || r.queue2 == q, "a chain runs on more than two streams");
+        r.queue2 = q;
+      }
+      ++s_.queues[q].count;
+      account(step, t, static_cast<std::int32_t>(i), current);
+    }
+    link(t, r.queue);
+    if (r.queue2 != kNil) link(t, r.queue2);
+    tasks_ += static_cast<std::int64_t>(chain.step_count) - 1;
+  }
+
+  // False when the graph needs the event replay (see DirectCheck).
+  bool applies() const { return applies_; }
+
+  // The execution, or none when members of a collective would be costed differently (then the
+  // event replay must decide, by which member arrives last).
+  std::optional<Execution> run() {
+    for (std::size_t q = s_.queues.size(); q-- > 0;) s_.work.push_back(static_cast<std::uint32_t>(q));
+    while (!s_.work.empty() && consistent_) {
+      const std::uint32_t q = s_.work.back();
+      s_.work.pop_back();
+      advance(q);
+    }
+    if (!consistent_) return std::nullopt;
+    for (const Storage::Queue& q : s_.queues) {
+      SIM_ASSERT(q.head == kNil, "replay deadlocked: a stream has tasks that never became ready");
+    }
+    exec_.events = events_;
+    return std::move(exec_);
+  }
+
+  std::optional<ReplaySummary> summarize() {
+    std::optional<Execution> ex = run();
+    if (!ex) return std::nullopt;
+    ReplaySummary out;
+    out.end = ex->end;
+    out.last_device = last_task_ != kNil ? g_.tasks[last_task_].device : 0;
+    out.events = ex->events;
+    out.tasks = tasks_;
+    out.memory = std::move(ex->memory);
+    out.time.resize(g_.devices.size());
+    for (std::size_t d = 0; d < g_.devices.size(); ++d) {
+      std::array<StreamIntervals, parallel::kNumStreams> streams{};
+      for (std::size_t k = 0; k < parallel::kNumStreams; ++k) {
+        const std::size_t q = d * parallel::kNumStreams + k;
+        streams[k] = {s_.intervals.data() + s_.bounds[q], s_.intervals.data() + s_.queues[q].next_interval};
+      }
+      out.time[d] = device_breakdown(streams, ex->end, s_.splits.data());
+    }
+    return out;
+  }
+
+ private:
+  // Runs the tasks of queue `q` from its head for as long as they are ready.
+  void advance(std::uint32_t q) {
+    Storage::Queue& queue = s_.queues[q];
+    while (!queue.busy && queue.head != kNil) {
+      const std::uint32_t t = queue.head;
+      Storage::Record& r = s_.records[t];
+      if (r.remaining != 0) return;
+      if (r.chain != kNil) {
+        // It runs once it heads both its streams.
+        if (r.queue2 != kNil) {
+          const Storage::Queue& other = s_.queues[q == r.queue ? r.queue2 : r.queue];
+          if (other.head != t || other.busy) return;
+        }
+        run_chain(t);
+        if (r.queue2 != kNil) s_.work.push_back(q == r.queue ? r.queue2 : r.queue);
+        continue;
+      }
+      const SimTime ready = std::max(queue.free, r.ready);
+      if (r.kind == TaskKind::kCompute) {
+        ++events_;
+        finish(t, ready, r.duration);
+        continue;
+      }
+      auto& pending = s_.pending[r.communicator];
+      pending.push_back(t);
+      if (static_cast<std::int32_t>(pending.size()) != costs_.members(static_cast<std::int32_t>(r.communicator))) {
+        queue.busy = true;
+        r.ready = ready;
+        return;
+      }
+      // The last member to arrive completes the group: all start when the latest is ready. The
+      // event replay costs the group by its last arrival, which comes in time order: members
+      // that would be costed differently make the result depend on that order, and then this
+      // replay gives up (run() returns none).
+      ++events_;
+      const Duration d = r.duration;
+      SimTime start = ready;
+      for (std::uint32_t member : pending) {
+        const Storage::Record& m = s_.records[member];
+        consistent_ = consistent_ && m.cost == r.cost && m.duration == d;
+        if (member != t) start = std::max(start, m.ready);
+      }
+      for (std::uint32_t member : pending) {
+        if (!summary_) exec_.comm[member] = {costs_.cost(r.cost).algorithm, costs_.cost(r.cost).protocol};
+        if (member == t) continue;
+        const std::uint32_t mq = s_.records[member].queue;
+        s_.queues[mq].busy = false;
+        finish(member, start, d);
+        s_.work.push_back(mq);
+      }
+      pending.clear();
+      finish(t, start, d);
+    }
+  }
+
+  // Task t ran over [start, start + d]: its stream moves on and what waited for it learns when.
+  void finish(std::uint32_t t, SimTime start, Duration d) {
+    // As the event engine, which refuses events in the past.
+    SIM_ASSERT(d >= Duration(), "event scheduled in the past");
+    Storage::Record& r = s_.records[t];
+    Storage::Queue& queue = s_.queues[r.queue];
+    const SimTime end = start + d;
+    if (summary_) {
+      interval(queue, start, end, r.category);
+    } else {
+      exec_.timings[t] = {start, end};
+    }
+    queue.free = end;
+    queue.head = r.queue_next;
+    ended(t, end);
+  }
+
+  void interval(Storage::Queue& queue, SimTime start, SimTime end, TimeCategory category, std::int32_t split = -1) {
+    StreamInterval& iv = s_.intervals[queue.next_interval++];
+    iv.start = start;
+    iv.end = end;
+    iv.category = category;
+    iv.split = split;
+  }
+
+  // Chain task t: each step starts when the one before ends and its stream is free (as separate
+  // tasks each waiting for the one before would), the first when the chain's dependencies are
+  // done; the chain ends with its last step. Usually no step waits for its stream (the first
+  // step on each stream finds it free): then the chain runs as planned and the span of its
+  // compute steps is one interval for the breakdown.
+  void run_chain(std::uint32_t t) {
+    Storage::Record& r = s_.records[t];
+    const parallel::Chain& chain = g_.chains[r.chain];
+    const Storage::ChainPlan& plan = s_.chain_plans[r.chain];
+    const auto device_queues = static_cast<std::uint32_t>(r.queue / parallel::kNumStreams * parallel::kNumStreams);
+    auto queue_of_stream = [&](std::uint32_t stream) -> Storage::Queue& { return s_.queues[device_queues + stream]; };
+    Storage::Queue& first = queue_of_stream(plan.stream);
+    const SimTime start = std::max(r.ready, first.free);
+    SimTime end;
+    if (plan.other < 0 || queue_of_stream(static_cast<std::uint32_t>(plan.other)).free <= start + plan.other_start) {
+      for (std::uint32_t k = 0; k < chain.step_count; ++k) {
+        const Storage::Step& step = s_.steps[chain.step_begin + k];
+        if (k == plan.first_compute && plan.first_compute <= plan.last_compute) {
+          const Storage::Step& last = s_.steps[chain.step_begin + plan.last_compute];
+          interval(queue_of_stream(step.stream), start + step.offset, start + last.offset + last.duration,
+                   step.category, static_cast<std::int32_t>(r.chain));
+          k = plan.last_compute;
+          continue;
+        }
+        interval(queue_of_stream(step.stream), start + step.offset, start + step.offset + step.duration, step.category);
+      }
+      first.free = start + plan.stream_end;
+      if (plan.other >= 0) queue_of_stream(static_cast<std::uint32_t>(plan.other)).free = start + plan.other_end;
+      end = start + plan.length;
+    } else {
+      end = r.ready;
+      for (std::uint32_t k = 0; k < chain.step_count; ++k) {
+        const Storage::Step& step = s_.steps[chain.step_begin + k];
+        Storage::Queue& queue = queue_of_stream(step.stream);
+        const SimTime step_start = std::max(end, queue.free);
+        end = step_start + step.duration;
+        queue.free = end;
+        interval(queue, step_start, end, step.category);
+      }
+    }
+    events_ += chain.step_count;
+    s_.queues[r.queue].head = r.queue_next;
+    if (r.queue2 != kNil) s_.queues[r.queue2].head = r.queue_next2;
+    ended(t, end);
+  }
+
+  // What waited for task t, which ended at `end`, learns when.
+  void ended(std::uint32_t t, SimTime end) {
+    // The first task in graph order to end last (as a scan of the timings finds it).
+    if (end > exec_.end || (end == exec_.end && last_task_ != kNil && t < last_task_)) {
+      exec_.end = end;
+      last_task_ = t;
+    }
+    for (std::uint32_t i = s_.records[t].dependents; i != kNil; i = s_.links[i].next) {
+      Storage::Record& w = s_.records[s_.links[i].task];
+      if (end > w.ready) w.ready = end;
+      if (--w.remaining == 0) s_.work.push_back(w.queue);
+    }
+  }
+
+  const TaskGraph& g_;
+  Costs costs_;
+  bool summary_;
+  Storage& s_;
+  bool applies_ = false;
+  bool consistent_ = true;  // every group's members are costed alike
+  std::uint64_t events_ = 0;
+  std::int64_t tasks_ = 0;  // a chain counting as its steps
+  std::uint32_t last_task_ = kNil;
   Execution exec_;
 };
 
 }  // namespace
 
+bool direct_replay_applies(const TaskGraph& graph, const parallel::Layout& layout,
+                           const compute::ComputeModel& compute, const network::NetworkModel& network) {
+  ReplayBuffers buffers;
+  return DirectReplay(graph, layout, compute, network, true, buffers).applies();
+}
+
 Execution execute(const TaskGraph& graph, const parallel::Layout& layout,
                   const compute::ComputeModel& compute, const network::NetworkModel& network,
                   const ExecuteOptions& options) {
-  return Replay(graph, layout, compute, network, options).run();
+  if (!options.memory_timeline && !options.event_engine) {
+    ReplayBuffers buffers;
+    DirectReplay direct(graph, layout, compute, network, false, buffers);
+    if (direct.applies()) {
+      if (std::optional<Execution> ex = direct.run()) return std::move(*ex);
+    }
+  }
+  return EventReplay(graph, layout, compute, network, options).run();
+}
+
+ReplaySummary replay_summary(const TaskGraph& graph, const parallel::Layout& layout,
+                             const compute::ComputeModel& compute, const network::NetworkModel& network,
+                             const ExecuteOptions& options, ReplayBuffers* buffers) {
+  if (!options.memory_timeline && !options.event_engine) {
+    ReplayBuffers local;
+    DirectReplay direct(graph, layout, compute, network, true, buffers != nullptr ? *buffers : local);
+    if (direct.applies()) {
+      if (std::optional<ReplaySummary> summary = direct.summarize()) return std::move(*summary);
+    }
+  }
+  return summarize(graph, EventReplay(graph, layout, compute, network, options).run());
 }
 
 }  // namespace ts::runtime

@@ -1,7 +1,10 @@
-// Executor: replays a task graph on the event engine with the compute, network and memory models.
+// Executor: replays a task graph with the compute, network and memory models, on the event engine
+// or, with the same results, by direct evaluation of each task's start and end (see
+// executor.cpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/base/units.h"
@@ -25,11 +28,16 @@ struct MemorySample {
 struct DeviceMemory {
   Bytes peak_dynamic;            // largest dynamic allocation over the replay
   std::int32_t peak_task = -1;   // task whose start reached that peak
+  std::int32_t peak_step = -1;   // coarse graphs: the step of chain task peak_task that did
+                                 // (index into TaskGraph::chain_steps), else -1
   std::vector<MemorySample> timeline;  // filled when ExecuteOptions::memory_timeline
 };
 
 struct ExecuteOptions {
-  bool memory_timeline = false;
+  bool memory_timeline = false;  // record DeviceMemory::timeline (replays on the event engine)
+  // Replay on the discrete-event engine even where the direct evaluation gives the same result
+  // (see direct_replay_applies); tests compare the two.
+  bool event_engine = false;
 };
 
 struct Execution {
@@ -45,9 +53,36 @@ struct Execution {
   std::uint64_t events = 0;
 };
 
+// Memory that replays reuse from one call to the next, and the network costs they found: a sweep
+// replays thousands of graphs of up to a million tasks, and faulting in fresh memory for each
+// costs as much as the replay itself. Not thread-safe: one per thread.
+class ReplayBuffers {
+ public:
+  ReplayBuffers();
+  ~ReplayBuffers();
+  ReplayBuffers(ReplayBuffers&&) noexcept;
+  ReplayBuffers& operator=(ReplayBuffers&&) noexcept;
+  struct Storage;  // defined by the replay
+  Storage& storage() { return *storage_; }
+
+ private:
+  std::unique_ptr<Storage> storage_;
+};
+
 // Duration of a compute task's op list on one GPU.
 Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::Op>& ops);
 
+// Whether the direct evaluation (no event queue: each task's start computed from the ends of
+// what it waits for) reproduces the event replay exactly: it needs every device's memory changes
+// on one stream and every communicator called from one stream per device by at most its
+// simulated members (true of lowered graphs); execute() uses it wherever it applies. (It also
+// needs the members of each collective costed alike, which only the replay finds out; where they
+// are not, execute() falls back to the event engine.)
+bool direct_replay_applies(const parallel::TaskGraph& graph, const parallel::Layout& layout,
+                           const compute::ComputeModel& compute, const network::NetworkModel& network);
+
+// Replays the graph: on the event engine, or by direct evaluation where that gives the same
+// result and no memory timeline is asked for.
 Execution execute(const parallel::TaskGraph& graph, const parallel::Layout& layout,
                   const compute::ComputeModel& compute, const network::NetworkModel& network,
                   const ExecuteOptions& options);

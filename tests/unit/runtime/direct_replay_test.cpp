@@ -1,0 +1,254 @@
+// The fast replays against the event-engine replay of the fine task graph, which they must match
+// exactly: the direct evaluation (no event queue) of the fine graph, task by task, and the replay
+// summary of the coarse graph (chains of compute and tensor-parallel steps as single tasks).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "sim/compute/compute_model.h"
+#include "sim/network/network_model.h"
+#include "sim/parallel/lowering.h"
+#include "sim/runtime/breakdown.h"
+#include "sim/runtime/executor.h"
+#include "sim/topology/topology.h"
+
+using namespace ts;
+using parallel::CpAlgo;
+using parallel::ParallelPlan;
+using parallel::Recompute;
+using parallel::Schedule;
+
+namespace {
+
+ir::ModelSpec model() {
+  ir::ModelSpec m;
+  m.name = "replay-test";
+  m.num_layers = 8;
+  m.hidden = 2048;
+  m.num_heads = 16;
+  m.num_kv_heads = 8;
+  m.ffn_hidden = 5632;
+  m.vocab = 32000;
+  m.max_seq_len = 4096;
+  return m;
+}
+
+compute::GpuSpec gpu() {
+  compute::GpuSpec g;
+  g.name = "test-gpu";
+  g.peak_bf16 = FlopRate::tflops(400);
+  g.memory_bandwidth = Bandwidth::gbytes_per_s(2000);
+  g.matmul_efficiency = 0.7;
+  g.memory_efficiency = 0.9;
+  g.kernel_launch_overhead = Duration::from_us(4);
+  return g;
+}
+
+// Slow enough links that communication overlaps compute, and tensor-parallel collectives that
+// span nodes (TP 16 on 8-GPU nodes) outlast the compute next to them.
+topology::ClusterSpec cluster() {
+  topology::ClusterSpec c;
+  c.name = "test";
+  c.node.gpus_per_node = 8;
+  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(150);
+  c.node.nic_bandwidth = Bandwidth::gbits_per_s(100);
+  c.node.nics_per_node = 2;
+  return c;
+}
+
+struct Case {
+  std::string name;
+  ParallelPlan plan;
+};
+
+ParallelPlan base(std::int64_t tp, std::int64_t pp, std::int64_t dp, std::int64_t cp = 1) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.cp = cp;
+  p.seq_len = 2048;
+  p.micro_batch = 1;
+  p.global_batch = 8 * dp;
+  p.grad_bucket_params = 20'000'000;  // several buckets per stage
+  return p;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  auto add = [&](std::string name, ParallelPlan p) { out.push_back({std::move(name), std::move(p)}); };
+  add("1F1B, ZeRO 0", base(2, 4, 2));
+  {
+    auto p = base(2, 2, 2);
+    p.schedule = Schedule::kInterleaved;
+    p.vpp = 2;
+    p.zero_stage = 1;
+    p.sequence_parallel = true;
+    p.recompute = Recompute::kSelective;
+    add("interleaved, ZeRO 1, sequence parallel, selective recompute", p);
+  }
+  {
+    auto p = base(1, 2, 4);
+    p.schedule = Schedule::kGpipe;
+    p.zero_stage = 2;
+    p.recompute = Recompute::kFull;
+    add("GPipe, ZeRO 2, full recompute", p);
+  }
+  {
+    auto p = base(2, 2, 4);
+    p.zero_stage = 3;
+    p.sequence_parallel = true;
+    add("1F1B, ZeRO 3, sequence parallel", p);
+  }
+  {
+    auto p = base(2, 2, 2, 2);
+    p.cp_algo = CpAlgo::kRing;
+    p.recompute = Recompute::kFull;
+    add("ring context parallelism, full recompute", p);
+  }
+  {
+    auto p = base(2, 1, 2, 2);
+    p.cp_algo = CpAlgo::kUlysses;
+    p.zero_stage = 1;
+    add("Ulysses context parallelism", p);
+  }
+  {
+    auto p = base(2, 2, 1, 2);
+    p.cp_algo = CpAlgo::kAllGather;
+    p.sequence_parallel = true;
+    add("all-gather context parallelism", p);
+  }
+  {
+    auto p = base(4, 2, 2);
+    p.sequence_parallel = true;
+    p.tp_comm_overlap = true;
+    p.zero_stage = 1;
+    add("TP communication overlap", p);
+  }
+  {
+    auto p = base(2, 2, 2);
+    p.mst_chunks = 2;
+    p.recompute = Recompute::kSelective;
+    add("Mini-Sequence Transformer chunks", p);
+  }
+  {
+    auto p = base(2, 2, 4);
+    p.zero_stage = 1;
+    p.overlap_grad_reduce = false;
+    p.overlap_param_gather = false;
+    add("ZeRO 1 without overlapped reduction and gathering", p);
+  }
+  {
+    auto p = base(16, 2, 1);
+    p.schedule = Schedule::kInterleaved;
+    p.vpp = 4;
+    add("TP across nodes, one layer per model chunk", p);
+  }
+  {
+    auto p = base(16, 2, 2);
+    p.sequence_parallel = true;
+    p.pp_layers = {3, 5};
+    p.micro_batch = 2;
+    add("TP across nodes, uneven stages, sequence parallel", p);
+  }
+  {
+    auto p = base(4, 1, 4);
+    p.flash_attention = false;
+    add("no pipeline, unfused attention", p);
+  }
+  return out;
+}
+
+parallel::LoweringOptions lowering(bool coarse) {
+  parallel::LoweringOptions lo;
+  lo.layer_kept = Bytes(300'000'000);
+  lo.layer_rematerialized = Bytes(900'000'000);
+  lo.head_transient = Bytes(700'000'000);
+  lo.optimizer_bytes_per_param = Bytes(30);
+  lo.coarse = coarse;
+  return lo;
+}
+
+std::string peak_label(const parallel::TaskGraph& g, const runtime::DeviceMemory& m) {
+  if (m.peak_task < 0) return "";
+  const auto& task = g.tasks[static_cast<std::size_t>(m.peak_task)];
+  return m.peak_step >= 0 ? parallel::step_label(g, task, m.peak_step) : parallel::task_label(g, task);
+}
+
+}  // namespace
+
+TEST_CASE("the direct replay and the coarse graph's replay match the event replay exactly") {
+  const auto cm = compute::make_roofline_model(gpu());
+  const ir::ModelSpec m = model();
+  for (const Case& c : cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const ParallelPlan& plan = c.plan;
+      const parallel::Layout layout(plan);
+      const topology::Topology topo(cluster(), static_cast<std::int32_t>(plan.num_gpus()));
+      const network::NetworkModel net(topo);
+      const parallel::TaskGraph fine = parallel::lower(m, plan, lowering(false));
+      const parallel::TaskGraph coarse = parallel::lower(m, plan, lowering(true));
+      REQUIRE(coarse.chains.size() > 0);
+      REQUIRE(coarse.tasks.size() < fine.tasks.size());
+
+      runtime::ExecuteOptions reference_options;
+      reference_options.event_engine = true;
+      const runtime::Execution reference = runtime::execute(fine, layout, *cm, net, reference_options);
+      const runtime::ReplaySummary expected = runtime::summarize(fine, reference);
+      REQUIRE(runtime::direct_replay_applies(fine, layout, *cm, net));
+
+      // The direct evaluation of the fine graph: the same timings, task by task.
+      const runtime::Execution direct = runtime::execute(fine, layout, *cm, net, {});
+      REQUIRE(direct.end == reference.end);
+      REQUIRE(direct.events == reference.events);
+      for (std::size_t t = 0; t < fine.tasks.size(); ++t) {
+        INFO("task " << t << ": " << parallel::task_label(fine, fine.tasks[t]));
+        REQUIRE(direct.timings[t].start == reference.timings[t].start);
+        REQUIRE(direct.timings[t].end == reference.timings[t].end);
+        REQUIRE(direct.comm[t].algorithm == reference.comm[t].algorithm);
+        REQUIRE(direct.comm[t].protocol == reference.comm[t].protocol);
+      }
+
+      // The summaries of the fine graph's and of the coarse graph's direct replays.
+      for (const bool use_coarse : {false, true}) {
+        const parallel::TaskGraph& g = use_coarse ? coarse : fine;
+        INFO((use_coarse ? "coarse graph" : "fine graph"));
+        const runtime::ReplaySummary got = runtime::replay_summary(g, layout, *cm, net, {});
+        REQUIRE(got.end == expected.end);
+        REQUIRE(got.last_device == expected.last_device);
+        REQUIRE(got.events == expected.events);
+        REQUIRE(got.tasks == static_cast<std::int64_t>(fine.tasks.size()));
+        REQUIRE(got.time.size() == expected.time.size());
+        for (std::size_t d = 0; d < got.time.size(); ++d) {
+          INFO("device " << d);
+          for (std::size_t k = 0; k < runtime::kNumTimeCategories; ++k) {
+            INFO(runtime::time_category_name(static_cast<runtime::TimeCategory>(k)));
+            REQUIRE(got.time[d].time[k] == expected.time[d].time[k]);
+          }
+          REQUIRE(got.memory[d].peak_dynamic == expected.memory[d].peak_dynamic);
+          REQUIRE(peak_label(g, got.memory[d]) == peak_label(fine, expected.memory[d]));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a coarse graph counts its chains' steps as tasks and is refused per-task timings") {
+  const auto cm = compute::make_roofline_model(gpu());
+  const ParallelPlan plan = base(2, 2, 2);
+  const topology::Topology topo(cluster(), static_cast<std::int32_t>(plan.num_gpus()));
+  const network::NetworkModel net(topo);
+  const parallel::TaskGraph fine = parallel::lower(model(), plan, lowering(false));
+  const parallel::TaskGraph coarse = parallel::lower(model(), plan, lowering(true));
+  std::size_t steps = 0, chain_tasks = 0;
+  for (const auto& t : coarse.tasks) {
+    if (t.chain < 0) continue;
+    ++chain_tasks;
+    steps += coarse.chains[static_cast<std::size_t>(t.chain)].step_count;
+  }
+  CHECK(coarse.tasks.size() - chain_tasks + steps == fine.tasks.size());
+  // Chains recur once per micro-batch: their steps are stored once.
+  CHECK(coarse.chain_steps.size() < steps);
+  CHECK_THROWS(runtime::execute(coarse, parallel::Layout(plan), *cm, net, {}));
+}
