@@ -366,10 +366,7 @@ class EventReplay {
     const auto d = static_cast<std::size_t>(task.device);
     current_[d] += task.alloc_at_start;
     DeviceMemory& mem = exec_.memory[d];
-    if (current_[d] > mem.peak_dynamic) {
-      mem.peak_dynamic = current_[d];
-      mem.peak_task = static_cast<std::int32_t>(t);
-    }
+    mem.reach(current_[d], static_cast<std::int32_t>(t));
     if (timeline_) mem.timeline.push_back({now, current_[d]});
   }
 
@@ -692,12 +689,7 @@ class DirectReplay {
     if (task.alloc_at_start.count() == 0 && task.free_at_end.count() == 0) return;
     const auto d = static_cast<std::size_t>(task.device);
     current[d] += task.alloc_at_start;
-    DeviceMemory& mem = exec_.memory[d];
-    if (current[d] > mem.peak_dynamic) {
-      mem.peak_dynamic = current[d];
-      mem.peak_task = static_cast<std::int32_t>(t);
-      mem.peak_step = step;
-    }
+    exec_.memory[d].reach(current[d], static_cast<std::int32_t>(t), step);
     current[d] -= task.free_at_end;
   }
 

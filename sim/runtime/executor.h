@@ -31,6 +31,14 @@ struct DeviceMemory {
   std::int32_t peak_step = -1;   // coarse graphs: the step of chain task peak_task that did
                                  // (index into TaskGraph::chain_steps), else -1
   std::vector<MemorySample> timeline;  // filled when ExecuteOptions::memory_timeline
+
+  // Records `current` dynamic memory, reached when task `task` (step `step`) started.
+  void reach(Bytes current, std::int32_t task, std::int32_t step = -1) {
+    if (current <= peak_dynamic) return;
+    peak_dynamic = current;
+    peak_task = task;
+    peak_step = step;
+  }
 };
 
 struct ExecuteOptions {
