@@ -94,11 +94,12 @@ struct MemoryTable {
 
 struct Calibration;
 
-// The forward share of a forward+backward time taken from the same kernel on another GPU
-// (used where a kernel is published only as forward+backward).
+// The forward share of a forward+backward time taken from a kernel measured per direction:
+// the same kernel on another GPU, or another kernel of the same GPU (used where a kernel is
+// published only as forward+backward).
 struct DirectionSplit {
   std::string reason;
-  std::shared_ptr<const Calibration> reference;  // the other GPU's calibration
+  std::shared_ptr<const Calibration> reference;  // the other GPU's calibration; null: this one
   std::string kernel;                            // the kernel within it
 };
 

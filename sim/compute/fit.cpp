@@ -1,6 +1,7 @@
 // Least-squares fits of the calibrated compute model (calibrated_model.h) to measured points.
 #include <Eigen/Dense>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -222,9 +223,19 @@ AttentionDirParams dir_params(const VectorXd& x, Index col0, double launch_s) {
 // point has the same tokens and hidden size (16k × 2048), so a fitted constant would absorb
 // per-token costs and misprice other shapes. The bytes floor is left out of the fit: the
 // measured attention points are compute-bound.
+// A kernel with only forward+backward points is a split kernel: the reference for its
+// forward share is a kernel of another GPU's file, or (reference null) of this file.
+bool split_kernel(const std::vector<AttentionRow>& rows) {
+  for (const auto& r : rows) {
+    if (r.point.pass != AttentionPass::kForwardBackward) return false;
+  }
+  return true;
+}
+
+// `own`: the kernels of this file fitted so far (a direction split may name one of them).
 AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& kernel,
                                      const std::vector<AttentionRow>& rows, double memory_bps,
-                                     double launch_s) {
+                                     double launch_s, const std::vector<AttentionParams>& own) {
   AttentionParams p;
   p.kernel = kernel;
   p.block = cal.attention_block;
@@ -238,7 +249,7 @@ AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& 
     has_fwd = has_fwd || r.point.pass == AttentionPass::kForward;
     has_bwd = has_bwd || r.point.pass == AttentionPass::kBackward;
   }
-  p.split = !has_fwd && !has_bwd;
+  p.split = split_kernel(rows);
   const Index ncols = p.split ? kAttentionCols : 2 * kAttentionCols;
   if (static_cast<Index>(rows.size()) < ncols) {
     fit_error(cal, "attention", kernel + ": " + std::to_string(rows.size()) +
@@ -275,17 +286,23 @@ AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& 
   const VectorXd x = nnls(a, y);
   if (p.split) {
     p.total = dir_params(x, 0, launch_s);
-    if (!cal.direction_split || !cal.direction_split->reference) {
+    if (!cal.direction_split) {
       fit_error(cal, "attention_model.direction_split",
                 kernel + " has only forward+backward points: name a GPU and kernel whose forward "
                          "and backward were measured apart");
     }
-    const FittedModel ref = fit(*cal.direction_split->reference);
-    const AttentionParams* rp = ref.find_attention(cal.direction_split->kernel);
+    const auto& split = *cal.direction_split;
+    FittedModel ref;
+    if (split.reference) {
+      ref = fit(*split.reference);
+    } else {
+      ref.attention = own;
+    }
+    const AttentionParams* rp = ref.find_attention(split.kernel);
     if (rp == nullptr || rp->split) {
       fit_error(cal, "attention_model.direction_split.kernel",
-                "the reference " + cal.direction_split->reference->gpu.name + " has no separate forward "
-                "and backward fit of '" + cal.direction_split->kernel + "'");
+                "the reference " + (split.reference ? split.reference->gpu.name : cal.gpu.name) +
+                    " has no separate forward and backward fit of '" + split.kernel + "'");
     }
     p.reference = std::make_shared<AttentionParams>(*rp);
   } else {
@@ -357,9 +374,20 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
         list.push_back(AttentionRow{pt, detail::attention_point_flops(pt) / (pt.tflops * 1e12)});
       }
     }
+    // Kernels measured per direction first, so that a split kernel may take its forward share
+    // from one of them; then back in order of first appearance.
+    std::stable_partition(kernels.begin(), kernels.end(),
+                          [&](const std::string& k) { return !split_kernel(rows[k]); });
+    std::vector<AttentionParams> fitted;
     for (const auto& k : kernels) {
-      out.attention.push_back(fit_attention_kernel(cal, k, rows[k], out.memory.achievable_bps,
-                                                   out.memory.launch_s));
+      fitted.push_back(fit_attention_kernel(cal, k, rows[k], out.memory.achievable_bps,
+                                            out.memory.launch_s, fitted));
+    }
+    for (const auto& t : cal.attention) {
+      if (t.role != TableRole::kFit || out.find_attention(t.kernel) != nullptr) continue;
+      for (auto& f : fitted) {
+        if (f.kernel == t.kernel) out.attention.push_back(std::move(f));
+      }
     }
   }
 

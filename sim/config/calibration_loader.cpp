@@ -467,6 +467,7 @@ class Resolver {
             sm.attention_model().has_direction_split()) {
           const auto& s = sm.attention_model().direction_split();
           if (auto ref_file = resolve(s.gpu(), "attention_model.direction_split.gpu", diags, src->file)) {
+            // The source's split names a kernel of the source (loaded whole) or of another file.
             if (auto ref = load(*ref_file, diags)) {
               cal.direction_split = compute::DirectionSplit{s.reason(), ref, s.kernel()};
             }
@@ -493,7 +494,10 @@ class Resolver {
       const auto& s = p.msg.attention_model().direction_split();
       const Checker c = root.nested("attention_model.direction_split");
       if (auto ref_file = resolve(s.gpu(), c.path("gpu"), diags, p.display, c.line_of("gpu"))) {
-        if (auto ref = load(*ref_file, diags)) {
+        if (display_name(*ref_file) == p.display) {
+          // A kernel of this same file (null reference).
+          cal.direction_split = compute::DirectionSplit{s.reason(), nullptr, s.kernel()};
+        } else if (auto ref = load(*ref_file, diags)) {
           cal.direction_split = compute::DirectionSplit{s.reason(), ref, s.kernel()};
         }
       }

@@ -365,6 +365,28 @@ TEST_CASE("the attention fit recovers forward and backward parameters, also from
   // Same forward share as the reference, and the sum close to the fitted total.
   CHECK(fwd / (fwd + bwd) == Approx(ref_fwd / (ref_fwd + ref_bwd)).epsilon(1e-9));
   CHECK((fwd + bwd) == Approx(ref_fwd + ref_bwd).epsilon(0.1));
+
+  // The same GPU with a second, slower kernel published only as forward+backward: a split
+  // naming this file (null reference) takes the forward share from its per-direction kernel,
+  // whichever table comes first.
+  auto both = std::make_shared<Calibration>(*cal);
+  AttentionTable slow = combined->attention[0];
+  slow.kernel = "toy-slow";
+  for (auto& p : slow.points) p.tflops *= 0.5;
+  both->attention.insert(both->attention.begin(), slow);
+  both->direction_split = DirectionSplit{"same GPU", nullptr, "toy-flash"};
+  const FittedModel fb = fit(*both);
+  REQUIRE(fb.attention.size() == 2);
+  CHECK(fb.attention[0].kernel == "toy-slow");  // order of first appearance
+  const AttentionParams* s = fb.find_attention("toy-slow");
+  REQUIRE(s != nullptr);
+  CHECK(s->split);
+  const double sfwd = predict_attention(*s, sf);
+  const double sbwd = predict_attention(*s, sb);
+  CHECK(sfwd / (sfwd + sbwd) == Approx(ref_fwd / (ref_fwd + ref_bwd)).epsilon(1e-9));
+  CHECK((sfwd + sbwd) == Approx(2 * (ref_fwd + ref_bwd)).epsilon(0.1));
+  both->direction_split = DirectionSplit{"same GPU", nullptr, "toy-slow"};  // itself split
+  CHECK_THROWS_AS(fit(*both), InputError);
 }
 
 TEST_CASE("roofline model: peak × efficiency plus launch overhead") {

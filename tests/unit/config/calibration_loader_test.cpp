@@ -145,6 +145,25 @@ TEST_CASE("imports bring another GPU's points with their efficiency and say so")
   REQUIRE(a80->direction_split.has_value());
   CHECK(a80->direction_split->reference->gpu.name == "H100-SXM5-80GB");
   REQUIRE(a40->direction_split.has_value());  // inherited with the imported points
+  // The H100's FlashAttention-1 and Triton FlashAttention (forward+backward only) take their
+  // forward share from its own FlashAttention-2.
+  REQUIRE(h100->direction_split.has_value());
+  CHECK(h100->direction_split->reference == nullptr);
+  CHECK(h100->direction_split->kernel == "FlashAttention-2");
+  compute::AttentionShape shape;
+  shape.batch = 8;
+  shape.heads = shape.kv_heads = 16;
+  shape.seq_q = shape.seq_kv = 2048;
+  shape.head_dim = 128;
+  const auto time = [&](const char* kernel, compute::Direction d) {
+    shape.direction = d;
+    return compute::make_calibrated_model(h100, h100->gpu, kernel)->attention(shape).seconds();
+  };
+  for (const auto d : {compute::Direction::kForward, compute::Direction::kBackward}) {
+    // Published order on Hopper: FlashAttention-2 about twice as fast as -1 and the Triton kernel.
+    CHECK(time("FlashAttention-1", d) > 1.5 * time("FlashAttention-2", d));
+    CHECK(time("FlashAttention-Triton", d) > 1.5 * time("FlashAttention-2", d));
+  }
 }
 
 TEST_CASE("a valid small calibration file loads and fits") {
