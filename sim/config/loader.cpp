@@ -274,6 +274,7 @@ std::optional<topology::FabricSpec> convert_fabric(const sch::Cluster::Fabric& f
   s.oversubscription = f.oversubscription();
   s.switch_latency = Duration::from_ns(f.switch_latency_ns());
   s.switch_radix = f.switch_radix();
+  s.adaptive_routing = f.adaptive_routing();
   return s;
 }
 

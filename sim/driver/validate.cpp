@@ -519,6 +519,12 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
     node.nic_bandwidth = Bandwidth::gbits_per_s(*gbits);
     variant += " " + str(static_cast<std::int64_t>(std::llround(*gbits))) + "Gb/s";
   }
+  // RoCE fabrics route by ECMP hashing (static per flow); adaptive routing is the InfiniBand
+  // subnet manager's default, which the zoo clusters assume.
+  if (any_of(ic, {"roce", "ethernet"}) && c.cluster.fabric.adaptive_routing) {
+    c.cluster.fabric.adaptive_routing = false;
+    variant += " static routing";
+  }
   if (!variant.empty()) {
     c.cluster.name += " [" + trim(variant) + "]";
     notes.push_back("cluster " + c.cluster.name + " from the interconnect/gpu columns");

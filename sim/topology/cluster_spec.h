@@ -34,6 +34,10 @@ struct FabricSpec {
   // nodes, a DGX SuperPOD "scalable unit"); 0 = the leaf's downlink ports,
   // switch_radix · oversubscription / (1 + oversubscription).
   std::int32_t nodes_per_leaf = 0;
+  // Adaptive routing (InfiniBand's subnet manager default, ar_updn): a switch spreads traffic
+  // over all its uplinks by load. Off: static destination-based routing (D-mod-k, as ECMP
+  // hashing on Ethernet), where flows to destinations congruent modulo the uplinks collide.
+  bool adaptive_routing = false;
 };
 
 struct ClusterSpec {

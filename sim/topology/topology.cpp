@@ -63,6 +63,11 @@ struct Topology::Impl {
   std::int32_t nodes_per_leaf = 0;
   std::int32_t leaves = 0;
   std::int32_t uplinks = 0;         // per leaf = spines per pod
+  // Adaptive routing spreads a leaf's (a spine's) cross traffic over all its uplinks: routes
+  // then use one aggregated link per leaf (per spine of the first slot) of all their capacity.
+  bool adaptive = false;
+  std::int32_t route_slots() const { return adaptive ? 1 : uplinks; }
+  std::int32_t route_cores() const { return adaptive ? 1 : cores_per_group; }
   std::int32_t leaves_per_pod = 0;
   std::int32_t pods = 0;
   std::int32_t cores_per_group = 0;
@@ -112,6 +117,7 @@ Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
   const auto& fabric = spec_.fabric;
   m.gpus_per_node = node.gpus_per_node;
   m.rail_optimized = fabric.kind == FabricKind::kRailOptimizedFatTree;
+  m.adaptive = fabric.adaptive_routing;
   const std::int32_t nics = std::max<std::int32_t>(0, node.nics_per_node);
   m.rails = std::min(nics, node.gpus_per_node);
   // More NICs than GPUs: each GPU's NICs act as one NIC of their total bandwidth.
@@ -212,34 +218,42 @@ Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
       m.nic_down[static_cast<std::size_t>(nic)] = down;
     }
     if (m.uplinks > 0) {
-      m.leaf_up.resize(static_cast<std::size_t>(m.leaves * m.uplinks));
+      const std::int32_t slots = m.route_slots();
+      const Bandwidth leaf_bw = link_bw * (static_cast<double>(m.uplinks) / slots);
+      m.leaf_up.resize(static_cast<std::size_t>(m.leaves * slots));
       m.leaf_down.resize(m.leaf_up.size());
       for (std::int32_t leaf = 0; leaf < m.leaves; ++leaf) {
         const std::int32_t pod = leaf / m.leaves_per_pod;
-        for (std::int32_t s = 0; s < m.uplinks; ++s) {
+        for (std::int32_t s = 0; s < slots; ++s) {
           const auto spine = m.vertex(VertexKind::kSpineSwitch, pod * m.uplinks + s);
           const auto [up, down] = m.add_cable(m.vertex(VertexKind::kLeafSwitch, leaf), spine, LinkKind::kFabric,
-                                              link_bw, Duration::zero());
-          m.leaf_up[static_cast<std::size_t>(leaf * m.uplinks + s)] = up;
-          m.leaf_down[static_cast<std::size_t>(leaf * m.uplinks + s)] = down;
+                                              leaf_bw, Duration::zero());
+          m.leaf_up[static_cast<std::size_t>(leaf * slots + s)] = up;
+          m.leaf_down[static_cast<std::size_t>(leaf * slots + s)] = down;
         }
       }
     }
     if (m.cores_per_group > 0) {
       // A spine has as many uplinks as downlinks (leaves of its pod), spread over the cores of
-      // its group: one aggregated link per (spine, core).
-      const Bandwidth spine_core_bw = link_bw * (static_cast<double>(m.leaves_per_pod) / m.cores_per_group);
-      const std::int32_t spines = m.uplinks * m.pods;
-      m.spine_up.resize(static_cast<std::size_t>(spines * m.cores_per_group));
+      // its group: one aggregated link per (spine, core); under adaptive routing one per pod,
+      // carrying all its spines' uplinks.
+      const std::int32_t slots = m.route_slots();
+      const std::int32_t cores = m.route_cores();
+      const double aggregated = static_cast<double>(m.uplinks) / slots * m.cores_per_group / cores;
+      const Bandwidth spine_core_bw = link_bw * (static_cast<double>(m.leaves_per_pod) / m.cores_per_group) * aggregated;
+      m.spine_up.resize(static_cast<std::size_t>(m.pods * slots * cores));
       m.spine_down.resize(m.spine_up.size());
-      for (std::int32_t sp = 0; sp < spines; ++sp) {
-        const std::int32_t s = sp % m.uplinks;
-        for (std::int32_t c = 0; c < m.cores_per_group; ++c) {
-          const auto core = m.vertex(VertexKind::kCoreSwitch, s * m.cores_per_group + c);
-          const auto [up, down] = m.add_cable(m.vertex(VertexKind::kSpineSwitch, sp), core, LinkKind::kFabric,
-                                              spine_core_bw, Duration::zero());
-          m.spine_up[static_cast<std::size_t>(sp * m.cores_per_group + c)] = up;
-          m.spine_down[static_cast<std::size_t>(sp * m.cores_per_group + c)] = down;
+      for (std::int32_t pod = 0; pod < m.pods; ++pod) {
+        for (std::int32_t s = 0; s < slots; ++s) {
+          const std::int32_t sp = pod * m.uplinks + s;
+          for (std::int32_t c = 0; c < cores; ++c) {
+            const auto core = m.vertex(VertexKind::kCoreSwitch, s * m.cores_per_group + c);
+            const auto [up, down] = m.add_cable(m.vertex(VertexKind::kSpineSwitch, sp), core, LinkKind::kFabric,
+                                                spine_core_bw, Duration::zero());
+            const auto i = static_cast<std::size_t>((pod * slots + s) * cores + c);
+            m.spine_up[i] = up;
+            m.spine_down[i] = down;
+          }
         }
       }
     }
@@ -303,18 +317,21 @@ void Topology::route(std::int32_t src, std::int32_t dst, std::vector<LinkId>& ou
     SIM_ASSERT(m.uplinks > 0, "route between leaves of a one-tier fabric");
     // D-mod-k on the destination's index among the hosts of its leaves: the node on a rail
     // (NIC ids of one rail are all congruent modulo the rail count), the NIC otherwise.
+    // Adaptive routing: the one aggregated slot and core.
     const std::int32_t dest = m.rail_optimized ? dst_node : nic_d;
-    const std::int32_t slot = dest % m.uplinks;
+    const std::int32_t slots = m.route_slots();
+    const std::int32_t cores = m.route_cores();
+    const std::int32_t slot = dest % slots;
     const std::int32_t pod_s = leaf_s / m.leaves_per_pod;
     const std::int32_t pod_d = leaf_d / m.leaves_per_pod;
-    out.push_back(m.leaf_up[static_cast<std::size_t>(leaf_s * m.uplinks + slot)]);
+    out.push_back(m.leaf_up[static_cast<std::size_t>(leaf_s * slots + slot)]);
     if (pod_s != pod_d) {
       SIM_ASSERT(m.cores_per_group > 0, "route between pods of a two-tier fabric");
-      const std::int32_t core = (dest / m.uplinks) % m.cores_per_group;
-      out.push_back(m.spine_up[static_cast<std::size_t>((pod_s * m.uplinks + slot) * m.cores_per_group + core)]);
-      out.push_back(m.spine_down[static_cast<std::size_t>((pod_d * m.uplinks + slot) * m.cores_per_group + core)]);
+      const std::int32_t core = (dest / m.uplinks) % cores;
+      out.push_back(m.spine_up[static_cast<std::size_t>((pod_s * slots + slot) * cores + core)]);
+      out.push_back(m.spine_down[static_cast<std::size_t>((pod_d * slots + slot) * cores + core)]);
     }
-    out.push_back(m.leaf_down[static_cast<std::size_t>(leaf_d * m.uplinks + slot)]);
+    out.push_back(m.leaf_down[static_cast<std::size_t>(leaf_d * slots + slot)]);
   }
   out.push_back(m.nic_down[static_cast<std::size_t>(nic_d)]);
   out.push_back(m.pcie_down[d]);

@@ -4,7 +4,8 @@
 Usage: import_published.py SOURCES_DIR OUT_DIR
 
 SOURCES_DIR holds gemm.csv, attention.csv, memory_bw.csv and hardware.csv as collected in the
-shared calibration-sources folder (each row with its source). This script only selects, groups
+shared calibration-sources folder (each row with its source). calibration/sources/ beside this
+project's calibration files adds published rows found since, in the same columns. This script only selects, groups
 and re-labels rows: every number written comes from a CSV row, and each table carries the
 provenance (source, date, software, method) of its rows. Rows are left out, with the reason in
 the table notes or in EXCLUDED below, when they measure another GPU variant, an unsupported
@@ -223,7 +224,15 @@ def gemm_tables(gemm, gpu):
             "cublasGemmEx (FP16 in, FP32 accumulate) and cublasSgemm (FP32 SIMT); single run on "
             "one idle GPU of a shared 8xH100 SXM5 box; clocks not locked",
             "TF32 rows of the same sweep are not used (no tf32 dtype in the simulator)"))
-        nv = rows(lambda r: r["gpu"] == "H100" and r["variant"] == "SXM5-80GB" and r["dtype"] == "fp16")
+        tr = rows(lambda r: r["gpu"] == "H100" and "triton-lang/triton issue #2339" in r["source"])
+        t += gemm_table("triton#2339 cuBLAS H100 SXM fp16 (2023)", tr, (
+            tr[0]["source"], "2023-09-19", tr[0]["software"],
+            "cuBLAS column of the Triton tutorial matmul benchmark (torch.matmul on fp16 randn "
+            "inputs, triton.testing.do_bench)",
+            "cuBLAS as shipped with PyTorch in 2023, the software of the 2023 H100 training runs; "
+            "the other H100 bf16/fp16 tables are 2025-26 cuBLAS, faster at mid-size shapes"))
+        nv = rows(lambda r: r["gpu"] == "H100" and r["variant"] == "SXM5-80GB" and r["dtype"] == "fp16"
+                  and "triton-lang" not in r["source"])
         t += gemm_table("waynehacking8 cuBLAS nvjet H100 SXM fp16", nv, (
             nv[0]["source"], "not stated by the source (commit fcfa413)",
             "cuBLAS (nvjet_sm90 kernel), version not stated",
@@ -616,6 +625,10 @@ def main():
     src, out_dir = sys.argv[1], sys.argv[2]
     hw = read(os.path.join(src, "hardware.csv"))
     gemm = read(os.path.join(src, "gemm.csv"))
+    extra = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibration",
+                         "sources", "gemm.csv")
+    if os.path.exists(extra):
+        gemm += read(extra)
     att = read(os.path.join(src, "attention.csv"))
     mem = read(os.path.join(src, "memory_bw.csv"))
     for name, aliases, (g, variant), compute_variant, fp16_from_bf16 in GPUS:

@@ -72,31 +72,41 @@ TEST_CASE("GEMM model: median error <= 10% on fitted and on held-out published p
   }
 }
 
-TEST_CASE("GEMM model reproduces named published points within 10%") {
+TEST_CASE("GEMM model reproduces named published points within 10%, and stays under the best-shape ceilings") {
   struct Case {
     const char* gpu;
     const char* family;
     const char* label;
     double tflops;
+    bool ceiling;  // the best of a brute-force shape scan: the model may be up to 15% slower
   };
   const Case cases[] = {
       // Azure cuBLASLt, A100-SXM4-80GB fp16
-      {"A100-SXM4-80GB", "gemm bf16/fp16", "8192x8192x8192 fp16", 253.7},
-      {"A100-SXM4-80GB", "gemm bf16/fp16", "1024x1024x1024 fp16", 119.4},
+      {"A100-SXM4-80GB", "gemm bf16/fp16", "8192x8192x8192 fp16", 253.7, false},
+      {"A100-SXM4-80GB", "gemm bf16/fp16", "1024x1024x1024 fp16", 119.4, false},
       // waynehacking8 cuBLAS, H100 SXM fp16
-      {"H100-SXM5-80GB", "gemm bf16/fp16", "4096x4096x4096 fp16", 726.4},
-      // ml-engineering MAMF (best shape), H100 bf16
-      {"H100-SXM5-80GB", "gemm bf16/fp16", "2048x2048x13312 bf16", 794.5},
+      {"H100-SXM5-80GB", "gemm bf16/fp16", "4096x4096x4096 fp16", 726.4, false},
+      // triton#2339: 2023 cuBLAS, H100 fp16
+      {"H100-SXM5-80GB", "gemm bf16/fp16", "2048x8192x8192 fp16", 721.6, false},
+      // ml-engineering MAMF (best shape), A100 and H100 bf16
+      {"A100-SXM4-80GB", "gemm bf16/fp16", "1024x10240x5120 bf16", 271.2, true},
+      {"H100-SXM5-80GB", "gemm bf16/fp16", "2048x2048x13312 bf16", 794.5, true},
       // Azure cuBLASLt fp8
-      {"H100-SXM5-80GB", "gemm fp8", "8192x8192x8192 fp8", 1290.1},
-      {"H200-SXM-141GB", "gemm fp8", "16384x16384x16384 fp8", 1366.3},
+      {"H100-SXM5-80GB", "gemm fp8", "8192x8192x8192 fp8", 1290.1, false},
+      {"H200-SXM-141GB", "gemm fp8", "16384x16384x16384 fp8", 1366.3, false},
   };
   for (const auto& c : cases) {
     INFO(c.gpu << " " << c.label);
     const auto r = evaluate_fit(*config::load_calibration(c.gpu), kHoldoutEvery);
     const PointError* p = find_point(r, c.family, c.label, c.tflops);
     REQUIRE(p != nullptr);
-    CHECK(std::fabs(p->fitted_error) <= 0.10);
+    if (c.ceiling) {
+      // fitted_error is the time error: >= 0 means the model is no faster than the ceiling.
+      CHECK(p->fitted_error >= 0);
+      CHECK(p->fitted_error <= 0.15);
+    } else {
+      CHECK(std::fabs(p->fitted_error) <= 0.10);
+    }
     if (p->held_out) CHECK(std::fabs(p->held_out_error) <= 0.10);
   }
 }

@@ -196,6 +196,10 @@ TEST_CASE("mapping: the cluster follows the gpu and interconnect columns") {
   CHECK(a.cluster.name == "dgx-a100");  // what dgx-a100 already is
   auto roce = cluster_of("A100-80GB", "1600 Gbps RoCE per node (node-node)");
   CHECK(roce.cluster.node.nic_bandwidth.bytes_per_s() == Approx(200e9 / 8));
+  // InfiniBand routes adaptively (the zoo default); RoCE by static ECMP hashing.
+  CHECK(a.cluster.fabric.adaptive_routing);
+  CHECK_FALSE(roce.cluster.fabric.adaptive_routing);
+  CHECK(roce.cluster.name != a.cluster.name);
   auto t4 = cluster_of("H100 SXM5 94GB", "4 GPUs per node, 4x NDR200 InfiniBand");
   CHECK(t4.cluster.node.gpus_per_node == 4);
   CHECK(t4.cluster.node.nics_per_node == 4);

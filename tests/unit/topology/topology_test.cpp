@@ -123,6 +123,35 @@ TEST_CASE("D-mod-k spreads a shift permutation over all leaf uplinks", "[topolog
   for (const auto& [l, n] : load) CHECK(n == 1);
 }
 
+TEST_CASE("D-mod-k collides flows to destinations congruent modulo the uplinks; adaptive routing does not",
+          "[topology]") {
+  // Two flows leave leaf 1 (nodes 32..63, rail 0) for nodes 0 and 64: both destinations are
+  // 0 modulo the 32 uplinks, so static routing puts them on one 50 GB/s uplink. Adaptive
+  // routing spreads a leaf's cross traffic over all its uplinks: one aggregated link of
+  // 32 · 50 GB/s, with the same route latency.
+  for (const bool adaptive : {false, true}) {
+    auto spec = ts::testing::dgx_h100();
+    spec.fabric.adaptive_routing = adaptive;
+    const Topology t(spec, 8 * 96);
+    std::vector<LinkId> a, b;
+    t.route(47 * 8, 0, a);
+    t.route(63 * 8, 64 * 8, b);
+    require_chain(t, 47 * 8, 0, a);
+    require_chain(t, 63 * 8, 64 * 8, b);
+    const auto uplink = [&](const std::vector<LinkId>& path) {
+      for (const LinkId l : path) {
+        if (t.vertex_kind(t.link(l).to) == VertexKind::kSpineSwitch) return l;
+      }
+      FAIL("no uplink on the path");
+      return LinkId{-1};
+    };
+    CHECK(uplink(a) == uplink(b));  // the same leaf: one (aggregated) link either way
+    CHECK(t.link(uplink(a)).bandwidth.gbytes_per_s() == Approx(adaptive ? 32 * 50 : 50));
+    CHECK(t.route_latency(47 * 8, 0).us() == Approx(2 * 2.1 + 3 * 0.6));
+    CHECK(t.leaf_uplinks() == 32);  // the switches are the same
+  }
+}
+
 TEST_CASE("oversubscription divides the leaf uplinks", "[topology]") {
   auto spec = ts::testing::dgx_h100();
   spec.fabric.nodes_per_leaf = 4;
@@ -159,6 +188,18 @@ TEST_CASE("three tiers: pods of radix/2 leaves joined by core switches", "[topol
   // The spine-core links of a pod carry as much as its leaves' uplinks: 32 · 50 / 8 per link.
   for (const LinkId l : path) {
     if (t.vertex_kind(t.link(l).to) == VertexKind::kCoreSwitch) CHECK(t.link(l).bandwidth.gbytes_per_s() == Approx(200));
+  }
+  // Adaptive routing: one aggregated spine-core link per pod, of all 32 spines' 8 links.
+  spec.fabric.adaptive_routing = true;
+  const Topology ar(spec, 16384);
+  path.clear();
+  ar.route(0, far, path);
+  require_chain(ar, 0, far, path);
+  CHECK(ar.switch_hops(0, far) == 5);
+  for (const LinkId l : path) {
+    if (ar.vertex_kind(ar.link(l).to) == VertexKind::kCoreSwitch) {
+      CHECK(ar.link(l).bandwidth.gbytes_per_s() == Approx(32 * 8 * 200));
+    }
   }
 }
 
