@@ -89,7 +89,8 @@ GemmPrediction predict_gemm(const GemmParams& p, const GpuSpec& gpu, const std::
 namespace {
 
 double direction_time(const AttentionDirParams& d, const detail::AttentionFeatures& f) {
-  return d.inv_efficiency * f.mma_s + d.score_cost * f.scores_s + d.per_wave_s * f.waves + d.fixed_s;
+  return d.inv_efficiency * f.mma_s + d.causal_extra * f.causal_mma_s + d.score_cost * f.scores_s +
+         d.per_wave_s * f.waves + d.fixed_s;
 }
 
 struct DirTimes {
@@ -113,6 +114,7 @@ DirTimes attention_terms(const AttentionParams& p, AttentionShape s) {
   detail::AttentionFeatures sum;
   sum.mma_s = ff.mma_s + fb.mma_s;
   sum.scores_s = ff.scores_s + fb.scores_s;
+  sum.causal_mma_s = ff.causal_mma_s + fb.causal_mma_s;
   sum.waves = ff.waves + fb.waves;
   const double total = direction_time(p.total, sum) + p.total.fixed_s;  // two kernels: 2c
   const DirTimes ref = attention_terms(*p.reference, s);

@@ -62,6 +62,7 @@ struct GemmParams {
 struct AttentionDirParams {
   double inv_efficiency = 0;  // a
   double score_cost = 0;      // e: FLOP-equivalents of non-tensor work per score element
+  double causal_extra = 0;    // a_c: added to a under a causal mask (imbalance, masked blocks)
   double per_wave_s = 0;      // b
   double fixed_s = 0;         // c
 };

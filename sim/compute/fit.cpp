@@ -197,32 +197,28 @@ struct AttentionRow {
   double measured_s = 0;
 };
 
-constexpr Index kAttentionCols = 3;  // a, e, b per direction; c is the kernel launch cost
+// Columns per direction: a, e, b, and a_c when the kernel has both causal and non-causal
+// points (only then is the causal cost identifiable); c is the kernel launch cost.
+Index attention_cols(bool causal_col) { return causal_col ? 4 : 3; }
 
-void put_features(MatrixXd& a, Index row, Index col0, const detail::AttentionFeatures& f,
+void put_features(MatrixXd& a, Index row, Index col0, bool causal_col, const detail::AttentionFeatures& f,
                   double measured_s) {
   a(row, col0 + 0) += f.mma_s / measured_s;
   a(row, col0 + 1) += f.scores_s / measured_s;
   a(row, col0 + 2) += f.waves / measured_s;
+  if (causal_col) a(row, col0 + 3) += f.causal_mma_s / measured_s;
 }
 
-AttentionDirParams dir_params(const VectorXd& x, Index col0, double launch_s) {
+AttentionDirParams dir_params(const VectorXd& x, Index col0, bool causal_col, double launch_s) {
   AttentionDirParams d;
   d.inv_efficiency = x(col0 + 0);
   d.score_cost = x(col0 + 1);
   d.per_wave_s = x(col0 + 2);
+  d.causal_extra = causal_col ? x(col0 + 3) : 0.0;
   d.fixed_s = launch_s;
   return d;
 }
 
-// One kernel's parameters by NNLS on relative errors. With forward or backward points the two
-// directions have separate parameters (a, e, b each), and a forward+backward point constrains
-// their sum. Without either, the forward+backward sums are fitted with one set over the summed
-// features, and the forward share comes from the reference kernel on another GPU. The fixed
-// cost of a kernel is not fitted but taken as the launch cost c: every published attention
-// point has the same tokens and hidden size (16k × 2048), so a fitted constant would absorb
-// per-token costs and misprice other shapes. The bytes floor is left out of the fit: the
-// measured attention points are compute-bound.
 // A kernel with only forward+backward points is a split kernel: the reference for its
 // forward share is a kernel of another GPU's file, or (reference null) of this file.
 bool split_kernel(const std::vector<AttentionRow>& rows) {
@@ -232,6 +228,14 @@ bool split_kernel(const std::vector<AttentionRow>& rows) {
   return true;
 }
 
+// One kernel's parameters by NNLS on relative errors. With forward or backward points the two
+// directions have separate parameters (a, e, b, a_c each), and a forward+backward point
+// constrains their sum. Without either, the forward+backward sums are fitted with one set over
+// the summed features, and the forward share comes from the reference kernel. The fixed
+// cost of a kernel is not fitted but taken as the launch cost c: every published attention
+// point has the same tokens and hidden size (16k × 2048), so a fitted constant would absorb
+// per-token costs and misprice other shapes. The bytes floor is left out of the fit: the
+// measured attention points are compute-bound.
 // `own`: the kernels of this file fitted so far (a direction split may name one of them).
 AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& kernel,
                                      const std::vector<AttentionRow>& rows, double memory_bps,
@@ -244,13 +248,20 @@ AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& 
   p.memory_bps = memory_bps;
   p.num_points = rows.size();
   if (p.block <= 0) fit_error(cal, "attention_model.block", "attention points need a block size");
-  bool has_fwd = false, has_bwd = false;
+  bool has_fwd = false, has_bwd = false, has_causal = false, has_full = false;
   for (const auto& r : rows) {
     has_fwd = has_fwd || r.point.pass == AttentionPass::kForward;
     has_bwd = has_bwd || r.point.pass == AttentionPass::kBackward;
+    has_causal = has_causal || r.point.causal;
+    has_full = has_full || !r.point.causal;
   }
   p.split = split_kernel(rows);
-  const Index ncols = p.split ? kAttentionCols : 2 * kAttentionCols;
+  // The causal cost is fitted where both kinds of points exist and they are enough for it.
+  const Index directions = p.split ? 1 : 2;
+  const bool causal_col = has_causal && has_full &&
+                          static_cast<Index>(rows.size()) >= directions * attention_cols(true);
+  const Index dir_cols = attention_cols(causal_col);
+  const Index ncols = directions * dir_cols;
   if (static_cast<Index>(rows.size()) < ncols) {
     fit_error(cal, "attention", kernel + ": " + std::to_string(rows.size()) +
                                     " fit points cannot determine " + std::to_string(ncols) + " parameters");
@@ -273,19 +284,19 @@ AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& 
     if (fwd) {
       const auto f = detail::attention_features(detail::attention_point_shape(r.point, false), false,
                                                 p.block, p.num_sms, p.peak_flops);
-      put_features(a, row, 0, f, r.measured_s);
+      put_features(a, row, 0, causal_col, f, r.measured_s);
       y(row) -= launch_s / r.measured_s;
     }
     if (bwd) {
       const auto f = detail::attention_features(detail::attention_point_shape(r.point, true), true,
                                                 p.block, p.num_sms, p.peak_flops);
-      put_features(a, row, p.split ? 0 : kAttentionCols, f, r.measured_s);
+      put_features(a, row, p.split ? 0 : dir_cols, causal_col, f, r.measured_s);
       y(row) -= launch_s / r.measured_s;
     }
   }
   const VectorXd x = nnls(a, y);
   if (p.split) {
-    p.total = dir_params(x, 0, launch_s);
+    p.total = dir_params(x, 0, causal_col, launch_s);
     if (!cal.direction_split) {
       fit_error(cal, "attention_model.direction_split",
                 kernel + " has only forward+backward points: name a GPU and kernel whose forward "
@@ -306,8 +317,8 @@ AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& 
     }
     p.reference = std::make_shared<AttentionParams>(*rp);
   } else {
-    p.fwd = dir_params(x, 0, launch_s);
-    p.bwd = dir_params(x, kAttentionCols, launch_s);
+    p.fwd = dir_params(x, 0, causal_col, launch_s);
+    p.bwd = dir_params(x, dir_cols, causal_col, launch_s);
   }
   return p;
 }

@@ -61,9 +61,10 @@ inline double attention_blocks(const AttentionShape& s, std::int64_t block) {
   return sum_below + static_cast<double>(nq - below) * static_cast<double>(nkv);
 }
 
-// Attention regressors of one direction: t = a·mma_s + e·scores_s + b·waves + c.
+// Attention regressors of one direction: t = a·mma_s + a_c·causal_mma_s + e·scores_s + b·waves + c.
 struct AttentionFeatures {
   double mma_s = 0;     // tensor FLOPs of the computed blocks / P
+  double causal_mma_s = 0;  // mma_s again for a causal shape (its own extra cost), else 0
   double scores_s = 0;  // score elements computed / P
   double waves = 0;     // waves of CTAs
   double bytes = 0;     // HBM bytes (floor)
@@ -80,6 +81,7 @@ inline AttentionFeatures attention_features(const AttentionShape& s, bool backwa
   // dQ, dK: five products, 2.5× the forward (FlashAttention-2 paper §3.2).
   f.mma_s = (backward ? 2.5 : 1.0) * 4.0 * b2 * static_cast<double>(s.head_dim) * blocks / peak_flops;
   f.scores_s = b2 * blocks / peak_flops;
+  f.causal_mma_s = s.causal ? f.mma_s : 0.0;
   // Forward CTAs own query blocks, backward CTAs own key blocks (FlashAttention-2 §3.2).
   const std::int64_t rows = backward ? s.seq_kv : s.seq_q;
   const std::int64_t ctas = s.batch * s.heads * ceil_div(rows, block);

@@ -145,8 +145,8 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
     std::printf("attention %s (block %lld)%s\n", a.kernel.c_str(), static_cast<long long>(a.block),
                 a.split ? ", forward share from the direction-split reference" : "");
     const auto pr = [](const char* n, const compute::AttentionDirParams& d) {
-      std::printf("  %-5s a = %.4f, e = %.1f FLOP/score, b = %.3f us/wave, c = %.3f us\n", n, d.inv_efficiency,
-                  d.score_cost, d.per_wave_s * 1e6, d.fixed_s * 1e6);
+      std::printf("  %-5s a = %.4f, a_c = %.4f (causal), e = %.1f FLOP/score, b = %.3f us/wave, c = %.3f us\n", n,
+                  d.inv_efficiency, d.causal_extra, d.score_cost, d.per_wave_s * 1e6, d.fixed_s * 1e6);
     };
     if (a.split) {
       pr("total", a.total);

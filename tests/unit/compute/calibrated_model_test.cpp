@@ -311,8 +311,8 @@ TEST_CASE("the attention fit recovers forward and backward parameters, also from
   truth.num_sms = 100;
   truth.peak_flops = 100e12;
   truth.memory_bps = 1000e9;
-  truth.fwd = AttentionDirParams{1.3, 150, 2e-6, launch};
-  truth.bwd = AttentionDirParams{1.7, 300, 8e-6, launch};
+  truth.fwd = AttentionDirParams{1.3, 150, 0.2, 2e-6, launch};
+  truth.bwd = AttentionDirParams{1.7, 300, 0.1, 8e-6, launch};
   AttentionTable t;
   t.name = "synthetic";
   t.kernel = "toy-flash";
@@ -338,7 +338,9 @@ TEST_CASE("the attention fit recovers forward and backward parameters, also from
   CHECK(a->fwd.inv_efficiency == Approx(1.3).epsilon(1e-6));
   CHECK(a->fwd.score_cost == Approx(150).epsilon(1e-6));
   CHECK(a->fwd.per_wave_s == Approx(2e-6).epsilon(1e-6));
+  CHECK(a->fwd.causal_extra == Approx(0.2).epsilon(1e-6));
   CHECK(a->bwd.inv_efficiency == Approx(1.7).epsilon(1e-6));
+  CHECK(a->bwd.causal_extra == Approx(0.1).epsilon(1e-6));
   CHECK(a->bwd.per_wave_s == Approx(8e-6).epsilon(1e-6));
 
   // Another GPU with only the forward+backward sums: fitted with one parameter set, split by

@@ -85,8 +85,12 @@ TEST_CASE("public validation set: errors do not regress") {
   REQUIRE(k != s.by_source.end());
   CHECK(k->second.n == 9);
   CHECK(k->second.median_abs <= 0.08);
-  CHECK(s.throughput.median_abs <= 0.12);
-  CHECK(s.throughput.p90_abs <= 0.60);
+  CHECK(s.throughput.median_abs <= 0.10);
+  CHECK(s.throughput.p90_abs <= 0.32);
+  // The H100 rows, 29.9 % median before the H100 Triton FlashAttention and 2023 cuBLAS points.
+  const auto h = s.by_gpu.find("H100-SXM5-80GB");
+  REQUIRE(h != s.by_gpu.end());
+  CHECK(h->second.median_abs <= 0.15);
 }
 
 // The targets of the validation issue. Hidden until the model meets them (run with
