@@ -590,12 +590,17 @@ std::shared_ptr<const Calibration> load_calibration(const std::string& name_or_p
 std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu,
                                                           const std::string& attention_kernel) {
   const auto file = calibration_file(gpu.name);
-  if (!file && !attention_kernel.empty()) {
+  return make_compute_model(gpu, file ? load_calibration(file->string()) : nullptr, attention_kernel);
+}
+
+std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu,
+                                                          std::shared_ptr<const compute::Calibration> cal,
+                                                          const std::string& attention_kernel) {
+  if (!cal && !attention_kernel.empty()) {
     throw InputError(Diagnostic{"", 0, "--attention-kernel",
                                 gpu.name + " has no calibration file, so no named attention kernel"});
   }
-  if (!file) return compute::make_roofline_model(gpu);
-  const auto cal = load_calibration(file->string());
+  if (!cal) return compute::make_roofline_model(gpu);
   // The cluster and the calibration describe the same GPU kind: their datasheets must agree.
   DiagnosticList diags;
   const auto near = [](double a, double b) { return std::fabs(a - b) <= 0.05 * std::max(std::fabs(a), std::fabs(b)); };
@@ -632,8 +637,22 @@ std::shared_ptr<const compute::ComputeModel> ComputeModelCache::get(const comput
                 static_cast<long long>(gpu.kernel_launch_overhead.ps()));
   const std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = models_[std::string(key) + "|" + attention_kernel];
-  if (!slot) slot = make_compute_model(gpu, attention_kernel);
+  if (!slot) slot = make_compute_model(gpu, calibration_locked(gpu.name), attention_kernel);
   return slot;
+}
+
+std::shared_ptr<const compute::Calibration> ComputeModelCache::calibration(const std::string& gpu_name) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return calibration_locked(gpu_name);
+}
+
+std::shared_ptr<const compute::Calibration> ComputeModelCache::calibration_locked(const std::string& gpu_name) {
+  auto it = calibrations_.find(gpu_name);
+  if (it == calibrations_.end()) {
+    const auto file = calibration_file(gpu_name);
+    it = calibrations_.emplace(gpu_name, file ? load_calibration(file->string()) : nullptr).first;
+  }
+  return it->second;
 }
 
 }  // namespace ts::config

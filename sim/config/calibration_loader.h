@@ -45,6 +45,10 @@ std::optional<std::filesystem::path> calibration_file(const std::string& gpu_nam
 // (InputError on --attention-kernel when the GPU has no calibration or no such kernel).
 std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu,
                                                           const std::string& attention_kernel = "");
+// The same from an already loaded calibration (null: the roofline).
+std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec& gpu,
+                                                          std::shared_ptr<const compute::Calibration> calibration,
+                                                          const std::string& attention_kernel = "");
 
 // The compute models of many simulations (a sweep): each distinct GPU spec is loaded and fitted
 // once (a fit takes ~10-30 ms), then shared. Thread-safe; the models are immutable, and their
@@ -53,10 +57,14 @@ class ComputeModelCache {
  public:
   std::shared_ptr<const compute::ComputeModel> get(const compute::GpuSpec& gpu,
                                                    const std::string& attention_kernel = "");
+  // The calibration of a GPU kind, loaded once; null when it has no calibration file.
+  std::shared_ptr<const compute::Calibration> calibration(const std::string& gpu_name);
 
  private:
+  std::shared_ptr<const compute::Calibration> calibration_locked(const std::string& gpu_name);
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const compute::ComputeModel>> models_;
+  std::map<std::string, std::shared_ptr<const compute::Calibration>> calibrations_;
 };
 
 // Kernel dtypes as spelled in calibration files and by `trainsim kernel --dtype`:

@@ -30,9 +30,8 @@ const network::NetworkModel& Resources::network(const config::Cluster& cluster, 
 const compute::MemoryOverheads& Resources::memory_overheads(const compute::GpuSpec& gpu) {
   auto it = memory_overheads_.find(gpu.name);
   if (it == memory_overheads_.end()) {
-    compute::MemoryOverheads o;
-    if (const auto file = config::calibration_file(gpu.name)) o = config::load_calibration(file->string())->memory_overheads;
-    it = memory_overheads_.emplace(gpu.name, o).first;
+    const auto cal = compute_cache_->calibration(gpu.name);
+    it = memory_overheads_.emplace(gpu.name, cal ? cal->memory_overheads : compute::MemoryOverheads{}).first;
   }
   return it->second;
 }
