@@ -572,6 +572,10 @@ std::optional<parallel::ParallelPlan> plan_from_metadata(const ChakraRank& r, st
     p.dp = std::stoll(m["trainsim_dp"]);
     p.cp = std::stoll(m["trainsim_cp"]);
     p.order = parse_order(m["trainsim_order"], "trainsim_order");
+    // Traces written before the key existed were timed without a host floor.
+    p.host_dispatch = m.count("trainsim_host_dispatch_us")
+                          ? parse_host_dispatch_us(std::stod(m["trainsim_host_dispatch_us"]), "trainsim_host_dispatch_us")
+                          : Duration::zero();
   } catch (const std::exception&) {
     return std::nullopt;
   }

@@ -333,6 +333,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--unfused-attention", "unfused_attention"},
     {"--attention-kernel", "attention_kernel"},
     {"--tp-comm-overlap", "tp_comm_overlap"},
+    {"--host-dispatch-us", "host_dispatch_us"},
 };
 
 std::string field_of_flag(const std::string& flag) {
@@ -454,6 +455,14 @@ Scenario load_scenario(const std::string& path) {
   if (msg.has_unfused_attention()) plan.flash_attention = !msg.unfused_attention();
   if (msg.has_attention_kernel()) plan.attention_kernel = msg.attention_kernel();
   if (msg.has_tp_comm_overlap()) plan.tp_comm_overlap = msg.tp_comm_overlap();
+  if (msg.has_host_dispatch_us()) {
+    try {
+      plan.host_dispatch = parse_host_dispatch_us(msg.host_dispatch_us(), "host_dispatch_us");
+    } catch (const InputError& e) {
+      for (const auto& d : e.diagnostics()) c.fail("host_dispatch_us", d.message);
+      reported.emplace("host_dispatch_us");
+    }
+  }
   plan.pp_layers.assign(msg.pp_layers().begin(), msg.pp_layers().end());
   const auto set_spelled = [&](auto parsed, auto& out, std::string_view field) {
     if (parsed) {

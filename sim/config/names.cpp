@@ -154,6 +154,14 @@ parallel::CrossEntropy parse_cross_entropy(std::string_view s, std::string_view 
   return parse_flag(kCrossEntropies, s, flag);
 }
 
+Duration parse_host_dispatch_us(double us, std::string_view flag) {
+  if (!(us >= 0 && us <= 1e6)) {
+    throw InputError(Diagnostic{"", 0, std::string(flag),
+                                "must be between 0 and 1e6 microseconds (got " + std::to_string(us) + ")"});
+  }
+  return Duration::from_us(us);
+}
+
 std::vector<parallel::Axis> parse_order(std::string_view s, std::string_view flag) {
   std::vector<parallel::Axis> out;
   for (std::string_view item : split_list(s)) {

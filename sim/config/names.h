@@ -49,6 +49,9 @@ parallel::Schedule parse_schedule(std::string_view s, std::string_view flag);
 parallel::CpAlgo parse_cp_algo(std::string_view s, std::string_view flag);
 parallel::OptimizerStates parse_optimizer_states(std::string_view s, std::string_view flag);
 parallel::CrossEntropy parse_cross_entropy(std::string_view s, std::string_view flag);
+// Host dispatch time per operation in microseconds, 0 to 1e6 (1 s): the Duration; else InputError
+// naming `flag`.
+Duration parse_host_dispatch_us(double us, std::string_view flag);
 // "tp,cp,dp,pp" → axes, innermost first. Only the names are checked here; that the list is a
 // permutation of the four axes is a plan rule (check_plan, "--order").
 std::vector<parallel::Axis> parse_order(std::string_view s, std::string_view flag);

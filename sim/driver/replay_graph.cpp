@@ -140,11 +140,13 @@ class Importer {
 
  private:
   // The trace's plan when it carries one (trainsim), else every rank along DP (a layout of the
-  // right size; communicators without axes do not use it).
+  // right size; communicators without axes do not use it) with no host floor: a recorded
+  // duration already holds whatever the host cost.
   parallel::ParallelPlan plan() const {
     if (t_.plan) return *t_.plan;
     parallel::ParallelPlan p;
     p.dp = static_cast<std::int64_t>(n_);
+    p.host_dispatch = Duration::zero();
     return p;
   }
 
@@ -654,7 +656,7 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
   const parallel::Layout layout(w.plan);
   SIM_ASSERT(layout.num_ranks() == num_gpus, "layout size differs from the graph's devices");
   const network::NetworkModel& network = resources.network(cluster, num_gpus);
-  const compute::ComputeModel& compute = resources.compute(cluster.gpu);
+  const compute::ComputeModel& compute = resources.compute(cluster.gpu, w.plan);
   runtime::ExecuteOptions eo;
   eo.memory_timeline = options.trace.has_value();
   const runtime::Execution ex = runtime::execute(g, layout, compute, network, eo);
@@ -818,7 +820,7 @@ ExportResult export_chakra(const config::Scenario& sc, const std::filesystem::pa
   lo.optimizer_bytes_per_param = Bytes(30);
   const parallel::TaskGraph graph = parallel::lower(sc.model, sc.plan, lo);
   const parallel::Layout layout(sc.plan);
-  const runtime::Execution ex = runtime::execute(graph, layout, resources.compute(sc.cluster.gpu),
+  const runtime::Execution ex = runtime::execute(graph, layout, resources.compute(sc.cluster.gpu, sc.plan),
                                                  resources.network(sc.cluster, sc.num_gpus), runtime::ExecuteOptions{});
   if (out.run.iteration_time_s > 0 && std::abs(ex.end.seconds() - out.run.iteration_time_s) > 1e-9 * out.run.iteration_time_s) {
     throw InternalError("Chakra export: the exported graph runs " + std::to_string(ex.end.seconds()) +

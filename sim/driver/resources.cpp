@@ -1,5 +1,6 @@
 #include "sim/driver/resources.h"
 
+#include "sim/compute/dispatch_floor.h"
 #include "sim/config/network_calibration_loader.h"
 
 namespace ts::driver {
@@ -13,6 +14,16 @@ const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu,
                                                 const std::string& attention_kernel) {
   auto& slot = compute_[gpu.name + "|" + attention_kernel];
   if (!slot) slot = compute_cache_->get(gpu, attention_kernel);
+  return *slot;
+}
+
+const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan) {
+  if (plan.host_dispatch == Duration::zero()) return compute(gpu, plan.attention_kernel);
+  auto& slot = dispatched_[{gpu.name + "|" + plan.attention_kernel, plan.host_dispatch.ps()}];
+  if (!slot) {
+    compute(gpu, plan.attention_kernel);  // fills compute_
+    slot = compute::with_host_dispatch(compute_.at(gpu.name + "|" + plan.attention_kernel), plan.host_dispatch);
+  }
   return *slot;
 }
 

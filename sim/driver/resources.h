@@ -12,6 +12,7 @@
 #include "sim/config/loader.h"
 #include "sim/network/calibration.h"
 #include "sim/network/network_model.h"
+#include "sim/parallel/plan.h"
 #include "sim/parallel/task_graph.h"
 #include "sim/runtime/executor.h"
 #include "sim/topology/topology.h"
@@ -28,8 +29,12 @@ class Resources {
   Resources(const Resources&) = delete;
   Resources& operator=(const Resources&) = delete;
 
-  // The compute model of `gpu`, with a named attention kernel (empty: the calibration's).
+  // The compute model of `gpu`, with a named attention kernel (empty: the calibration's): GPU
+  // time alone.
   const compute::ComputeModel& compute(const compute::GpuSpec& gpu, const std::string& attention_kernel = "");
+  // The compute model a plan runs with: its attention kernel, and no operation faster than its
+  // host dispatch time (compute::with_host_dispatch).
+  const compute::ComputeModel& compute(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan);
   const network::NetworkModel& network(const config::Cluster& cluster, std::int32_t num_gpus);
   // The calibrated memory overheads of `gpu` (CUDA context, NCCL buffers, fragmentation); zero
   // for a GPU without a calibration file.
@@ -46,6 +51,7 @@ class Resources {
   };
   std::shared_ptr<config::ComputeModelCache> compute_cache_;
   std::map<std::string, std::shared_ptr<const compute::ComputeModel>> compute_;
+  std::map<std::pair<std::string, std::int64_t>, std::unique_ptr<compute::ComputeModel>> dispatched_;
   std::optional<network::NetworkCalibration> calibration_;
   std::map<std::pair<std::string, std::int32_t>, Fabric> fabrics_;
   std::map<std::string, compute::MemoryOverheads> memory_overheads_;

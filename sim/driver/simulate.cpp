@@ -137,7 +137,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   graph = parallel::lower(sc.model, plan, lo, std::move(graph));
   const parallel::Layout layout(plan);
   const network::NetworkModel& network = resources.network(sc.cluster, sc.num_gpus);
-  const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan.attention_kernel);
+  const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan);
   runtime::ExecuteOptions eo;
   eo.memory_timeline = options.trace.has_value();
   // Per-task timings only for the trace and the statistics; otherwise the replay's summary (the

@@ -1013,7 +1013,7 @@ std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::
   return lo;
 }
 
-RowResult evaluate(const PublishedRun& row, Resources& resources) {
+RowResult evaluate(const PublishedRun& row, Resources& resources, const ValidateOptions& options) {
   RowResult out;
   out.run_id = row.run_id;
   out.line = row.line;
@@ -1030,6 +1030,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources) {
   out.assumptions = m.assumptions;
   if (!m.scenario) return skip(m.skip_reason);
   config::Scenario parts = *m.scenario;
+  if (options.host_dispatch) parts.plan.host_dispatch = *options.host_dispatch;
   out.gpu = parts.cluster.gpu.name;
   out.num_gpus = parts.num_gpus;
   out.parallelism = parallelism_kind(parts.plan);
@@ -1129,7 +1130,7 @@ ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateO
     Resources resources(cache);
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       try {
-        report.rows[i] = evaluate(runs[i], resources);
+        report.rows[i] = evaluate(runs[i], resources, options);
       } catch (const std::exception& e) {
         RowResult r;
         r.run_id = runs[i].run_id;

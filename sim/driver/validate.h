@@ -173,6 +173,9 @@ struct ValidationReport {
 
 struct ValidateOptions {
   int threads = 1;  // rows simulated concurrently, each thread with its own Resources
+  // Every row's host dispatch time per operation instead of the plan default (what-if runs and
+  // tools/calibrate/fit_host_dispatch.py).
+  std::optional<Duration> host_dispatch;
 };
 
 // Maps, simulates and compares every row. Rows that omit the micro-batch or the recompute policy

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/base/units.h"
 #include "sim/ir/dtype.h"
 
 namespace ts::parallel {
@@ -71,6 +72,13 @@ struct ParallelPlan {
   // with the GEMM next to them (Megatron-Core --tp-comm-overlap, Transformer Engine userbuffers).
   bool tp_comm_overlap = false;
   std::int64_t grad_bucket_params = 40'000'000;  // Megatron-Core DDP default bucket size
+  // Host time to issue one modeled operation (a GEMM, the attention core, a memory-bound op):
+  // the eager framework's Python, autograd and dispatch work for the kernels it stands for. No
+  // operation finishes faster (compute::with_host_dispatch). Zero: CUDA graphs or a compiled
+  // step. The default is eager PyTorch as measured on Megatron-DeepSpeed's single-node runs of
+  // vTrain (Bang et al., MICRO'24; VIA-Research/vTrain data/ground_truth_single.csv): fitted on
+  // the hidden-1024 runs, checked on the hidden-2048 ones (tools/calibrate/fit_host_dispatch.py).
+  Duration host_dispatch = Duration::from_us(70);
 
   std::int64_t num_gpus() const { return tp * pp * dp * cp; }
   // How the attention core runs, as reports name it: "unfused", the named kernel, or "flash"
@@ -83,6 +91,7 @@ struct ParallelPlan {
   std::int64_t model_chunks() const { return interleaved() ? vpp : 1; }
   // Micro-batches each pipeline runs per iteration.
   std::int64_t num_micro_batches() const { return global_batch / (dp * micro_batch); }
+  bool operator==(const ParallelPlan&) const = default;
 };
 
 }  // namespace ts::parallel

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "sim/base/diagnostic.h"
+#include "sim/base/format.h"
 #include "sim/schema/chakra.pb.h"
 
 namespace ts::trace {
@@ -272,6 +273,7 @@ std::vector<std::filesystem::path> write_chakra(const std::filesystem::path& pre
       std::string order;
       for (auto a : p.order) order += std::string(order.empty() ? "" : ",") + parallel::axis_name(a);
       add_meta(meta, "trainsim_order", order);
+      add_meta(meta, "trainsim_host_dispatch_us", format_double("%.17g", p.host_dispatch.us()));
     }
     if (!info.memory.empty()) {
       const auto& m = info.memory[d];

@@ -17,6 +17,9 @@ expect 2 "--tp" "${base[@]}" --tp 7 --pp 1
 expect 2 "--tp" "${base[@]}" --tp abc
 expect 2 "--schedule" "${base[@]}" --tp 8 --schedule zigzag
 expect 2 "--frobnicate" "${base[@]}" --frobnicate 3
+expect 2 "--host-dispatch-us" "${base[@]}" --tp 8 --host-dispatch-us -5
+expect 2 "--host-dispatch-us" "${base[@]}" --tp 8 --host-dispatch-us nan
+expect 2 "--host-dispatch-us" validate --runs "$(dirname "$0")/../validation/public-runs.csv" --host-dispatch-us 2e6
 expect 2 "--global-batch" "${base[@]}" --tp 8 --pp 2 --dp 4 --micro-batch 3
 expect 2 "model" run --model no-such-model --cluster dgx-h100 --gpus 8 --global-batch 8
 expect 2 "unknown command" frobnicate

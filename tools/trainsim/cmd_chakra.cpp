@@ -76,8 +76,10 @@ int chakra_import(const Args& args) {
   const auto num_gpus = static_cast<std::int32_t>(ranks);
   driver::ImportOptions io;
   io.recost = vm["recost"].as<bool>();
-  const driver::GraphWorkload w = driver::import_chakra(trace, resources.compute(cluster.gpu),
-                                                        resources.network(cluster, num_gpus), io);
+  // A trainsim trace carries its plan, whose host dispatch time recosting keeps.
+  const compute::ComputeModel& compute =
+      trace.plan ? resources.compute(cluster.gpu, *trace.plan) : resources.compute(cluster.gpu);
+  const driver::GraphWorkload w = driver::import_chakra(trace, compute, resources.network(cluster, num_gpus), io);
   driver::RunOptions ro;
   ro.full = true;
   if (vm.count("trace")) ro.trace = vm["trace"].as<std::string>();

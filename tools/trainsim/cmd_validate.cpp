@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "sim/base/diagnostic.h"
+#include "sim/config/names.h"
 #include "sim/driver/validate.h"
 #include "tools/trainsim/cli.h"
 
@@ -16,7 +17,9 @@ int cmd_validate(const Args& args) {
       ("runs", po::value<std::string>()->required(), "published runs, CSV (tests/validation/README.md)")
       ("out", po::value<std::string>(), "also write one CSV line per row to FILE")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
-      ("threads", po::value<int>()->default_value(1), "rows simulated concurrently");
+      ("threads", po::value<int>()->default_value(1), "rows simulated concurrently")
+      ("host-dispatch-us", po::value<double>(),
+       "host time per modeled operation for every row, microseconds (default: the plan default)");
   po::variables_map vm;
   if (!parse_flags(args, o, vm, "usage: trainsim validate --runs FILE.csv [--out FILE.csv] [--format text|json]")) {
     return kExitOk;
@@ -27,6 +30,9 @@ int cmd_validate(const Args& args) {
   const auto runs = driver::read_published_runs(vm["runs"].as<std::string>());
   driver::ValidateOptions options;
   options.threads = threads;
+  if (vm.count("host-dispatch-us")) {
+    options.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
+  }
   const driver::ValidationReport report = driver::validate(runs, options);
   if (vm.count("out")) {
     const std::string path = vm["out"].as<std::string>();

@@ -40,6 +40,9 @@ void add_scenario_flags(po::options_description& o) {
       ("unfused-attention", po::bool_switch(), "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")
       ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")
       ("tp-comm-overlap", po::bool_switch(), "overlap TP all-gathers/reduce-scatters with their GEMMs (needs --sequence-parallel)")
+      ("host-dispatch-us", po::value<double>()->default_value(parallel::ParallelPlan{}.host_dispatch.us()),
+       "host time per modeled operation of an eager framework (microseconds); no operation runs faster; "
+       "0 for CUDA graphs or a compiled step")
       ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward, not in buckets during it")
       ("no-overlap-param-gather", po::bool_switch(), "ZeRO 1/2: gather parameters after the step, not during the next forward");
 }
@@ -69,6 +72,9 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.flash_attention = !vm["unfused-attention"].as<bool>();
   p.attention_kernel = vm["attention-kernel"].as<std::string>();
   p.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
+  problems.collect([&] {
+    p.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
+  });
   p.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
   p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   if (vm.count("dp")) {

@@ -7,6 +7,7 @@
 
 #include "sim/base/diagnostic.h"
 #include "sim/compute/calibrated_model.h"
+#include "sim/compute/dispatch_floor.h"
 #include "sim/compute/fit_report.h"
 #include "sim/compute/kernel_features.h"
 
@@ -400,4 +401,29 @@ TEST_CASE("roofline model: peak × efficiency plus launch overhead") {
   const GemmShape s{4096, 4096, 4096, 1, ir::Dtype::kBf16};
   CHECK(m->gemm(s).seconds() == Approx(s.flops().value() / 50e12 + 4e-6).epsilon(1e-9));
   CHECK(m->memory_bound(Bytes(800'000'000)).seconds() == Approx(1e-3 + 4e-6).epsilon(1e-9));
+}
+
+TEST_CASE("host dispatch: no kernel runs faster than the host issues it; long kernels keep their time") {
+  GpuSpec g = toy_gpu();
+  g.matmul_efficiency = 0.5;
+  g.memory_efficiency = 0.8;
+  g.kernel_launch_overhead = Duration::from_us(4);
+  const std::shared_ptr<const ComputeModel> gpu_only = make_roofline_model(g);
+  const auto eager = with_host_dispatch(gpu_only, Duration::from_us(70));
+  const GemmShape tiny{64, 64, 64, 1, ir::Dtype::kBf16};
+  const GemmShape large{8192, 8192, 8192, 1, ir::Dtype::kBf16};
+  REQUIRE(gpu_only->gemm(tiny) < Duration::from_us(70));
+  CHECK(eager->gemm(tiny) == Duration::from_us(70));
+  CHECK(eager->gemm(large) == gpu_only->gemm(large));
+  CHECK(eager->memory_bound(Bytes(1000)) == Duration::from_us(70));
+  CHECK(eager->memory_bound(Bytes(80'000'000'000)) == gpu_only->memory_bound(Bytes(80'000'000'000)));
+  AttentionShape a;
+  a.batch = 1;
+  a.heads = a.kv_heads = 1;
+  a.seq_q = a.seq_kv = 64;
+  a.head_dim = 64;
+  CHECK(eager->attention(a) == std::max(Duration::from_us(70), gpu_only->attention(a)));
+  CHECK(&eager->gpu() == &gpu_only->gpu());
+  const auto graphs = with_host_dispatch(gpu_only, Duration::zero());
+  CHECK(graphs->gemm(tiny) == gpu_only->gemm(tiny));
 }
