@@ -455,13 +455,19 @@ Scenario load_scenario(const std::string& path) {
   if (msg.has_unfused_attention()) plan.flash_attention = !msg.unfused_attention();
   if (msg.has_attention_kernel()) plan.attention_kernel = msg.attention_kernel();
   if (msg.has_tp_comm_overlap()) plan.tp_comm_overlap = msg.tp_comm_overlap();
-  if (msg.has_host_dispatch_us()) {
+  // A parse that throws InputError: its messages go to `field`, which is then reported.
+  const auto parse_field = [&](const char* field, const auto& parse) {
     try {
-      plan.host_dispatch = parse_host_dispatch_us(msg.host_dispatch_us(), "host_dispatch_us");
+      parse();
     } catch (const InputError& e) {
-      for (const auto& d : e.diagnostics()) c.fail("host_dispatch_us", d.message);
-      reported.emplace("host_dispatch_us");
+      for (const auto& d : e.diagnostics()) c.fail(field, d.message);
+      reported.emplace(field);
     }
+  };
+  if (msg.has_host_dispatch_us()) {
+    parse_field("host_dispatch_us", [&] {
+      plan.host_dispatch = parse_host_dispatch_us(msg.host_dispatch_us(), "host_dispatch_us");
+    });
   }
   plan.pp_layers.assign(msg.pp_layers().begin(), msg.pp_layers().end());
   const auto set_spelled = [&](auto parsed, auto& out, std::string_view field) {
@@ -491,14 +497,7 @@ Scenario load_scenario(const std::string& path) {
   set_spelled(spelled<parallel::CrossEntropy>(c, msg.has_cross_entropy(), msg.cross_entropy(), "cross_entropy",
                                               try_parse_cross_entropy, cross_entropy_choices(), false),
               plan.cross_entropy, "cross_entropy");
-  if (msg.has_order()) {
-    try {
-      plan.order = parse_order(msg.order(), "order");
-    } catch (const InputError& e) {
-      for (const auto& d : e.diagnostics()) c.fail("order", d.message);
-      reported.emplace("order");
-    }
-  }
+  if (msg.has_order()) parse_field("order", [&] { plan.order = parse_order(msg.order(), "order"); });
 
   // dp left out: whatever the other degrees leave of the GPUs.
   bool dp_known = true;

@@ -127,7 +127,8 @@ TEST_CASE("scenario errors: own fields, referenced files and plan, all together"
                               "schedule: \"zigzag\"\n"            // 4
                               "order: \"tp,ep,dp,pp\"\n"          // 5
                               "pp_layers: [1, 2]\n"               // 6
-                              "num_gpu: 8\n");                    // 7
+                              "num_gpu: 8\n"                      // 7
+                              "host_dispatch_us: -3\n");          // 8
   const auto ds = diagnostics_of([&] { load_scenario(path); });
   INFO(test::dump(ds));
   // The model file's own problem, at its own file and line.
@@ -147,6 +148,9 @@ TEST_CASE("scenario errors: own fields, referenced files and plan, all together"
   CHECK(find_field(ds, "order")->message.find("'ep'") != std::string::npos);
   REQUIRE(find_field(ds, "num_gpu") != nullptr);  // misspelled: unknown field
   CHECK(find_field(ds, "num_gpu")->line == 7);
+  REQUIRE(find_field(ds, "host_dispatch_us") != nullptr);
+  CHECK(find_field(ds, "host_dispatch_us")->line == 8);
+  CHECK(find_field(ds, "host_dispatch_us")->message.find("between 0 and") != std::string::npos);
   REQUIRE(find_field(ds, "num_gpus") != nullptr);  // hence missing
   REQUIRE(find_field(ds, "global_batch") != nullptr);
 }
