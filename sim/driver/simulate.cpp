@@ -10,6 +10,7 @@
 #include "sim/memory/transients.h"
 #include "sim/network/network_model.h"
 #include "sim/parallel/lowering.h"
+#include "sim/runtime/block_replay.h"
 #include "sim/runtime/executor.h"
 #include "sim/trace/chrome_trace.h"
 
@@ -27,10 +28,9 @@ const char* status_name(Status s) {
 namespace {
 
 // What a rank of `stage` holds whatever it computes: weights, gradients, optimizer states, and
-// the CUDA context and NCCL buffers.
+// the CUDA context and NCCL buffers. `layers`: parallel::stage_layers of the plan.
 MemoryBreakdown static_memory(const config::Scenario& sc, const compute::MemoryOverheads& overheads,
-                              std::int64_t stage) {
-  const auto layers = parallel::stage_layers(sc.plan, sc.model);
+                              const std::vector<std::int64_t>& layers, std::int64_t stage) {
   const memory::StaticFootprint fp =
       memory::static_footprint(sc.model, sc.plan, stage, layers[static_cast<std::size_t>(stage)]);
   MemoryBreakdown m;
@@ -73,6 +73,38 @@ parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full
 
 }  // namespace
 
+ReplayMemo::Key ReplayMemo::key(const parallel::ParallelPlan& plan, const parallel::LoweringOptions& lowering,
+                                bool only_critical_breakdown) {
+  Key k{plan, lowering, only_critical_breakdown};
+  if (k.plan.zero_stage == 2) k.plan.zero_stage = 1;
+  return k;
+}
+
+std::uint64_t ReplayMemo::bucket(const Key& key) {
+  const auto& p = key.plan;
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::int64_t v : {p.tp, p.pp, p.dp, p.cp, p.vpp, p.micro_batch, p.mst_chunks, std::int64_t{p.zero_stage},
+                         static_cast<std::int64_t>(p.schedule), static_cast<std::int64_t>(p.recompute),
+                         static_cast<std::int64_t>(p.cp_algo), static_cast<std::int64_t>(p.sequence_parallel)}) {
+    h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
+  }
+  return h;
+}
+
+std::shared_ptr<const MemoizedReplay> ReplayMemo::find(const Key& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [first, last] = replays_.equal_range(bucket(key));
+  for (auto it = first; it != last; ++it) {
+    if (it->second.first == key) return it->second.second;
+  }
+  return nullptr;
+}
+
+void ReplayMemo::add(const Key& key, std::shared_ptr<const MemoizedReplay> replay) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  replays_.emplace(bucket(key), std::make_pair(key, std::move(replay)));
+}
+
 InspectResult inspect(const config::Scenario& sc, bool full) {
   InspectResult r;
   r.parameters = ir::parameter_count(sc.model);
@@ -84,7 +116,7 @@ InspectResult inspect(const config::Scenario& sc, bool full) {
   Resources resources;
   const compute::MemoryOverheads& overheads = resources.memory_overheads(sc.cluster.gpu);
   for (std::int64_t s = 0; s < sc.plan.pp; ++s) {
-    MemoryBreakdown m = static_memory(sc, overheads, s);
+    MemoryBreakdown m = static_memory(sc, overheads, layers, s);
     set_activations(m, lo.layer_kept * layers[static_cast<std::size_t>(s)], overheads);
     r.stage_static_memory.push_back(m);
   }
@@ -111,8 +143,9 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   // Static memory first: a plan whose weights and optimizer states alone overflow the GPU is
   // rejected without a replay.
   const compute::MemoryOverheads& overheads = resources.memory_overheads(sc.cluster.gpu);
+  const auto layers = parallel::stage_layers(plan, sc.model);
   for (std::int64_t s = 0; s < plan.pp; ++s) {
-    const MemoryBreakdown m = static_memory(sc, overheads, s);
+    const MemoryBreakdown m = static_memory(sc, overheads, layers, s);
     if (m.total() > r.peak_memory) {
       r.peak_memory = m.total();
       r.memory = m;
@@ -134,19 +167,45 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   const bool per_task = options.trace.has_value() || options.stats;
   parallel::LoweringOptions lo = lowering_options(sc, options.full);
   lo.coarse = !per_task;
-  graph = parallel::lower(sc.model, plan, lo, std::move(graph));
-  const parallel::Layout layout(plan);
-  const network::NetworkModel& network = resources.network(sc.cluster, sc.num_gpus);
-  const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan);
-  runtime::ExecuteOptions eo;
-  eo.memory_timeline = options.trace.has_value();
+  const bool memo = options.replay_memo && !per_task;
+  const ReplayMemo::Key key = memo ? ReplayMemo::key(plan, lo, options.only_critical_breakdown) : ReplayMemo::Key{};
+  std::shared_ptr<const MemoizedReplay> replayed = memo ? options.replay_memo->find(key) : nullptr;
   // Per-task timings only for the trace and the statistics; otherwise the replay's summary (the
   // same ends, breakdowns and memory peaks) is cheaper to get.
   std::optional<runtime::Execution> ex;
-  if (per_task) ex = runtime::execute(graph, layout, compute, network, eo);
-  const runtime::ReplaySummary replay =
-      ex ? runtime::summarize(graph, *ex)
-         : runtime::replay_summary(graph, layout, compute, network, eo, &resources.replay_buffers());
+  if (!replayed) {
+    const parallel::Layout layout(plan);
+    const network::NetworkModel& network = resources.network(sc.cluster, sc.num_gpus);
+    const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan);
+    auto fresh = std::make_shared<MemoizedReplay>();
+    auto label_peaks = [&fresh](const parallel::TaskGraph& g) {
+      for (const runtime::DeviceMemory& mem : fresh->replay.memory) fresh->peak_at.push_back(runtime::peak_label(g, mem));
+      fresh->devices = g.devices;
+    };
+    bool done = false;
+    if (options.only_critical_breakdown && lo.coarse && !lo.full) {
+      parallel::BlockProgram& program = resources.replay_buffers().block_program();
+      program = parallel::lower_blocks(sc.model, plan, lo, std::move(program));
+      if (std::optional<runtime::ReplaySummary> summary =
+              runtime::replay_blocks(program, layout, compute, network, resources.replay_buffers())) {
+        fresh->replay = std::move(*summary);
+        label_peaks(program.graph);
+        done = true;
+      }
+    }
+    if (!done) {
+      graph = parallel::lower(sc.model, plan, lo, std::move(graph));
+      runtime::ExecuteOptions eo;
+      eo.memory_timeline = options.trace.has_value();
+      if (per_task) ex = runtime::execute(graph, layout, compute, network, eo);
+      fresh->replay = ex ? runtime::summarize(graph, *ex)
+                         : runtime::replay_summary(graph, layout, compute, network, eo, &resources.replay_buffers());
+      label_peaks(graph);
+    }
+    replayed = std::move(fresh);
+    if (memo) options.replay_memo->add(key, replayed);
+  }
+  const runtime::ReplaySummary& replay = replayed->replay;
   // Time arithmetic saturates at the int64 picosecond range (106 days); an iteration anywhere
   // near it comes only from absurd sizes (a hidden size of 10^5 on one GPU, …).
   if (replay.end.ps() >= (std::int64_t{1} << 62)) {
@@ -165,15 +224,15 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   // The breakdown shown is that of the device finishing last (the critical path's end).
   const auto critical = static_cast<std::size_t>(replay.last_device);
   r.peak_memory = Bytes();
-  for (std::size_t d = 0; d < graph.devices.size(); ++d) {
-    const auto& dev = graph.devices[d];
+  for (std::size_t d = 0; d < replayed->devices.size(); ++d) {
+    const auto& dev = replayed->devices[d];
     DeviceReport rep;
     rep.rank = dev.rank;
     rep.coord = dev.coord;
     rep.stage = dev.stage;
     rep.represents = dev.represents;
     rep.time = breakdowns[d];
-    rep.memory = static_memory(sc, overheads, dev.stage);
+    rep.memory = static_memory(sc, overheads, layers, dev.stage);
     set_activations(rep.memory, replay.memory[d].peak_dynamic, overheads);
     if (rep.memory.total() > r.peak_memory) {
       r.peak_memory = rep.memory.total();
@@ -183,11 +242,9 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   }
   r.time = breakdowns[critical];
   r.within_fit = r.peak_memory.real() <= options.fit * r.memory_capacity.real();
-  for (std::size_t d = 0; d < graph.devices.size(); ++d) {
-    const runtime::DeviceMemory& mem = replay.memory[d];
-    if (r.devices[d].memory.total() == r.peak_memory && mem.peak_task >= 0) {
-      const parallel::Task& task = graph.tasks[static_cast<std::size_t>(mem.peak_task)];
-      r.peak_at = mem.peak_step >= 0 ? parallel::step_label(graph, task, mem.peak_step) : parallel::task_label(graph, task);
+  for (std::size_t d = 0; d < replayed->devices.size(); ++d) {
+    if (r.devices[d].memory.total() == r.peak_memory && !replayed->peak_at[d].empty()) {
+      r.peak_at = replayed->peak_at[d];
       break;
     }
   }

@@ -3,14 +3,18 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/base/units.h"
 #include "sim/config/loader.h"
 #include "sim/driver/resources.h"
 #include "sim/parallel/layout.h"
+#include "sim/parallel/lowering.h"
 #include "sim/runtime/breakdown.h"
 #include "sim/trace/chrome_trace.h"
 #include "sim/trace/run_stats.h"
@@ -24,6 +28,8 @@ enum class Status {
 };
 const char* status_name(Status s);
 
+class ReplayMemo;
+
 struct RunOptions {
   bool full = false;  // simulate every rank instead of one per pipeline stage
   // Fraction of the GPU memory a plan may use to be called safe: Fujii et al. (arXiv 2411.06465)
@@ -33,6 +39,13 @@ struct RunOptions {
   std::optional<std::filesystem::path> trace;  // Chrome trace output
   std::vector<std::int32_t> trace_ranks;       // ranks written to the trace; empty = all simulated
   bool stats = false;  // analyse the replay (hardware FLOPs, most exposed communication)
+  // Replays shared by the plans that lower to the same task graph (a sweep's); none: each plan
+  // replays its own. Used only without per-task output (trace, statistics).
+  std::shared_ptr<ReplayMemo> replay_memo;
+  // Only the time breakdown of the device finishing last (RunResult::time) is needed; the
+  // devices' own are then left empty. Lets plans without per-task output replay as block programs
+  // (parallel::lower_blocks), without the task graph of every micro-batch: what a sweep reports.
+  bool only_critical_breakdown = false;
 };
 
 // Per-device memory at its peak.
@@ -79,6 +92,38 @@ struct RunResult {
   std::uint64_t events = 0;
   trace::RunStats stats;  // computed when RunOptions::stats is set and the plan was replayed
   std::optional<trace::TraceSize> trace_size;  // what the Chrome trace holds, when one was written
+};
+
+// The replay of a task graph as simulate() reports it, kept for the plans that lower to the same
+// graph: ZeRO stages 1 and 2 lower alike (both reduce-scatter the gradients and gather the
+// updated parameters) and differ only in the static memory that simulate() adds to the replay.
+struct MemoizedReplay {
+  runtime::ReplaySummary replay;
+  std::vector<parallel::SimDevice> devices;
+  std::vector<std::string> peak_at;  // per device: the task that reached its dynamic peak
+};
+
+// Replays by what lowering reads of a plan: the plans of one model, cluster and GPU count (a
+// sweep's) with equal keys lower to the same graph and share one replay. Thread-safe: the
+// workers of a sweep share one.
+class ReplayMemo {
+ public:
+  struct Key {
+    parallel::ParallelPlan plan;  // ZeRO stage 2 as 1 (see MemoizedReplay)
+    parallel::LoweringOptions lowering;
+    bool only_critical_breakdown = false;
+    bool operator==(const Key&) const = default;
+  };
+  static Key key(const parallel::ParallelPlan& plan, const parallel::LoweringOptions& lowering,
+                 bool only_critical_breakdown);
+  std::shared_ptr<const MemoizedReplay> find(const Key& key) const;
+  void add(const Key& key, std::shared_ptr<const MemoizedReplay> replay);
+
+ private:
+  // Keys by a hash of the fields that sweeps vary, compared in full.
+  static std::uint64_t bucket(const Key& key);
+  mutable std::mutex mutex_;
+  std::unordered_multimap<std::uint64_t, std::pair<Key, std::shared_ptr<const MemoizedReplay>>> replays_;
 };
 
 // Simulates one scenario; `resources` carries fitted models and network caches across calls.

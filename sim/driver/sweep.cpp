@@ -577,6 +577,20 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   // An unknown attention kernel is the user's error, reported once (InputError), not per row.
   if (!spec.base.attention_kernel.empty()) cache->get(spec.cluster.gpu, spec.base.attention_kernel);
 
+  // Jobs are taken longest first, so that no long plan started last keeps one worker busy after
+  // the others ran out of work (rows are still written in plan order). A plan's work is about
+  // its blocks: per pipeline stage, one forward and one backward per micro-batch and model chunk.
+  std::vector<std::size_t> order(jobs);
+  for (std::size_t k = 0; k < jobs; ++k) order[k] = k;
+  auto work = [&](std::size_t k) {
+    const parallel::ParallelPlan& p = plans[static_cast<std::size_t>(todo[k])];
+    return p.pp * p.num_micro_batches() * p.model_chunks();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work(a) > work(b); });
+
+  // Plans that lower alike (ZeRO 1 and 2) replay once for all workers.
+  const auto memo = std::make_shared<ReplayMemo>();
+
   std::vector<Slot> slots(jobs);
   std::mutex mutex;
   std::condition_variable cv;
@@ -584,14 +598,19 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   std::atomic<std::int64_t> finished{0};
   const auto t0 = Clock::now();
 
+  std::size_t written = 0;  // rows written (guarded by `mutex`)
+
   auto worker = [&] {
     Resources resources(cache);
     config::Scenario sc;
     sc.model = spec.model;
     sc.cluster = spec.cluster;
     sc.num_gpus = static_cast<std::int32_t>(spec.num_gpus);
-    const RunOptions ro;
-    for (std::size_t k = next.fetch_add(1); k < jobs; k = next.fetch_add(1)) {
+    RunOptions ro;
+    ro.replay_memo = memo;
+    ro.only_critical_breakdown = true;  // the CSV has that one breakdown
+    for (std::size_t n = next.fetch_add(1); n < jobs; n = next.fetch_add(1)) {
+      const std::size_t k = order[n];
       const std::int64_t id = todo[k];
       sc.plan = plans[static_cast<std::size_t>(id)];
       Slot s;
@@ -616,11 +635,15 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       }
       s.ready = true;
       finished.fetch_add(1);
+      bool awaited;
       {
         std::lock_guard<std::mutex> lock(mutex);
         slots[k] = std::move(s);
+        awaited = k == written;
       }
-      cv.notify_one();
+      // The writer waits for the next row in plan order (and wakes for progress reports anyway):
+      // waking it for any other costs a context switch per plan.
+      if (awaited) cv.notify_one();
     }
   };
   std::vector<std::thread> pool;
@@ -642,7 +665,6 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   };
   const auto interval = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::max(0.01, options.progress_interval_s)));
-  std::size_t written = 0;
   while (written < jobs) {
     buffer.clear();
     {

@@ -162,15 +162,18 @@ std::vector<ir::Op> edge_gemms(const std::vector<ir::Op>& ops, bool last, std::s
 // Builds the tasks of every simulated device, one device at a time, in program order.
 class Lowerer {
  public:
+  // With `program`, the blocks of each device are lowered once per template into it (see
+  // lower_blocks), their tasks into the graph.
   Lowerer(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options,
-          TaskGraph storage)
+          TaskGraph storage, BlockProgram* program = nullptr)
       : model_(model),
         plan_(plan),
         options_(options),
         layout_(plan),
         vlayers_(virtual_stage_layers(plan, model)),
         chunks_(plan.model_chunks()),
-        g_(std::move(storage)) {
+        g_(std::move(storage)),
+        program_(program) {
     // Only the storage is kept (see lower()).
     g_.devices.clear();
     g_.tasks.clear();
@@ -194,6 +197,13 @@ class Lowerer {
         c[Axis::kPp] = s;
         add_device(layout_.rank(c), per_stage);
       }
+    }
+    if (program_ != nullptr) {
+      SIM_ASSERT(options_.coarse && !options_.full, "block programs are coarse and symmetric");
+      program_->templates.clear();
+      program_->blocks.resize(g_.devices.size());
+      for (auto& b : program_->blocks) b.clear();
+      program_->registers = kFirstParamRegister + static_cast<std::int32_t>(model_.num_layers);
     }
     for (std::size_t d = 0; d < g_.devices.size(); ++d) lower_device(static_cast<std::int32_t>(d));
     return std::move(g_);
@@ -464,14 +474,43 @@ class Lowerer {
   }
 
   // The chain of the first `count` open steps, shared with an earlier chain of the same steps
-  // (the same block of layers recurs for every micro-batch).
+  // (the same block of layers recurs for every micro-batch). A block program stores each
+  // recurring block once already, as a template: its chains are not looked up.
   std::int32_t intern_chain(std::size_t count) {
-    auto same = [](const Task& a, const Task& b) {
-      return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.part == b.part &&
-             a.layer == b.layer && a.ops == b.ops && a.duration == b.duration && a.comm == b.comm &&
-             a.bytes == b.bytes && a.communicator == b.communicator && a.hidden_by == b.hidden_by &&
-             a.alloc_at_start == b.alloc_at_start && a.free_at_end == b.free_at_end;
-    };
+    std::vector<std::int32_t>* candidates = program_ == nullptr ? &chain_candidates(count) : nullptr;
+    if (candidates != nullptr) {
+      auto same = [](const Task& a, const Task& b) {
+        return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.part == b.part &&
+               a.layer == b.layer && a.ops == b.ops && a.duration == b.duration && a.comm == b.comm &&
+               a.bytes == b.bytes && a.communicator == b.communicator && a.hidden_by == b.hidden_by &&
+               a.alloc_at_start == b.alloc_at_start && a.free_at_end == b.free_at_end;
+      };
+      for (std::int32_t c : *candidates) {
+        const Chain& chain = g_.chains[static_cast<std::size_t>(c)];
+        if (chain.step_count != count) continue;
+        bool equal = true;
+        for (std::size_t i = 0; i < count && equal; ++i) equal = same(g_.chain_steps[chain.step_begin + i], open_[i]);
+        if (equal) return c;
+      }
+    }
+    Chain chain;
+    chain.step_begin = static_cast<std::uint32_t>(g_.chain_steps.size());
+    chain.step_count = static_cast<std::uint32_t>(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      Task step = open_[i];
+      step.micro_batch = -1;  // the chain task's
+      step.dep_begin = 0;
+      step.dep_count = 0;
+      g_.chain_steps.push_back(step);
+    }
+    g_.chains.push_back(chain);
+    const auto id = static_cast<std::int32_t>(g_.chains.size() - 1);
+    if (candidates != nullptr) candidates->push_back(id);
+    return id;
+  }
+
+  // The chains that may equal the first `count` open steps (by a hash of the steps).
+  std::vector<std::int32_t>& chain_candidates(std::size_t count) {
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
     for (std::size_t i = 0; i < count; ++i) {
@@ -485,27 +524,7 @@ class Lowerer {
           static_cast<std::uint64_t>(t.free_at_end.count()) << 2 ^ static_cast<std::uint64_t>(t.duration.ps()) << 3);
       mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.hidden_by)) | static_cast<std::uint64_t>(t.comm) << 32);
     }
-    auto& candidates = chain_index_[h ^ count];
-    for (std::int32_t c : candidates) {
-      const Chain& chain = g_.chains[static_cast<std::size_t>(c)];
-      if (chain.step_count != count) continue;
-      bool equal = true;
-      for (std::size_t i = 0; i < count && equal; ++i) equal = same(g_.chain_steps[chain.step_begin + i], open_[i]);
-      if (equal) return c;
-    }
-    Chain chain;
-    chain.step_begin = static_cast<std::uint32_t>(g_.chain_steps.size());
-    chain.step_count = static_cast<std::uint32_t>(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      Task step = open_[i];
-      step.micro_batch = -1;  // the chain task's
-      step.dep_begin = 0;
-      step.dep_count = 0;
-      g_.chain_steps.push_back(step);
-    }
-    g_.chains.push_back(chain);
-    candidates.push_back(static_cast<std::int32_t>(g_.chains.size() - 1));
-    return candidates.back();
+    return chain_index_[h ^ count];
   }
 
   struct Label {
@@ -676,7 +695,7 @@ class Lowerer {
   std::int32_t gather_layer(const Label& l) {
     if (!zero3()) return kNone;
     const std::int32_t g = collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather,
-                                      Bytes(layer_params_ * 2), l, {prefetch_gate_});
+                                      Bytes(layer_params_ * 2), l, {read(kGateRegister)});
     return g;
   }
 
@@ -687,7 +706,7 @@ class Lowerer {
     // gathers); at most one of the two applies, so one dependency slot serves both.
     std::int32_t param_dep = gathered;
     if (l.pass == Pass::kForward && first_forward_of_layer_[static_cast<std::size_t>(l.layer)]) {
-      param_dep = std::max(param_dep, param_ready_[static_cast<std::size_t>(l.layer)]);
+      param_dep = std::max(param_dep, read(kFirstParamRegister + l.layer));
       first_forward_of_layer_[static_cast<std::size_t>(l.layer)] = false;
     }
     dep = attention_forward({l.pass, Part::kAttention, l.layer, l.mb}, dep, attn_alloc, param_dep);
@@ -734,7 +753,7 @@ class Lowerer {
     const CommOp op = plan_.zero_stage == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
     last_grad_reduce_ = collective(Stream::kDpComm, dp_axes(), op,
                                    Bytes(bucket_params_ * options_.grad_reduce_bytes_per_param),
-                                   {Pass::kOptimizer, Part::kGradients, -1, -1}, {bucket_ready_});
+                                   {Pass::kOptimizer, Part::kGradients, -1, -1}, {read(kBucketRegister)});
     bucket_params_ = 0;
   }
 
@@ -814,7 +833,7 @@ class Lowerer {
   // parameters' all-gather (ZeRO ≥ 1) follows the step.
   void optimizer() {
     const std::int64_t params = stage_parameters(model_, plan_, stage_);
-    if (!zero3()) gradients_ready(0, last_backward_, true);
+    if (!zero3()) gradients_ready(0, read(kLastBackwardRegister), true);
     std::int64_t updated = params;
     if (replicas() > 1 && plan_.zero_stage > 0) updated = (params + replicas() - 1) / replicas();
     ir::Op step;
@@ -822,7 +841,7 @@ class Lowerer {
     step.kind = ir::OpKind::kMemoryBound;
     step.moved = options_.optimizer_bytes_per_param * updated;
     const std::int32_t dep = compute(add_ops({step}), {Pass::kOptimizer, Part::kOptimizer, -1, -1},
-                                     {last_backward_, last_grad_reduce_});
+                                     {read(kLastBackwardRegister), read(kLastReduceRegister)});
     if (replicas() > 1 && plan_.zero_stage > 0 && !zero3() && !plan_.overlap_param_gather) {
       collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather, Bytes(params * 2),
                  {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
@@ -858,6 +877,151 @@ class Lowerer {
     flush();
   }
 
+  // The lowering state that blocks read besides the registers (see BlockProgram).
+  enum class BlockKind : std::uint8_t { kParamGathers, kForward, kBackward, kOptimizer };
+  static constexpr std::size_t kBlockKinds = 4;
+  struct BlockKey {
+    BlockKind kind;
+    std::int64_t chunk;
+    bool last;
+    bool forwarded;       // the chunk ran a forward before
+    std::int64_t bucket;  // parameters in the open gradient bucket
+    bool operator==(const BlockKey&) const = default;
+  };
+  // A template, and what a block must agree on to be its instance besides the key: whether the
+  // registers that the template's lowering read held a task (the lowering depends on the
+  // registers through those reads alone, and so does which it reads next).
+  struct KnownBlock {
+    BlockKey key;
+    std::uint32_t templ;
+    std::uint32_t read;     // registers it read (masks of register_bit())
+    std::uint32_t holding;  // which held a task before it
+    // What lowering the block leaves in the state: the bucket's fill, and which registers hold
+    // a task (all that matters of them until the next template's lowering).
+    std::int64_t bucket_after;
+    std::uint32_t written;        // the registers it changed, below kFirstParamRegister
+    std::uint32_t holding_after;  // of those, which hold a task after it
+    bool writes_params;           // it changes the parameter gathers' registers
+  };
+  static constexpr std::int32_t kGateRegister = 0;  // prefetch_gate_
+  static constexpr std::int32_t kBucketRegister = 1;  // bucket_ready_
+  static constexpr std::int32_t kLastBackwardRegister = 2;  // last_backward_
+  static constexpr std::int32_t kLastReduceRegister = 3;  // last_grad_reduce_
+  static constexpr std::int32_t kFirstParamRegister = 4;  // param_ready_[layer]: + layer
+
+  std::int32_t& reg(std::int32_t r) {
+    switch (r) {
+      case kGateRegister: return prefetch_gate_;
+      case kBucketRegister: return bucket_ready_;
+      case kLastBackwardRegister: return last_backward_;
+      case kLastReduceRegister: return last_grad_reduce_;
+      default: return param_ready_[static_cast<std::size_t>(r - kFirstParamRegister)];
+    }
+  }
+  // A register mask: one bit per register below kFirstParamRegister, one for the parameter
+  // gathers' (all held or none: the gathers' block sets them all).
+  static std::uint32_t register_bit(std::int32_t r) { return 1u << std::min(r, kFirstParamRegister); }
+  // Which registers hold a task; the parameter gathers' bit only `with_params` (it takes a scan
+  // of the layers, and only a chunk's first forward reads those registers).
+  std::uint32_t holding(bool with_params) const {
+    const bool params = with_params && std::any_of(param_ready_.begin(), param_ready_.end(),
+                                                   [](std::int32_t t) { return t != kNone; });
+    return (prefetch_gate_ != kNone ? register_bit(kGateRegister) : 0u) |
+           (bucket_ready_ != kNone ? register_bit(kBucketRegister) : 0u) |
+           (last_backward_ != kNone ? register_bit(kLastBackwardRegister) : 0u) |
+           (last_grad_reduce_ != kNone ? register_bit(kLastReduceRegister) : 0u) |
+           (params ? register_bit(kFirstParamRegister) : 0u);
+  }
+  // A register as the block being lowered reads it (recorded for its template's KnownBlock).
+  std::int32_t read(std::int32_t r) {
+    read_ |= register_bit(r);
+    return reg(r);
+  }
+
+  void run_block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool last) {
+    switch (kind) {
+      case BlockKind::kParamGathers: param_gathers(); break;
+      case BlockKind::kForward: forward(mb, chunk); break;
+      case BlockKind::kBackward: backward(mb, chunk, last); break;
+      case BlockKind::kOptimizer: optimizer(); break;
+    }
+  }
+
+  // Lowers one block of the device's program: into the graph, or with a program, as an instance
+  // of the template of the blocks that lower alike (lowered now if this is the first).
+  void block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool last) {
+    if (program_ == nullptr) return run_block(kind, mb, chunk, last);
+    const bool forwarded = forwarded_[static_cast<std::size_t>(chunk)] != 0;
+    const BlockKey key{kind, chunk, last, forwarded, bucket_params_};
+    const std::uint32_t holds = holding(false);
+    if (kind == BlockKind::kForward) forwarded_[static_cast<std::size_t>(chunk)] = 1;
+    auto& blocks = program_->blocks[static_cast<std::size_t>(device_)];
+    // The device's templates by kind and chunk: a handful each.
+    auto& known_here = known_[static_cast<std::size_t>(kind) * static_cast<std::size_t>(chunks_) +
+                              static_cast<std::size_t>(chunk)];
+    for (const KnownBlock& known : known_here) {
+      if (!(known.key == key)) continue;
+      const bool params = (known.read & register_bit(kFirstParamRegister)) != 0;
+      if (((params ? holding(true) : holds) ^ known.holding) & known.read) continue;
+      bucket_params_ = known.bucket_after;
+      for (std::int32_t r = 0; r < kFirstParamRegister; ++r) {
+        if ((known.written & register_bit(r)) == 0) continue;
+        reg(r) = (known.holding_after & register_bit(r)) != 0 ? BlockProgram::kRegisterBase + r : kNone;
+      }
+      if (known.writes_params) {
+        for (const BlockProgram::Template::Write& w : program_->templates[known.templ].writes) {
+          reg(w.reg) = w.task >= 0 || w.from_register >= 0 ? BlockProgram::kRegisterBase + w.reg : kNone;
+        }
+      }
+      blocks.push_back({known.templ, mb});
+      return;
+    }
+    // The registers the block may read or write: the parameter gathers' only where it waits for
+    // them or makes them.
+    const bool params = kind == BlockKind::kParamGathers || (kind == BlockKind::kForward && !forwarded);
+    const std::int32_t registers = params ? program_->registers : kFirstParamRegister;
+    held_before_.resize(static_cast<std::size_t>(registers));
+    for (std::int32_t r = 0; r < registers; ++r) {
+      held_before_[static_cast<std::size_t>(r)] = reg(r) != kNone;
+      if (reg(r) != kNone) reg(r) = BlockProgram::kRegisterBase + r;
+    }
+    SIM_ASSERT(open_.empty(), "a chain spans blocks");
+    read_ = 0;
+    const std::uint32_t held = holding(true);
+    BlockProgram::Template templ;
+    templ.device = device_;
+    templ.task_begin = static_cast<std::uint32_t>(g_.tasks.size());
+    run_block(kind, mb, chunk, last);
+    close_chain(open_.size());
+    templ.task_count = static_cast<std::uint32_t>(g_.tasks.size()) - templ.task_begin;
+    SIM_ASSERT(g_.tasks.size() < static_cast<std::size_t>(BlockProgram::kRegisterBase), "too many tasks");
+    for (std::int32_t r = 0; r < registers; ++r) {
+      const std::int32_t v = reg(r);
+      if (v == BlockProgram::kRegisterBase + r || (v == kNone && !held_before_[static_cast<std::size_t>(r)])) continue;
+      BlockProgram::Template::Write w;
+      w.reg = r;
+      if (v >= BlockProgram::kRegisterBase) {
+        w.from_register = v - BlockProgram::kRegisterBase;
+      } else if (v != kNone) {
+        SIM_ASSERT(v >= static_cast<std::int32_t>(templ.task_begin), "a register holds a task of another block");
+        w.task = v - static_cast<std::int32_t>(templ.task_begin);
+      }
+      templ.writes.push_back(w);
+    }
+    KnownBlock known{key, static_cast<std::uint32_t>(program_->templates.size()), read_, held, bucket_params_, 0, 0, false};
+    for (const BlockProgram::Template::Write& w : templ.writes) {
+      if (w.reg >= kFirstParamRegister) {
+        known.writes_params = true;
+      } else {
+        known.written |= register_bit(w.reg);
+      }
+    }
+    known.holding_after = holding(false) & known.written;
+    program_->templates.push_back(std::move(templ));
+    known_here.push_back(known);
+    blocks.push_back({known.templ, mb});
+  }
+
   void lower_device(std::int32_t d) {
     device_ = d;
     const SimDevice& dev = g_.devices[static_cast<std::size_t>(d)];
@@ -869,14 +1033,20 @@ class Lowerer {
     last_grad_reduce_ = kNone;
     prefetch_gate_ = kNone;
     bucket_params_ = 0;
+    // Every register empty before the first block (block programs look at which hold a task).
+    bucket_ready_ = kNone;
+    param_ready_.assign(static_cast<std::size_t>(model_.num_layers), kNone);
     open_.clear();
-    param_gathers();
+    for (auto& k : known_) k.clear();
+    known_.resize(kBlockKinds * static_cast<std::size_t>(chunks_));
+    forwarded_.assign(static_cast<std::size_t>(chunks_), 0);
+    block(BlockKind::kParamGathers, -1, 0, false);
     const auto m = static_cast<std::int32_t>(plan_.num_micro_batches());
     const std::int64_t p = plan_.pp;
     switch (plan_.schedule) {
       case Schedule::kGpipe:
-        for (std::int32_t i = 0; i < m; ++i) forward(i, 0);
-        for (std::int32_t i = 0; i < m; ++i) backward(i, 0, i == m - 1);
+        for (std::int32_t i = 0; i < m; ++i) block(BlockKind::kForward, i, 0, false);
+        for (std::int32_t i = 0; i < m; ++i) block(BlockKind::kBackward, i, 0, i == m - 1);
         break;
       case Schedule::k1F1B:
       case Schedule::kInterleaved: {
@@ -885,12 +1055,12 @@ class Lowerer {
           // backward alternately, then the remaining backwards (Narayanan et al. 2021, Fig. 4).
           const auto warmup = static_cast<std::int32_t>(std::min<std::int64_t>(p - stage_ - 1, m));
           std::int32_t f = 0, b = 0;
-          for (; f < warmup; ++f) forward(f, 0);
+          for (; f < warmup; ++f) block(BlockKind::kForward, f, 0, false);
           for (; f < m; ++f, ++b) {
-            forward(f, 0);
-            backward(b, 0, b == m - 1);
+            block(BlockKind::kForward, f, 0, false);
+            block(BlockKind::kBackward, b, 0, b == m - 1);
           }
-          for (; b < m; ++b) backward(b, 0, b == m - 1);
+          for (; b < m; ++b) block(BlockKind::kBackward, b, 0, b == m - 1);
           break;
         }
         // Interleaved 1F1B (Megatron-LM schedules.py, forward_backward_pipelining_with_
@@ -908,18 +1078,18 @@ class Lowerer {
         std::int64_t f = 0, b = 0;
         auto run_backward = [&](std::int64_t k) {
           const std::int32_t mb = mb_of(k);
-          backward(mb, chunk_of(k, false), mb == m - 1);
+          block(BlockKind::kBackward, mb, chunk_of(k, false), mb == m - 1);
         };
-        for (; f < warmup; ++f) forward(mb_of(f), chunk_of(f, true));
+        for (; f < warmup; ++f) block(BlockKind::kForward, mb_of(f), chunk_of(f, true), false);
         for (; f < total; ++f, ++b) {
-          forward(mb_of(f), chunk_of(f, true));
+          block(BlockKind::kForward, mb_of(f), chunk_of(f, true), false);
           run_backward(b);
         }
         for (; b < total; ++b) run_backward(b);
         break;
       }
     }
-    optimizer();
+    block(BlockKind::kOptimizer, -1, 0, false);
     close_chain(open_.size());
   }
 
@@ -962,6 +1132,13 @@ class Lowerer {
   std::int32_t bucket_ready_ = kNone;
   std::vector<std::int32_t> param_ready_;
   std::vector<bool> first_forward_of_layer_;
+  // Block programs (lower_blocks): the program, and per device the templates found so far and
+  // which model chunks ran a forward.
+  BlockProgram* program_ = nullptr;
+  std::vector<std::vector<KnownBlock>> known_;  // by kind · chunks_ + chunk
+  std::vector<bool> held_before_;  // while lowering a template: which registers held a task
+  std::uint32_t read_ = 0;         // while lowering a template: the registers it read
+  std::vector<char> forwarded_;
 };
 
 }  // namespace
@@ -970,6 +1147,14 @@ TaskGraph lower(const ir::ModelSpec& model, const ParallelPlan& plan, const Lowe
                 TaskGraph storage) {
   SIM_ASSERT(plan.num_micro_batches() > 0, "no micro-batches");
   return Lowerer(model, plan, options, std::move(storage)).run();
+}
+
+BlockProgram lower_blocks(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options,
+                          BlockProgram storage) {
+  SIM_ASSERT(plan.num_micro_batches() > 0, "no micro-batches");
+  TaskGraph graph = std::move(storage.graph);
+  storage.graph = Lowerer(model, plan, options, std::move(graph), &storage).run();
+  return storage;
 }
 
 }  // namespace ts::parallel

@@ -24,6 +24,7 @@ struct LoweringOptions {
   Bytes head_transient;
   std::int64_t grad_reduce_bytes_per_param = 4;  // DP gradient reduction precision
   Bytes optimizer_bytes_per_param;  // HBM traffic of the optimizer step per local parameter
+  bool operator==(const LoweringOptions&) const = default;
 };
 
 // Layers of each virtual pipeline stage (pp · model_chunks entries, virtual stage c·pp + s is
@@ -34,6 +35,48 @@ std::vector<std::int64_t> stage_layers(const ParallelPlan& plan, const ir::Model
 
 // Parameters held by one rank of pipeline stage `stage` (after TP, before ZeRO sharding).
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage);
+
+// A coarse symmetric lowering without the repeats, for sweeps (see runtime::replay_blocks): each
+// device's program as a sequence of blocks — the parameter gathers that open the iteration, one
+// micro-batch's forward or backward on one model chunk, the optimizer step that closes it — each
+// an instance of a template, the tasks that the block lowers to, stored once for all the blocks
+// of the device that lower alike. Blocks lower alike when the lowering state they read agrees:
+// their kind and model chunk, whether the micro-batch is the iteration's last, whether the chunk
+// ran a forward before (the first one waits for the gathered parameters), the fill of the
+// gradient bucket, and whether the registers they read hold a task. A template's tasks wait for
+// tasks of the same template or, through registers, for the tasks that earlier blocks of the
+// device left there (the layer whose compute lets the next ZeRO-3 gather start, the last
+// gradient bucket, …): dependency ids from kRegisterBase on name register id − kRegisterBase.
+// Lowering the blocks in order, each as its template with the registers' tasks for the ids,
+// gives lower()'s coarse graph (up to the order of its tasks within a device).
+struct BlockProgram {
+  static constexpr std::int32_t kRegisterBase = std::int32_t{1} << 29;
+  struct Template {
+    std::int32_t device = 0;       // whose blocks it lowers (index into graph.devices)
+    std::uint32_t task_begin = 0;  // its tasks: graph.tasks[task_begin, task_begin + task_count)
+    std::uint32_t task_count = 0;
+    // What the registers hold after the block, where it changed them: one of the template's
+    // tasks, what another register held before the block, or no task.
+    struct Write {
+      std::int32_t reg = 0;
+      std::int32_t task = -1;           // index among the template's tasks
+      std::int32_t from_register = -1;
+    };
+    std::vector<Write> writes;
+  };
+  struct Block {
+    std::uint32_t templ = 0;
+    std::int32_t micro_batch = -1;  // the template's tasks carry its first block's
+  };
+  TaskGraph graph;  // the devices, and the templates' tasks with their chains, op lists, communicators
+  std::vector<Template> templates;
+  std::vector<std::vector<Block>> blocks;  // per device, in program order
+  std::int32_t registers = 0;
+};
+
+// `options` must ask for a coarse, symmetric lowering. `storage`: as for lower().
+BlockProgram lower_blocks(const ir::ModelSpec& model, const ParallelPlan& plan, const LoweringOptions& options,
+                          BlockProgram storage = {});
 
 // `storage`: a graph whose memory the result reuses, its contents discarded (a sweep lowers
 // thousands of plans: growing and faulting in fresh task arrays cost more than filling them).

@@ -176,7 +176,7 @@ ReplaySummary summarize(const parallel::TaskGraph& g, const Execution& ex) {
     }
   }
   out.memory.reserve(ex.memory.size());
-  for (const DeviceMemory& m : ex.memory) out.memory.push_back({m.peak_dynamic, m.peak_task, m.peak_step, {}});
+  for (const DeviceMemory& m : ex.memory) out.memory.push_back({m.peak_dynamic, m.peak_task, m.peak_step, {}, m.peak_micro_batch});
   out.events = ex.events;
   out.tasks = static_cast<std::int64_t>(g.tasks.size());
   return out;

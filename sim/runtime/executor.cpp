@@ -9,6 +9,7 @@
 #include "sim/base/diagnostic.h"
 #include "sim/engine/simulator.h"
 #include "sim/runtime/breakdown.h"
+#include "sim/runtime/replay_internal.h"
 
 namespace ts::runtime {
 
@@ -47,207 +48,19 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
   return total;
 }
 
-namespace {
-
-network::CollectiveOp to_network(CommOp op) {
-  switch (op) {
-    case CommOp::kAllReduce: return network::CollectiveOp::kAllReduce;
-    case CommOp::kAllGather: return network::CollectiveOp::kAllGather;
-    case CommOp::kReduceScatter: return network::CollectiveOp::kReduceScatter;
-    case CommOp::kAllToAll: return network::CollectiveOp::kAllToAll;
-    // As a collective: every member sends to the next one of the group (a ring shift).
-    case CommOp::kSendRecv: return network::CollectiveOp::kSendRecv;
-  }
-  throw InternalError("unknown communication op");
+std::string peak_label(const TaskGraph& graph, const DeviceMemory& memory) {
+  if (memory.peak_task < 0) return "";
+  Task task = graph.tasks[static_cast<std::size_t>(memory.peak_task)];
+  // A block program's template task carries the micro-batch of the template's first block.
+  if (memory.peak_micro_batch >= 0 && task.micro_batch >= 0) task.micro_batch = memory.peak_micro_batch;
+  return memory.peak_step >= 0 ? parallel::step_label(graph, task, memory.peak_step) : parallel::task_label(graph, task);
 }
 
-// Costs of collectives and transfers kept from one replay to the next (ReplayBuffers): the plans
-// of a sweep share most of their communicators' costs, and costing a collective builds all its
-// concurrent groups. A collective is named by its ranks, the axes it spans and the layout (which
-// fix the concurrent groups), a transfer by its ranks.
-class CostCache {
- public:
-  struct Key {
-    const network::NetworkModel* network = nullptr;
-    std::array<std::int64_t, 4> sizes{}, strides{};  // the layout (collectives)
-    unsigned axes = 0;                                // collectives
-    std::vector<std::int32_t> ranks;
-    CommOp op = CommOp::kAllReduce;
-    bool transfer = false;
-    std::int64_t bytes = 0;
-    bool operator==(const Key&) const = default;
-  };
+namespace {
 
-  const network::CollectiveCost* find(const Key& k) const {
-    auto it = map_.find(k);
-    return it == map_.end() ? nullptr : &it->second;
-  }
-  void add(Key k, const network::CollectiveCost& cost) { map_.emplace(std::move(k), cost); }
-
- private:
-  struct Hash {
-    std::size_t operator()(const Key& k) const {
-      std::uint64_t h = 1469598103934665603ull;
-      auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-      mix(reinterpret_cast<std::uintptr_t>(k.network));
-      for (std::size_t i = 0; i < 4; ++i) {
-        mix(static_cast<std::uint64_t>(k.sizes[i]));
-        mix(static_cast<std::uint64_t>(k.strides[i]));
-      }
-      mix(k.axes);
-      for (std::int32_t r : k.ranks) mix(static_cast<std::uint32_t>(r));
-      mix(static_cast<std::uint64_t>(k.op) << 1 | (k.transfer ? 1u : 0u));
-      mix(static_cast<std::uint64_t>(k.bytes));
-      return static_cast<std::size_t>(h);
-    }
-  };
-  std::unordered_map<Key, network::CollectiveCost, Hash> map_;
-};
-
-// Durations of tasks, cached per op list and per (communicator, op, size), and who takes part in
-// each communicator: what both replays need.
-class Costs {
- public:
-  Costs(const TaskGraph& g, const parallel::Layout& layout, const compute::ComputeModel& compute,
-        const network::NetworkModel& network, CostCache* cache = nullptr)
-      : g_(g), layout_(layout), compute_(compute), network_(network), cache_(cache) {
-    for (std::size_t a = 0; a < 4; ++a) {
-      const auto axis = static_cast<parallel::Axis>(a);
-      sizes_[a] = layout.size(axis);
-      parallel::Coord unit;
-      unit[axis] = 1;
-      strides_[a] = sizes_[a] > 1 ? layout.rank(unit) : 0;
-    }
-    // Which simulated devices take part in each communicator.
-    std::vector<std::int32_t> device_of_rank;
-    for (std::size_t d = 0; d < g.devices.size(); ++d) {
-      const std::int32_t r = g.devices[d].rank;
-      if (r < 0) continue;
-      if (static_cast<std::size_t>(r) >= device_of_rank.size()) device_of_rank.resize(static_cast<std::size_t>(r) + 1, -1);
-      device_of_rank[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(d);
-    }
-    members_.resize(g.communicators.size(), 0);
-    for (std::size_t c = 0; c < g.communicators.size(); ++c) {
-      for (std::int32_t r : g.communicators[c].ranks) {
-        if (r >= 0 && static_cast<std::size_t>(r) < device_of_rank.size() && device_of_rank[static_cast<std::size_t>(r)] >= 0) {
-          ++members_[c];
-        }
-      }
-    }
-    comm_cost_ids_.resize(g.communicators.size());
-    op_time_.assign(g.op_lists.size(), Duration::max());
-  }
-
-  // Simulated devices among the communicator's ranks: the calls that make up one collective.
-  std::int32_t members(std::int32_t communicator) const { return members_[static_cast<std::size_t>(communicator)]; }
-
-  Duration compute_time(const Task& task) {
-    if (task.ops < 0) return task.duration;
-    return list_time(task.ops);
-  }
-
-  // Duration of a collective or transfer (as exposed, for one overlapped with GEMMs).
-  Duration comm_time(const Task& task, const network::CollectiveCost& cost) {
-    return task.hidden_by >= 0 ? exposed_time(task, cost.time) : cost.time;
-  }
-
-  // Costs cached per communicator: a communicator sees few distinct (op, size) pairs (one size
-  // per TP op, the gradient buckets on DP), so a short list searched in order beats a map. The
-  // id names the (communicator, op, size) for cost().
-  std::uint32_t comm_cost_id(const Task& task) {
-    auto& ids = comm_cost_ids_[static_cast<std::size_t>(task.communicator)];
-    for (std::uint32_t id : ids) {
-      if (costs_[id].op == task.comm && costs_[id].bytes == task.bytes.count()) return id;
-    }
-    const auto& comm = g_.communicators[static_cast<std::size_t>(task.communicator)];
-    CostCache::Key key;
-    const bool keyed = cache_ != nullptr && (task.kind == TaskKind::kP2p || comm.axes != 0);
-    if (keyed) {
-      key.network = &network_;
-      key.op = task.comm;
-      key.bytes = task.bytes.count();
-      key.ranks = comm.ranks;
-      if (task.kind == TaskKind::kP2p) {
-        key.transfer = true;
-      } else {
-        key.sizes = sizes_;
-        key.strides = strides_;
-        key.axes = comm.axes;
-      }
-      if (const network::CollectiveCost* known = cache_->find(key)) return add_cost(task, ids, *known);
-    }
-    network::CollectiveCost cost;
-    if (task.kind == TaskKind::kP2p) {
-      cost.time = network_.send_recv(comm.ranks[0], comm.ranks[1], task.bytes);
-      cost.algorithm = network::Algorithm::kDirect;
-    } else {
-      network::CollectiveRequest r;
-      r.op = to_network(task.comm);
-      r.bytes = task.bytes;
-      // The request lists this communicator first, then every other group of the same kind
-      // (a communicator without parallel axes, e.g. from an imported trace, runs alone).
-      r.groups.push_back(comm.ranks);
-      if (comm.axes != 0) {
-        auto groups = concurrent_groups_.find(comm.axes);
-        if (groups == concurrent_groups_.end()) {
-          groups = concurrent_groups_.emplace(comm.axes, layout_.all_groups(comm.axes)).first;
-        }
-        for (const auto& other : groups->second) {
-          if (other != comm.ranks) r.groups.push_back(other);
-        }
-      }
-      cost = network_.collective(r);
-    }
-    if (keyed) cache_->add(std::move(key), cost);
-    return add_cost(task, ids, cost);
-  }
-  const network::CollectiveCost& cost(std::uint32_t id) const { return costs_[id].cost; }
-
- private:
-  std::uint32_t add_cost(const Task& task, std::vector<std::uint32_t>& ids, const network::CollectiveCost& cost) {
-    costs_.push_back({task.comm, task.bytes.count(), cost});
-    ids.push_back(static_cast<std::uint32_t>(costs_.size() - 1));
-    return ids.back();
-  }
-
- public:
-  const network::CollectiveCost& comm_cost(const Task& task) { return cost(comm_cost_id(task)); }
-
- private:
-  Duration list_time(std::int32_t list) {
-    auto& cached = op_time_[static_cast<std::size_t>(list)];
-    if (cached == Duration::max()) cached = op_list_time(compute_, g_.op_lists[static_cast<std::size_t>(list)]);
-    return cached;
-  }
-
-  // A collective pipelined with GEMMs in as many chunks as its group has ranks (Transformer
-  // Engine's ring-exchange overlap): every chunk but one hides behind the GEMMs' time, so the
-  // exposed part is the larger of one chunk and what the GEMMs leave uncovered.
-  Duration exposed_time(const Task& task, Duration comm) {
-    const auto n = static_cast<std::int64_t>(g_.communicators[static_cast<std::size_t>(task.communicator)].ranks.size());
-    const Duration one_chunk = Duration::from_ps(comm.ps() / std::max<std::int64_t>(1, n));
-    const Duration uncovered = comm - std::min(comm, list_time(task.hidden_by));
-    return std::max(one_chunk, uncovered);
-  }
-
-  struct CachedCost {
-    CommOp op;
-    std::int64_t bytes;
-    network::CollectiveCost cost;
-  };
-
-  const TaskGraph& g_;
-  const parallel::Layout& layout_;
-  const compute::ComputeModel& compute_;
-  const network::NetworkModel& network_;
-  CostCache* cache_;
-  std::array<std::int64_t, 4> sizes_{}, strides_{};  // of the layout
-  std::vector<std::int32_t> members_;
-  std::vector<Duration> op_time_;
-  std::vector<CachedCost> costs_;                       // by id
-  std::vector<std::vector<std::uint32_t>> comm_cost_ids_;  // per communicator
-  std::map<unsigned, std::vector<std::vector<std::int32_t>>> concurrent_groups_;
-};
+using internal::ChainSchedules;
+using internal::CostCache;
+using internal::Costs;
 
 std::size_t queue_index(const Task& t) {
   return static_cast<std::size_t>(t.device) * parallel::kNumStreams + static_cast<std::size_t>(t.stream);
@@ -508,34 +321,21 @@ struct ReplayBuffers::Storage {
   std::vector<std::uint32_t> bounds;
   std::vector<StreamInterval> intervals;            // summary: each stream's, in program order
   std::vector<std::uint32_t> work;                  // queues whose head may have become ready
-  // Chains (by index into TaskGraph::chains) as they run when no step waits for its stream: step
-  // i then starts `offset` after the chain and all follow one another without a gap.
-  struct Step {
-    Duration duration;
-    Duration offset;  // from the chain's start
-    std::uint8_t stream = 0;
-    TimeCategory category = TimeCategory::kIdle;
-  };
-  struct ChainPlan {
-    Duration length;                 // first step's start to last step's end
-    std::uint8_t stream = 0;         // of the first step
-    std::int32_t other = -1;         // the second stream, if any
-    Duration other_start;            // first step on `other`: its offset
-    Duration stream_end, other_end;  // last steps on `stream` and `other`: their ends' offsets
-    // The first and last compute steps (step indices in the chain; first > last: none) and
-    // their span's time by category (compute by pass, tensor-parallel steps in between).
-    std::uint32_t first_compute = 1, last_compute = 0;
-  };
-  std::vector<Step> steps;              // by index into TaskGraph::chain_steps
-  std::vector<ChainPlan> chain_plans;   // by index into TaskGraph::chains
-  std::vector<TimeBreakdown> splits;    // by index into TaskGraph::chains: of its span
+  ChainSchedules chains;  // of the graph replayed
   CostCache costs;
+  std::shared_ptr<internal::BlockStorage> blocks;  // block replays' (block_replay.cpp)
 };
 
 ReplayBuffers::ReplayBuffers() : storage_(std::make_unique<Storage>()) {}
 ReplayBuffers::~ReplayBuffers() = default;
 ReplayBuffers::ReplayBuffers(ReplayBuffers&&) noexcept = default;
 ReplayBuffers& ReplayBuffers::operator=(ReplayBuffers&&) noexcept = default;
+
+CostCache& internal::cost_cache(ReplayBuffers& buffers) { return buffers.storage().costs; }
+
+std::shared_ptr<internal::BlockStorage>& internal::block_storage_slot(ReplayBuffers& buffers) {
+  return buffers.storage().blocks;
+}
 
 namespace {
 
@@ -561,7 +361,7 @@ class DirectReplay {
   // its stream instead of per-task timings in the Execution.
   DirectReplay(const TaskGraph& g, const parallel::Layout& layout, const compute::ComputeModel& compute,
                const network::NetworkModel& network, bool summary, ReplayBuffers& buffers)
-      : g_(g), costs_(g, layout, compute, network, &buffers.storage().costs), summary_(summary), s_(buffers.storage()) {
+      : g_(g), costs_(g, layout, compute, network, &internal::cost_cache(buffers)), summary_(summary), s_(buffers.storage()) {
     const std::size_t n = g.tasks.size();
     SIM_ASSERT(n < kNil && g.deps.size() < kNil, "task graph too large");
     DirectCheck check(g, costs_);
@@ -624,52 +424,7 @@ class DirectReplay {
   // Durations and gapless schedules of the chains' steps, once per graph (chains share steps).
   void plan_chains() {
     SIM_ASSERT(summary_ || g_.chains.empty(), "per-task timings of a coarse graph");
-    s_.steps.resize(g_.chain_steps.size());
-    for (std::size_t i = 0; i < g_.chain_steps.size(); ++i) {
-      const Task& step = g_.chain_steps[i];
-      Storage::Step& p = s_.steps[i];
-      if (step.kind == TaskKind::kCompute) {
-        p.duration = costs_.compute_time(step);
-      } else {
-        // Started by its own call alone: a chain may hold only collectives of one member.
-        SIM_ASSERT(costs_.members(step.communicator) == 1, "a chain step waits for other devices");
-        p.duration = costs_.comm_time(step, costs_.comm_cost(step));
-      }
-      SIM_ASSERT(p.duration >= Duration(), "event scheduled in the past");
-      p.stream = static_cast<std::uint8_t>(step.stream);
-      p.category = task_category(step);
-    }
-    s_.chain_plans.assign(g_.chains.size(), Storage::ChainPlan{});
-    s_.splits.assign(g_.chains.size(), TimeBreakdown{});
-    for (std::size_t c = 0; c < g_.chains.size(); ++c) {
-      const parallel::Chain& chain = g_.chains[c];
-      Storage::ChainPlan& plan = s_.chain_plans[c];
-      Duration at;
-      for (std::uint32_t k = 0; k < chain.step_count; ++k) {
-        Storage::Step& step = s_.steps[chain.step_begin + k];
-        step.offset = at;
-        at += step.duration;
-        if (k == 0) plan.stream = step.stream;
-        if (step.stream == plan.stream) {
-          plan.stream_end = at;
-        } else {
-          if (plan.other < 0) {
-            plan.other = step.stream;
-            plan.other_start = step.offset;
-          }
-          plan.other_end = at;
-        }
-        if (step.stream == static_cast<std::uint8_t>(parallel::Stream::kCompute)) {
-          if (plan.first_compute > plan.last_compute) plan.first_compute = k;
-          plan.last_compute = k;
-        }
-      }
-      plan.length = at;
-      for (std::uint32_t k = plan.first_compute; k <= plan.last_compute; ++k) {
-        const Storage::Step& step = s_.steps[chain.step_begin + k];
-        s_.splits[c][step.category] += step.duration;
-      }
-    }
+    s_.chains.plan(g_, costs_);
   }
 
   // Appends task t to queue q (to the queue's list through the link of q in its last task).
@@ -754,7 +509,7 @@ class DirectReplay {
         const std::size_t q = d * parallel::kNumStreams + k;
         streams[k] = {s_.intervals.data() + s_.bounds[q], s_.intervals.data() + s_.queues[q].next_interval};
       }
-      out.time[d] = device_breakdown(streams, ex->end, s_.splits.data());
+      out.time[d] = device_breakdown(streams, ex->end, s_.chains.splits.data());
     }
     return out;
   }
@@ -840,47 +595,17 @@ class DirectReplay {
     iv.split = split;
   }
 
-  // Chain task t: each step starts when the one before ends and its stream is free (as separate
-  // tasks each waiting for the one before would), the first when the chain's dependencies are
-  // done; the chain ends with its last step. Usually no step waits for its stream (the first
-  // step on each stream finds it free): then the chain runs as planned and the span of its
-  // compute steps is one interval for the breakdown.
+  // Chain task t (see ChainSchedules::run).
   void run_chain(std::uint32_t t) {
     Storage::Record& r = s_.records[t];
-    const parallel::Chain& chain = g_.chains[r.chain];
-    const Storage::ChainPlan& plan = s_.chain_plans[r.chain];
     const auto device_queues = static_cast<std::uint32_t>(r.queue / parallel::kNumStreams * parallel::kNumStreams);
     auto queue_of_stream = [&](std::uint32_t stream) -> Storage::Queue& { return s_.queues[device_queues + stream]; };
-    Storage::Queue& first = queue_of_stream(plan.stream);
-    const SimTime start = std::max(r.ready, first.free);
-    SimTime end;
-    if (plan.other < 0 || queue_of_stream(static_cast<std::uint32_t>(plan.other)).free <= start + plan.other_start) {
-      for (std::uint32_t k = 0; k < chain.step_count; ++k) {
-        const Storage::Step& step = s_.steps[chain.step_begin + k];
-        if (k == plan.first_compute && plan.first_compute <= plan.last_compute) {
-          const Storage::Step& last = s_.steps[chain.step_begin + plan.last_compute];
-          interval(queue_of_stream(step.stream), start + step.offset, start + last.offset + last.duration,
-                   step.category, static_cast<std::int32_t>(r.chain));
-          k = plan.last_compute;
-          continue;
-        }
-        interval(queue_of_stream(step.stream), start + step.offset, start + step.offset + step.duration, step.category);
-      }
-      first.free = start + plan.stream_end;
-      if (plan.other >= 0) queue_of_stream(static_cast<std::uint32_t>(plan.other)).free = start + plan.other_end;
-      end = start + plan.length;
-    } else {
-      end = r.ready;
-      for (std::uint32_t k = 0; k < chain.step_count; ++k) {
-        const Storage::Step& step = s_.steps[chain.step_begin + k];
-        Storage::Queue& queue = queue_of_stream(step.stream);
-        const SimTime step_start = std::max(end, queue.free);
-        end = step_start + step.duration;
-        queue.free = end;
-        interval(queue, step_start, end, step.category);
-      }
-    }
-    events_ += chain.step_count;
+    const SimTime end = s_.chains.run(
+        g_, r.chain, r.ready, [&](std::uint8_t stream) -> SimTime& { return queue_of_stream(stream).free; },
+        [&](std::uint8_t stream, SimTime start, SimTime stop, TimeCategory category, std::int32_t split) {
+          interval(queue_of_stream(stream), start, stop, category, split);
+        });
+    events_ += g_.chains[r.chain].step_count;
     s_.queues[r.queue].head = r.queue_next;
     if (r.queue2 != kNil) s_.queues[r.queue2].head = r.queue_next2;
     ended(t, end);

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/base/units.h"
 #include "sim/compute/compute_model.h"
 #include "sim/network/network_model.h"
 #include "sim/parallel/layout.h"
+#include "sim/parallel/lowering.h"
 #include "sim/parallel/task_graph.h"
 
 namespace ts::runtime {
@@ -31,6 +33,9 @@ struct DeviceMemory {
   std::int32_t peak_step = -1;   // coarse graphs: the step of chain task peak_task that did
                                  // (index into TaskGraph::chain_steps), else -1
   std::vector<MemorySample> timeline;  // filled when ExecuteOptions::memory_timeline
+  // Block programs (replay_blocks): the micro-batch of the block that reached the peak, whose
+  // template's tasks carry another block's; -1 otherwise.
+  std::int32_t peak_micro_batch = -1;
 
   // Records `current` dynamic memory, reached when task `task` (step `step`) started.
   void reach(Bytes current, std::int32_t task, std::int32_t step = -1) {
@@ -40,6 +45,10 @@ struct DeviceMemory {
     peak_step = step;
   }
 };
+
+// The task during which a device reached its peak, as reports name it ("L79 mlp bwd mb0"); empty
+// when it never allocated. `graph`: the graph (or block program's graph) replayed.
+std::string peak_label(const parallel::TaskGraph& graph, const DeviceMemory& memory);
 
 struct ExecuteOptions {
   bool memory_timeline = false;  // record DeviceMemory::timeline (replays on the event engine)
@@ -72,9 +81,12 @@ class ReplayBuffers {
   ReplayBuffers& operator=(ReplayBuffers&&) noexcept;
   struct Storage;  // defined by the replay
   Storage& storage() { return *storage_; }
+  // A block program (parallel::lower_blocks) whose memory the next plan's reuses.
+  parallel::BlockProgram& block_program() { return block_program_; }
 
  private:
   std::unique_ptr<Storage> storage_;
+  parallel::BlockProgram block_program_;
 };
 
 // Duration of a compute task's op list on one GPU.

@@ -1,14 +1,18 @@
 // The fast replays against the event-engine replay of the fine task graph, which they must match
-// exactly: the direct evaluation (no event queue) of the fine graph, task by task, and the replay
-// summary of the coarse graph (chains of compute and tensor-parallel steps as single tasks).
+// exactly: the direct evaluation (no event queue) of the fine graph, task by task, the replay
+// summary of the coarse graph (chains of compute and tensor-parallel steps as single tasks), and
+// the replay of the block program (each device's repeated blocks lowered once).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/compute/compute_model.h"
 #include "sim/network/network_model.h"
 #include "sim/parallel/lowering.h"
+#include "sim/runtime/block_replay.h"
 #include "sim/runtime/breakdown.h"
 #include "sim/runtime/executor.h"
 #include "sim/topology/topology.h"
@@ -157,6 +161,30 @@ std::vector<Case> cases() {
     p.flash_attention = false;
     add("no pipeline, unfused attention", p);
   }
+  {
+    auto p = base(2, 4, 2);
+    p.schedule = Schedule::kInterleaved;
+    p.vpp = 2;
+    p.zero_stage = 3;
+    p.recompute = Recompute::kFull;
+    p.global_batch = 24 * p.dp;
+    add("interleaved, ZeRO 3, full recompute, 24 micro-batches", p);
+  }
+  {
+    auto p = base(2, 4, 2);
+    p.schedule = Schedule::kGpipe;
+    p.zero_stage = 3;
+    p.sequence_parallel = true;
+    p.pp_layers = {1, 3, 3, 1};
+    add("GPipe, ZeRO 3, uneven stages", p);
+  }
+  {
+    auto p = base(2, 4, 4);
+    p.zero_stage = 2;
+    p.recompute = Recompute::kSelective;
+    p.global_batch = 32 * p.dp;
+    add("1F1B, ZeRO 2, selective recompute, 32 micro-batches", p);
+  }
   return out;
 }
 
@@ -170,11 +198,6 @@ parallel::LoweringOptions lowering(bool coarse) {
   return lo;
 }
 
-std::string peak_label(const parallel::TaskGraph& g, const runtime::DeviceMemory& m) {
-  if (m.peak_task < 0) return "";
-  const auto& task = g.tasks[static_cast<std::size_t>(m.peak_task)];
-  return m.peak_step >= 0 ? parallel::step_label(g, task, m.peak_step) : parallel::task_label(g, task);
-}
 
 }  // namespace
 
@@ -227,7 +250,7 @@ TEST_CASE("the direct replay and the coarse graph's replay match the event repla
             REQUIRE(got.time[d].time[k] == expected.time[d].time[k]);
           }
           REQUIRE(got.memory[d].peak_dynamic == expected.memory[d].peak_dynamic);
-          REQUIRE(peak_label(g, got.memory[d]) == peak_label(fine, expected.memory[d]));
+          REQUIRE(runtime::peak_label(g, got.memory[d]) == runtime::peak_label(fine, expected.memory[d]));
         }
       }
     }
@@ -251,4 +274,57 @@ TEST_CASE("a coarse graph counts its chains' steps as tasks and is refused per-t
   // Chains recur once per micro-batch: their steps are stored once.
   CHECK(coarse.chain_steps.size() < steps);
   CHECK_THROWS(runtime::execute(coarse, parallel::Layout(plan), *cm, net, {}));
+}
+
+TEST_CASE("the block program's replay matches the coarse graph's replay exactly") {
+  const auto cm = compute::make_roofline_model(gpu());
+  const ir::ModelSpec m = model();
+  runtime::ReplayBuffers buffers;  // shared, as a sweep's worker shares it between plans
+  for (const Case& c : cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const ParallelPlan& plan = c.plan;
+      const parallel::Layout layout(plan);
+      const topology::Topology topo(cluster(), static_cast<std::int32_t>(plan.num_gpus()));
+      const network::NetworkModel net(topo);
+      const parallel::TaskGraph coarse = parallel::lower(m, plan, lowering(true));
+      const runtime::ReplaySummary expected = runtime::replay_summary(coarse, layout, *cm, net, {});
+      const parallel::BlockProgram program = parallel::lower_blocks(m, plan, lowering(true));
+      // Every micro-batch after the first few reuses a template.
+      REQUIRE(program.graph.tasks.size() < coarse.tasks.size());
+      const std::optional<runtime::ReplaySummary> got = runtime::replay_blocks(program, layout, *cm, net, buffers);
+      REQUIRE(got.has_value());
+      REQUIRE(got->end == expected.end);
+      REQUIRE(got->last_device == expected.last_device);
+      REQUIRE(got->events == expected.events);
+      REQUIRE(got->tasks == expected.tasks);
+      const auto last = static_cast<std::size_t>(expected.last_device);
+      for (std::size_t k = 0; k < runtime::kNumTimeCategories; ++k) {
+        INFO(runtime::time_category_name(static_cast<runtime::TimeCategory>(k)));
+        REQUIRE(got->time[last].time[k] == expected.time[last].time[k]);
+      }
+      REQUIRE(got->memory.size() == expected.memory.size());
+      for (std::size_t d = 0; d < got->memory.size(); ++d) {
+        INFO("device " << d);
+        REQUIRE(got->memory[d].peak_dynamic == expected.memory[d].peak_dynamic);
+        REQUIRE(runtime::peak_label(program.graph, got->memory[d]) == runtime::peak_label(coarse, expected.memory[d]));
+      }
+    }
+  }
+}
+
+TEST_CASE("a block program stores each device's repeated blocks once") {
+  auto plan = base(2, 4, 2);
+  plan.global_batch = 64 * plan.dp;
+  const parallel::BlockProgram program = parallel::lower_blocks(model(), plan, lowering(true));
+  REQUIRE(program.blocks.size() == 4);
+  for (std::size_t d = 0; d < program.blocks.size(); ++d) {
+    // Parameter gathers, 64 forwards and 64 backwards, the optimizer step.
+    CHECK(program.blocks[d].size() == 2 + 2 * 64);
+    std::vector<std::uint32_t> templates;
+    for (const auto& b : program.blocks[d]) templates.push_back(b.templ);
+    std::sort(templates.begin(), templates.end());
+    templates.erase(std::unique(templates.begin(), templates.end()), templates.end());
+    // The gathers, the first and the other forwards, the last and the other backwards, the step.
+    CHECK(templates.size() == 6);
+  }
 }

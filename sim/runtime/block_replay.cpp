@@ -1,0 +1,429 @@
+#include "sim/runtime/block_replay.h"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "sim/base/diagnostic.h"
+#include "sim/runtime/replay_internal.h"
+
+namespace ts::runtime {
+
+using parallel::BlockProgram;
+using parallel::Stream;
+using parallel::Task;
+using parallel::TaskKind;
+
+namespace internal {
+
+enum class BlockTaskKind : std::uint8_t { kCompute, kChain, kReceive, kSend };
+// A template's task as the block replay reads it.
+struct BlockTask {
+  Duration duration;
+  std::uint32_t deps_begin = 0;  // its dependencies: BlockStorage::deps[deps_begin, deps_begin + dep_count)
+  std::uint8_t dep_count = 0;
+  BlockTaskKind kind = BlockTaskKind::kCompute;
+  std::uint8_t stream = 0;
+  TimeCategory category = TimeCategory::kIdle;
+  std::int32_t index = -1;  // transfers: the channel (index into BlockStorage::channels); chains: the chain
+};
+// A dependency: a task of the same template (its index there, ≥ 0) or register −1 − value.
+using BlockDep = std::int32_t;
+// A template's totals, and its memory changes relative to the level at its start.
+struct BlockTemplate {
+  std::int64_t tasks = 0;   // a chain counting as its steps
+  std::uint64_t events = 0;
+  std::int32_t receive = -1;  // the channel of the transfer it receives, if any
+  bool allocates = false;
+  Bytes peak;                 // highest level reached (when `allocates`)
+  std::int32_t peak_task = -1, peak_step = -1;
+  Bytes net;
+};
+// The transfers of one pipeline pair and direction (one point-to-point communicator), in order.
+struct BlockChannel {
+  std::int32_t sender = -1, receiver = -1;  // devices
+  std::vector<std::pair<SimTime, SimTime>> transfers;
+  std::uint32_t sent = 0, received = 0;  // calls evaluated so far by the sender, the receiver
+  std::int32_t waiting = -1;             // the receiver, when it stopped for the next transfer
+};
+struct BlockDevice {
+  std::array<SimTime, parallel::kNumStreams> free{};
+  std::size_t registers = 0;  // its registers: BlockStorage::registers[registers, + program registers)
+  std::size_t next_block = 0;
+  SimTime last_end;
+  Bytes current;
+  DeviceMemory memory;
+  std::uint64_t events = 0;
+  std::int64_t tasks = 0;
+};
+
+// What block replays keep from one plan to the next (in ReplayBuffers): fresh memory for each
+// plan's channels and tables costs as much as the evaluation.
+struct BlockStorage {
+  std::vector<BlockTask> tasks;          // by task of program.graph
+  std::vector<BlockDep> deps;
+  std::vector<BlockTemplate> templates;  // by template
+  std::vector<std::int32_t> channel_of;  // by communicator: index into channels, or -1
+  std::vector<BlockChannel> channels;    // the first channel_count are the plan's
+  std::size_t channel_count = 0;
+  std::vector<BlockDevice> devices;
+  std::vector<SimTime> registers;        // of every device
+  std::vector<SimTime> ends;             // of the tasks of the block being evaluated
+  std::vector<SimTime> written;          // the values its writes give the registers
+  std::vector<Duration> transfer_time;   // by communicator, while preparing
+  std::vector<std::int32_t> stream_comm; // by (device, stream), while preparing
+  std::vector<std::int32_t> work;        // devices that may advance
+};
+
+BlockStorage& block_storage(ReplayBuffers& buffers) {
+  std::shared_ptr<BlockStorage>& slot = block_storage_slot(buffers);
+  if (!slot) slot = std::make_shared<BlockStorage>();
+  return *slot;
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::BlockChannel;
+using internal::BlockDep;
+using internal::BlockDevice;
+using internal::BlockTask;
+using internal::BlockTaskKind;
+using internal::BlockTemplate;
+
+// The replay semantics are the direct replay's (executor.cpp): a task starts when its stream is
+// free and what it waits for is done; a collective starts when all its simulated members have
+// issued it. A block program has the two kinds of communication of a symmetric lowering:
+// collectives with one simulated member (tensor, context and data parallelism: one rank per
+// pipeline stage is simulated), which start as compute does, and pipeline transfers between two
+// simulated devices. A transfer's receiving call waits for nothing and its stream carries the
+// calls of that transfer's pair only, so it is ready when the previous transfer of the pair
+// ended: the sender alone fixes when each transfer runs,
+//   start = max(sender's stream free, what the send waits for, end of the pair's previous transfer).
+// So each device's blocks can be evaluated in program order, task by task within its template;
+// a device stops at a block whose transfer its sender has not evaluated yet, and resumes when
+// the sender gets there. (The pipeline schedules are deadlock-free with blocking receives; an
+// evaluation that stalls anyway gives up.) Memory peaks follow program order alone: each
+// template's peak over its start and its net change give the device's peak block by block. The
+// time breakdown needs every interval of a device's streams: only the device finishing last's is
+// reported, so its blocks are evaluated a second time, recording them.
+class BlockReplay {
+ public:
+  BlockReplay(const BlockProgram& program, const parallel::Layout& layout, const compute::ComputeModel& compute,
+              const network::NetworkModel& network, ReplayBuffers& buffers)
+      : p_(program),
+        g_(program.graph),
+        costs_(program.graph, layout, compute, network, &internal::cost_cache(buffers)),
+        st_(internal::block_storage(buffers)) {
+    chains_.plan(g_, costs_);
+    applies_ = prepare();
+  }
+
+  std::optional<ReplaySummary> run() {
+    if (!applies_) return std::nullopt;
+    const std::size_t n = g_.devices.size();
+    st_.devices.assign(n, BlockDevice{});
+    st_.registers.assign(n * static_cast<std::size_t>(p_.registers), SimTime());
+    for (std::size_t d = 0; d < n; ++d) st_.devices[d].registers = d * static_cast<std::size_t>(p_.registers);
+    std::vector<std::int32_t>& work = st_.work;
+    work.clear();
+    for (std::size_t d = n; d-- > 0;) work.push_back(static_cast<std::int32_t>(d));
+    while (!work.empty()) {
+      const std::int32_t d = work.back();
+      work.pop_back();
+      advance(d, work);
+    }
+    ReplaySummary out;
+    out.memory.resize(n);
+    out.time.resize(n);
+    for (std::size_t d = 0; d < n; ++d) {
+      const BlockDevice& dev = st_.devices[d];
+      if (dev.next_block != p_.blocks[d].size()) return std::nullopt;  // stalled
+      out.events += dev.events;
+      out.tasks += dev.tasks;
+      out.memory[d] = dev.memory;
+      if (dev.last_end > out.end) {
+        out.end = dev.last_end;
+        out.last_device = static_cast<std::int32_t>(d);
+      }
+    }
+    out.time[static_cast<std::size_t>(out.last_device)] = breakdown(out.last_device, out.end);
+    return out;
+  }
+
+ private:
+  static bool receives(Stream s) { return s == Stream::kPpRecvPrev || s == Stream::kPpRecvNext; }
+  static bool sends(Stream s) { return s == Stream::kPpSendNext || s == Stream::kPpSendPrev; }
+
+  // Task durations, channels and template totals; false when the program falls outside this
+  // replay (see replay_blocks).
+  bool prepare() {
+    st_.tasks.assign(g_.tasks.size(), BlockTask{});
+    st_.deps.clear();
+    st_.channel_of.assign(g_.communicators.size(), -1);
+    st_.channel_count = 0;
+    std::vector<Duration>& transfer_time = st_.transfer_time;
+    transfer_time.assign(g_.communicators.size(), Duration::max());
+    // The one communicator whose transfers each (device, point-to-point stream) carries.
+    std::vector<std::int32_t>& stream_comm = st_.stream_comm;
+    stream_comm.assign(g_.devices.size() * parallel::kNumStreams, -1);
+    st_.templates.assign(p_.templates.size(), BlockTemplate{});
+    std::uint32_t largest = 0;
+    for (std::uint32_t id = 0; id < p_.templates.size(); ++id) {
+      if (!prepare_template(id, p_.templates[id], transfer_time, stream_comm)) return false;
+      largest = std::max(largest, p_.templates[id].task_count);
+    }
+    st_.ends.resize(largest);
+    for (std::size_t c = 0; c < st_.channel_count; ++c) {
+      const BlockChannel& channel = st_.channels[c];
+      if (channel.sender < 0 || channel.receiver < 0 || channel.sender == channel.receiver) return false;
+    }
+    return true;
+  }
+
+  bool prepare_template(std::uint32_t id, const BlockProgram::Template& t, std::vector<Duration>& transfer_time,
+                        std::vector<std::int32_t>& stream_comm) {
+    BlockTemplate& ti = st_.templates[id];
+    const std::int32_t device = t.device;
+    Bytes level;
+    auto account = [&](const Task& task, std::int32_t index, std::int32_t step) {
+      if (task.alloc_at_start.count() == 0 && task.free_at_end.count() == 0) return true;
+      // Memory changes on the compute stream only: program order is then their time order.
+      if (task.stream != Stream::kCompute) return false;
+      level += task.alloc_at_start;
+      if (!ti.allocates || level > ti.peak) {
+        ti.allocates = true;
+        ti.peak = level;
+        ti.peak_task = index;
+        ti.peak_step = step;
+      }
+      level -= task.free_at_end;
+      return true;
+    };
+    for (std::uint32_t i = t.task_begin; i < t.task_begin + t.task_count; ++i) {
+      const Task& task = g_.tasks[i];
+      BlockTask& info = st_.tasks[i];
+      info.stream = static_cast<std::uint8_t>(task.stream);
+      info.category = task_category(task);
+      info.deps_begin = static_cast<std::uint32_t>(st_.deps.size());
+      info.dep_count = static_cast<std::uint8_t>(task.dep_count);
+      if (task.dep_count > 255) return false;
+      for (std::uint32_t k = task.dep_begin; k < task.dep_begin + task.dep_count; ++k) {
+        const std::uint32_t dep = g_.deps[k];
+        if (dep >= static_cast<std::uint32_t>(BlockProgram::kRegisterBase)) {
+          st_.deps.push_back(-1 - static_cast<BlockDep>(dep - static_cast<std::uint32_t>(BlockProgram::kRegisterBase)));
+        } else if (dep >= t.task_begin && dep < i) {
+          st_.deps.push_back(static_cast<BlockDep>(dep - t.task_begin));
+        } else {
+          return false;
+        }
+      }
+      ++ti.tasks;
+      if (task.chain >= 0) {
+        const parallel::Chain& chain = g_.chains[static_cast<std::size_t>(task.chain)];
+        info.kind = BlockTaskKind::kChain;
+        info.index = task.chain;
+        ti.tasks += chain.step_count - 1;
+        ti.events += chain.step_count;
+        for (std::uint32_t s = chain.step_begin; s < chain.step_begin + chain.step_count; ++s) {
+          if (!account(g_.chain_steps[s], static_cast<std::int32_t>(i), static_cast<std::int32_t>(s))) return false;
+        }
+        continue;
+      }
+      if (!account(task, static_cast<std::int32_t>(i), -1)) return false;
+      if (task.kind == TaskKind::kCompute) {
+        info.kind = BlockTaskKind::kCompute;
+        info.duration = costs_.compute_time(task);
+        ++ti.events;
+        continue;
+      }
+      info.duration = costs_.comm_time(task, costs_.comm_cost(task));
+      if (task.kind == TaskKind::kCollective) {
+        if (costs_.members(task.communicator) != 1) return false;
+        info.kind = BlockTaskKind::kCompute;
+        ++ti.events;
+        continue;
+      }
+      // A transfer: its pair's channel, the stream carrying it, its cost alike on both sides.
+      if (costs_.members(task.communicator) != 2) return false;
+      const auto comm = static_cast<std::size_t>(task.communicator);
+      if (st_.channel_of[comm] < 0) {
+        // A fresh channel, in storage a previous plan may have left (its transfers' memory kept).
+        st_.channel_of[comm] = static_cast<std::int32_t>(st_.channel_count);
+        if (st_.channel_count == st_.channels.size()) st_.channels.emplace_back();
+        BlockChannel& fresh = st_.channels[st_.channel_count++];
+        fresh.sender = fresh.receiver = fresh.waiting = -1;
+        fresh.sent = fresh.received = 0;
+        fresh.transfers.clear();
+      }
+      info.index = st_.channel_of[comm];
+      BlockChannel& channel = st_.channels[static_cast<std::size_t>(info.index)];
+      std::int32_t& carried = stream_comm[static_cast<std::size_t>(device) * parallel::kNumStreams + info.stream];
+      if (carried >= 0 && carried != task.communicator) return false;
+      carried = task.communicator;
+      if (transfer_time[comm] != Duration::max() && transfer_time[comm] != info.duration) return false;
+      transfer_time[comm] = info.duration;
+      std::int32_t& side = receives(task.stream) ? channel.receiver : channel.sender;
+      if (side >= 0 && side != device) return false;
+      side = device;
+      if (receives(task.stream)) {
+        if (task.dep_count != 0 || ti.receive >= 0) return false;
+        info.kind = BlockTaskKind::kReceive;
+        ti.receive = info.index;
+      } else {
+        if (!sends(task.stream)) return false;
+        info.kind = BlockTaskKind::kSend;
+        ++ti.events;  // a transfer is one event, counted with its send
+      }
+    }
+    ti.net = level;
+    return true;
+  }
+
+  // Evaluates device d's blocks until it ends or waits for a transfer.
+  void advance(std::int32_t d, std::vector<std::int32_t>& work) {
+    BlockDevice& dev = st_.devices[static_cast<std::size_t>(d)];
+    const auto& blocks = p_.blocks[static_cast<std::size_t>(d)];
+    for (; dev.next_block < blocks.size(); ++dev.next_block) {
+      const BlockProgram::Block& b = blocks[dev.next_block];
+      const BlockTemplate& ti = st_.templates[b.templ];
+      if (ti.receive >= 0) {
+        BlockChannel& c = st_.channels[static_cast<std::size_t>(ti.receive)];
+        if (c.received >= c.transfers.size()) {
+          c.waiting = d;
+          return;
+        }
+      }
+      evaluate<false>(dev, b, work, nullptr);
+      dev.events += ti.events;
+      dev.tasks += ti.tasks;
+      if (ti.allocates && dev.current + ti.peak > dev.memory.peak_dynamic) {
+        dev.memory.peak_dynamic = dev.current + ti.peak;
+        dev.memory.peak_task = ti.peak_task;
+        dev.memory.peak_step = ti.peak_step;
+        dev.memory.peak_micro_batch = b.micro_batch;
+      }
+      dev.current += ti.net;
+    }
+  }
+
+  // The intervals of a device's streams, when recorded.
+  using Intervals = std::array<std::vector<StreamInterval>, parallel::kNumStreams>;
+
+  // Runs block b of a device: its template's tasks in program order. The first evaluation adds
+  // the transfers it sends to their channels; the second (kRecord, for the breakdown: intervals
+  // into `record`) finds them there.
+  template <bool kRecord>
+  void evaluate(BlockDevice& dev, const BlockProgram::Block& b, std::vector<std::int32_t>& work, Intervals* record) {
+    const BlockProgram::Template& t = p_.templates[b.templ];  // st_.ends has room for its tasks
+    auto note = [record](std::uint8_t stream, SimTime start, SimTime end, TimeCategory category, std::int32_t split) {
+      if constexpr (kRecord) (*record)[stream].push_back({start, end, category, split});
+    };
+    const BlockTask* infos = st_.tasks.data() + t.task_begin;
+    SimTime* registers = st_.registers.data() + dev.registers;
+    for (std::uint32_t k = 0; k < t.task_count; ++k) {
+      const BlockTask& info = infos[k];
+      SimTime ready;
+      for (const BlockDep* dep = st_.deps.data() + info.deps_begin; dep != st_.deps.data() + info.deps_begin + info.dep_count; ++dep) {
+        ready = std::max(ready, *dep >= 0 ? st_.ends[static_cast<std::size_t>(*dep)]
+                                          : registers[-1 - *dep]);
+      }
+      SimTime& free = dev.free[info.stream];
+      SimTime start, end;
+      switch (info.kind) {
+        case BlockTaskKind::kCompute:
+          start = std::max(free, ready);
+          end = start + info.duration;
+          free = end;
+          note(info.stream, start, end, info.category, -1);
+          break;
+        case BlockTaskKind::kChain: {
+          const auto chain = static_cast<std::uint32_t>(info.index);
+          auto stream_free = [&dev](std::uint8_t s) -> SimTime& { return dev.free[s]; };
+          if constexpr (kRecord) {
+            end = chains_.run(g_, chain, ready, stream_free, note);
+          } else {
+            end = chains_.run(g_, chain, ready, stream_free, nullptr);
+          }
+          break;
+        }
+        case BlockTaskKind::kReceive: {
+          BlockChannel& c = st_.channels[static_cast<std::size_t>(info.index)];
+          std::tie(start, end) = c.transfers[c.received++];
+          free = end;
+          note(info.stream, start, end, info.category, -1);
+          break;
+        }
+        case BlockTaskKind::kSend: {
+          // The receiving call is ready when the pair's previous transfer ended.
+          BlockChannel& c = st_.channels[static_cast<std::size_t>(info.index)];
+          const SimTime previous = c.sent > 0 ? c.transfers[c.sent - 1].second : SimTime();
+          start = std::max({free, ready, previous});
+          end = start + info.duration;
+          free = end;
+          note(info.stream, start, end, info.category, -1);
+          if constexpr (!kRecord) {
+            c.transfers.emplace_back(start, end);
+            if (c.waiting >= 0) {
+              work.push_back(c.waiting);
+              c.waiting = -1;
+            }
+          }
+          ++c.sent;
+          break;
+        }
+      }
+      st_.ends[k] = end;
+      if (end > dev.last_end) dev.last_end = end;
+    }
+    // Registers copied from others take those's values from before the block.
+    st_.written.clear();
+    for (const BlockProgram::Template::Write& w : t.writes) {
+      SimTime v;
+      if (w.task >= 0) v = st_.ends[static_cast<std::size_t>(w.task)];
+      if (w.from_register >= 0) v = registers[w.from_register];
+      st_.written.push_back(v);
+    }
+    for (std::size_t k = 0; k < t.writes.size(); ++k) registers[t.writes[k].reg] = st_.written[k];
+  }
+
+  // The time breakdown of device d, whose blocks run again with their intervals recorded.
+  TimeBreakdown breakdown(std::int32_t d, SimTime end) {
+    BlockDevice dev;
+    dev.registers = st_.devices[static_cast<std::size_t>(d)].registers;
+    std::fill_n(st_.registers.begin() + static_cast<std::ptrdiff_t>(dev.registers), p_.registers, SimTime());
+    for (std::size_t c = 0; c < st_.channel_count; ++c) {
+      BlockChannel& channel = st_.channels[c];
+      if (channel.sender == d) channel.sent = 0;
+      if (channel.receiver == d) channel.received = 0;
+    }
+    Intervals intervals;
+    std::vector<std::int32_t> unused;
+    for (const BlockProgram::Block& b : p_.blocks[static_cast<std::size_t>(d)]) evaluate<true>(dev, b, unused, &intervals);
+    std::array<StreamIntervals, parallel::kNumStreams> streams{};
+    for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
+      streams[s] = {intervals[s].data(), intervals[s].data() + intervals[s].size()};
+    }
+    return device_breakdown(streams, end, chains_.splits.data());
+  }
+
+  const BlockProgram& p_;
+  const parallel::TaskGraph& g_;
+  internal::Costs costs_;
+  internal::ChainSchedules chains_;
+  bool applies_ = false;
+  internal::BlockStorage& st_;
+};
+
+}  // namespace
+
+std::optional<ReplaySummary> replay_blocks(const BlockProgram& program, const parallel::Layout& layout,
+                                           const compute::ComputeModel& compute,
+                                           const network::NetworkModel& network, ReplayBuffers& buffers) {
+  return BlockReplay(program, layout, compute, network, buffers).run();
+}
+
+}  // namespace ts::runtime
