@@ -75,6 +75,8 @@ int cmd_sweep(const Args& args) {
       ("unfused-attention", po::bool_switch(), "attention core as separate kernels, not FlashAttention")
       ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel (default: the GPU's)")
       ("tp-comm-overlap", po::bool_switch(), "overlap TP collectives with GEMMs in plans with sequence parallelism")
+      ("host-dispatch-us", po::value<double>()->default_value(parallel::ParallelPlan{}.host_dispatch.us()),
+       "host time per modeled operation of an eager framework (microseconds); 0 for CUDA graphs")
       ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward pass, not overlapped")
       ("no-overlap-param-gather", po::bool_switch(), "gather ZeRO parameters after the step, not overlapped");
   add_axis_flags(o, AxisDefaults{});
@@ -111,6 +113,9 @@ int cmd_sweep(const Args& args) {
   b.flash_attention = !vm["unfused-attention"].as<bool>();
   b.attention_kernel = vm["attention-kernel"].as<std::string>();
   b.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
+  problems.collect([&] {
+    b.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
+  });
   b.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
   b.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
