@@ -10,20 +10,22 @@ Resources::Resources(std::shared_ptr<config::ComputeModelCache> compute_cache)
 
 Resources::~Resources() = default;
 
-const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu,
-                                                const std::string& attention_kernel) {
+const std::shared_ptr<const compute::ComputeModel>& Resources::gpu_model(const compute::GpuSpec& gpu,
+                                                                          const std::string& attention_kernel) {
   auto& slot = compute_[gpu.name + "|" + attention_kernel];
   if (!slot) slot = compute_cache_->get(gpu, attention_kernel);
-  return *slot;
+  return slot;
+}
+
+const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu,
+                                                const std::string& attention_kernel) {
+  return *gpu_model(gpu, attention_kernel);
 }
 
 const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan) {
   if (plan.host_dispatch == Duration::zero()) return compute(gpu, plan.attention_kernel);
   auto& slot = dispatched_[{gpu.name + "|" + plan.attention_kernel, plan.host_dispatch.ps()}];
-  if (!slot) {
-    compute(gpu, plan.attention_kernel);  // fills compute_
-    slot = compute::with_host_dispatch(compute_.at(gpu.name + "|" + plan.attention_kernel), plan.host_dispatch);
-  }
+  if (!slot) slot = compute::with_host_dispatch(gpu_model(gpu, plan.attention_kernel), plan.host_dispatch);
   return *slot;
 }
 

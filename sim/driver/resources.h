@@ -45,6 +45,9 @@ class Resources {
   runtime::ReplayBuffers& replay_buffers() { return replay_buffers_; }
 
  private:
+  // The GPU-time model of `gpu` with `attention_kernel`, shared with the host-dispatch wrappers.
+  const std::shared_ptr<const compute::ComputeModel>& gpu_model(const compute::GpuSpec& gpu,
+                                                                const std::string& attention_kernel);
   struct Fabric {
     std::unique_ptr<topology::Topology> topology;
     std::unique_ptr<network::NetworkModel> network;
