@@ -39,6 +39,8 @@ class Resources {
   // The calibrated memory overheads of `gpu` (CUDA context, NCCL buffers, fragmentation); zero
   // for a GPU without a calibration file.
   const compute::MemoryOverheads& memory_overheads(const compute::GpuSpec& gpu);
+  // The fitted models and loaded calibrations these resources share (thread-safe).
+  config::ComputeModelCache& compute_cache() { return *compute_cache_; }
   // Storage that simulate() reuses from one plan to the next: the task graph and the replay's
   // buffers (fresh memory for graphs of up to a million tasks costs as much as replaying them).
   parallel::TaskGraph& task_graph() { return task_graph_; }

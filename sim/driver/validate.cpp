@@ -325,12 +325,11 @@ std::string attention_kernel(const PublishedRun& r) {
 }
 
 // The attention kernels with points in `gpu`'s calibration file (none without a file).
-std::set<std::string> calibrated_attention_kernels(const std::string& gpu) {
+std::set<std::string> calibrated_attention_kernels(const std::string& gpu, config::ComputeModelCache& calibrations) {
   std::set<std::string> out;
-  const auto file = config::calibration_file(gpu);
-  if (!file) return out;
-  const auto cal = config::load_calibration(file->string());
-  for (const auto& t : cal->attention) out.insert(t.kernel);
+  if (const auto cal = calibrations.calibration(gpu)) {
+    for (const auto& t : cal->attention) out.insert(t.kernel);
+  }
   return out;
 }
 
@@ -582,6 +581,11 @@ double gpt3_batch_tokens(double parameters) {
 }  // namespace
 
 RowMapping map_run(const PublishedRun& r) {
+  config::ComputeModelCache calibrations;
+  return map_run(r, calibrations);
+}
+
+RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations) {
   RowMapping out;
   auto& notes = out.assumptions;
   const auto skip = [&](std::string why) {
@@ -718,7 +722,7 @@ RowMapping map_run(const PublishedRun& r) {
     p.flash_attention = false;
     notes.push_back("attention core unfused (" + r.framework + " without FlashAttention)");
   } else if (const std::string k = attention_kernel(r); !k.empty()) {
-    const auto known = calibrated_attention_kernels(cluster->gpu.name);
+    const auto known = calibrated_attention_kernels(cluster->gpu.name, calibrations);
     if (known.count(k) > 0) {
       p.attention_kernel = k;
       notes.push_back("attention kernel " + k);
@@ -1026,7 +1030,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
     out.reason = std::move(why);
     return out;
   };
-  RowMapping m = map_run(row);
+  RowMapping m = map_run(row, resources.compute_cache());
   out.assumptions = m.assumptions;
   if (!m.scenario) return skip(m.skip_reason);
   config::Scenario parts = *m.scenario;

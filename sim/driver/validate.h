@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/calibration_loader.h"
 #include "sim/config/loader.h"
 #include "sim/driver/simulate.h"
 
@@ -96,6 +97,8 @@ struct RowMapping {
 // Builds the model, cluster and plan of a row (rules in docs-validation.md). Does not simulate;
 // the micro-batch and recompute of rows that omit them are provisional (see validate()).
 RowMapping map_run(const PublishedRun& run);
+// The same, with GPU calibrations from `calibrations` (a validation run loads each once).
+RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations);
 
 // ---------------------------------------------------------------------------------------------
 // Comparison
