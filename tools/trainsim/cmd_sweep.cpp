@@ -11,6 +11,7 @@
 #include "sim/config/names.h"
 #include "sim/driver/sweep.h"
 #include "tools/trainsim/cli.h"
+#include "tools/trainsim/scenario_flags.h"
 #include "tools/trainsim/sweep_flags.h"
 
 namespace po = boost::program_options;
@@ -62,23 +63,7 @@ std::string enumeration_text(const driver::Enumeration& en) {
 
 int cmd_sweep(const Args& args) {
   po::options_description o("sweep flags");
-  o.add_options()
-      ("model", po::value<std::string>()->required(), "model: zoo name (megatron-530b) or file path")
-      ("cluster", po::value<std::string>()->required(), "cluster: zoo name (dgx-a100) or file path")
-      ("gpus", po::value<std::int64_t>()->required(), "number of GPUs")
-      ("global-batch", po::value<std::int64_t>()->required(), "sequences per iteration")
-      ("seq", po::value<std::int64_t>()->default_value(2048), "sequence length (tokens)")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8")
-      ("order", po::value<std::string>()->default_value("tp,cp,dp,pp"), "rank order, innermost first")
-      ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
-      ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
-      ("unfused-attention", po::bool_switch(), "attention core as separate kernels, not FlashAttention")
-      ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel (default: the GPU's)")
-      ("tp-comm-overlap", po::bool_switch(), "overlap TP collectives with GEMMs in plans with sequence parallelism")
-      ("host-dispatch-us", po::value<double>()->default_value(parallel::ParallelPlan{}.host_dispatch.us()),
-       "host time per modeled operation of an eager framework (microseconds); 0 for CUDA graphs")
-      ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward pass, not overlapped")
-      ("no-overlap-param-gather", po::bool_switch(), "gather ZeRO parameters after the step, not overlapped");
+  add_fixed_plan_flags(o);
   add_axis_flags(o, AxisDefaults{});
   o.add_options()
       ("out", po::value<std::string>(), "CSV file: rows appended in plan order; plans already in it are skipped")
@@ -100,29 +85,11 @@ int cmd_sweep(const Args& args) {
 
   DiagnosticList problems;
   driver::SweepSpec spec;
-  problems.collect([&] { spec.model = config::load_model(vm["model"].as<std::string>()); });
-  problems.collect([&] { spec.cluster = config::load_cluster(vm["cluster"].as<std::string>()); });
-  spec.num_gpus = vm["gpus"].as<std::int64_t>();
-  if (spec.num_gpus <= 0 || spec.num_gpus > (std::int64_t{1} << 30)) {
-    problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(spec.num_gpus)});
-  }
   auto& b = spec.base;
-  b.global_batch = vm["global-batch"].as<std::int64_t>();
-  b.seq_len = vm["seq"].as<std::int64_t>();
-  b.optimizer_in_backward = vm["optimizer-in-backward"].as<bool>();
-  b.flash_attention = !vm["unfused-attention"].as<bool>();
-  b.attention_kernel = vm["attention-kernel"].as<std::string>();
-  b.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
-  problems.collect([&] {
-    b.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
-  });
-  b.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
-  b.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
-  problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
-  problems.collect([&] { b.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
-  problems.collect([&] {
-    b.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
-  });
+  auto fixed = read_fixed_plan_flags(vm, b, problems);
+  if (fixed.model) spec.model = std::move(*fixed.model);
+  if (fixed.cluster) spec.cluster = std::move(*fixed.cluster);
+  spec.num_gpus = fixed.gpus;
   problems.collect([&] { spec.axes = axes_from_flags(vm); });
   driver::SweepOptions so;
   so.threads = vm["threads"].as<int>();

@@ -10,36 +10,20 @@ namespace po = boost::program_options;
 
 namespace ts::cli {
 
-void add_scenario_flags(po::options_description& o) {
+void add_fixed_plan_flags(po::options_description& o) {
   o.add_options()
       ("model", po::value<std::string>()->required(), "model: zoo name (llama3-70b) or file path")
       ("cluster", po::value<std::string>()->required(), "cluster: zoo name (dgx-h100) or file path")
       ("gpus", po::value<std::int64_t>()->required(), "number of GPUs")
-      ("tp", po::value<std::int64_t>()->default_value(1), "tensor-parallel degree")
-      ("pp", po::value<std::int64_t>()->default_value(1), "pipeline-parallel degree")
-      ("dp", po::value<std::int64_t>(), "data-parallel degree (default: gpus / (tp·pp·cp))")
-      ("cp", po::value<std::int64_t>()->default_value(1), "context-parallel degree")
-      ("vpp", po::value<std::int64_t>()->default_value(1), "virtual pipeline stages per rank")
-      ("micro-batch", po::value<std::int64_t>()->default_value(1), "sequences per micro-batch")
       ("global-batch", po::value<std::int64_t>()->required(), "sequences per iteration")
       ("seq", po::value<std::int64_t>()->default_value(2048), "sequence length (tokens)")
       ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8")
-      ("zero", po::value<int>()->default_value(0), "ZeRO stage 0-3 (1 = distributed optimizer)")
-      ("sequence-parallel", po::bool_switch(), "Megatron sequence parallelism with TP")
-      ("recompute", po::value<std::string>()->default_value("none"), "none, selective or full")
-      ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b or interleaved")
-      ("pp-layers", po::value<std::string>(), "layers per pipeline stage, e.g. 15,16,16,15")
       ("order", po::value<std::string>()->default_value("tp,cp,dp,pp"), "rank order, innermost first")
-      ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")
-      ("mst-chunks", po::value<std::int64_t>()->default_value(1), "Mini-Sequence Transformer chunks")
       ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
-      ("cross-entropy", po::value<std::string>()->default_value("fp32"),
-       "loss on the logits: fp32 (Megatron's fused upcast), bf16, bf16-inplace (gradient written into the "
-       "logits) or fp32-unfused (PyTorch cross_entropy on upcast logits, as HuggingFace)")
       ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
       ("unfused-attention", po::bool_switch(), "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")
       ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")
-      ("tp-comm-overlap", po::bool_switch(), "overlap TP all-gathers/reduce-scatters with their GEMMs (needs --sequence-parallel)")
+      ("tp-comm-overlap", po::bool_switch(), "overlap TP all-gathers/reduce-scatters with their GEMMs (with sequence parallelism)")
       ("host-dispatch-us", po::value<double>()->default_value(parallel::ParallelPlan{}.host_dispatch.us()),
        "host time per modeled operation of an eager framework (microseconds); no operation runs faster; "
        "0 for CUDA graphs or a compiled step")
@@ -47,67 +31,92 @@ void add_scenario_flags(po::options_description& o) {
       ("no-overlap-param-gather", po::bool_switch(), "ZeRO 1/2: gather parameters after the step, not during the next forward");
 }
 
+FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::ParallelPlan& p, DiagnosticList& problems) {
+  FixedPlanFlags out;
+  // Files first: their problems carry file and line.
+  problems.collect([&] { out.model = config::load_model(vm["model"].as<std::string>()); });
+  problems.collect([&] { out.cluster = config::load_cluster(vm["cluster"].as<std::string>()); });
+  out.gpus = vm["gpus"].as<std::int64_t>();
+  if (out.gpus <= 0 || out.gpus > config::kMaxGpus) {
+    problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(out.gpus)});
+  }
+  p.global_batch = vm["global-batch"].as<std::int64_t>();
+  p.seq_len = vm["seq"].as<std::int64_t>();
+  p.optimizer_in_backward = vm["optimizer-in-backward"].as<bool>();
+  p.flash_attention = !vm["unfused-attention"].as<bool>();
+  p.attention_kernel = vm["attention-kernel"].as<std::string>();
+  p.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
+  p.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
+  p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
+  problems.collect([&] {
+    p.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
+  });
+  problems.collect([&] { p.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  problems.collect([&] { p.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
+  problems.collect([&] {
+    p.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
+  });
+  return out;
+}
+
+void add_scenario_flags(po::options_description& o) {
+  add_fixed_plan_flags(o);
+  o.add_options()
+      ("tp", po::value<std::int64_t>()->default_value(1), "tensor-parallel degree")
+      ("pp", po::value<std::int64_t>()->default_value(1), "pipeline-parallel degree")
+      ("dp", po::value<std::int64_t>(), "data-parallel degree (default: gpus / (tp·pp·cp))")
+      ("cp", po::value<std::int64_t>()->default_value(1), "context-parallel degree")
+      ("vpp", po::value<std::int64_t>()->default_value(1), "virtual pipeline stages per rank")
+      ("micro-batch", po::value<std::int64_t>()->default_value(1), "sequences per micro-batch")
+      ("zero", po::value<int>()->default_value(0), "ZeRO stage 0-3 (1 = distributed optimizer)")
+      ("sequence-parallel", po::bool_switch(), "Megatron sequence parallelism with TP")
+      ("recompute", po::value<std::string>()->default_value("none"), "none, selective or full")
+      ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b or interleaved")
+      ("pp-layers", po::value<std::string>(), "layers per pipeline stage, e.g. 15,16,16,15")
+      ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")
+      ("mst-chunks", po::value<std::int64_t>()->default_value(1), "Mini-Sequence Transformer chunks")
+      ("cross-entropy", po::value<std::string>()->default_value("fp32"),
+       "loss on the logits: fp32 (Megatron's fused upcast), bf16, bf16-inplace (gradient written into the "
+       "logits) or fp32-unfused (PyTorch cross_entropy on upcast logits, as HuggingFace)");
+}
+
 config::Scenario scenario_from_flags(const po::variables_map& vm) {
   DiagnosticList problems;
   config::Scenario sc;
-  // Files first: their problems carry file and line.
-  std::optional<ir::ModelSpec> model;
-  std::optional<config::Cluster> cluster;
-  problems.collect([&] { model = config::load_model(vm["model"].as<std::string>()); });
-  problems.collect([&] { cluster = config::load_cluster(vm["cluster"].as<std::string>()); });
-
   auto& p = sc.plan;
-  const auto gpus = vm["gpus"].as<std::int64_t>();
+  auto fixed = read_fixed_plan_flags(vm, p, problems);
   p.tp = vm["tp"].as<std::int64_t>();
   p.pp = vm["pp"].as<std::int64_t>();
   p.cp = vm["cp"].as<std::int64_t>();
   p.vpp = vm["vpp"].as<std::int64_t>();
   p.micro_batch = vm["micro-batch"].as<std::int64_t>();
-  p.global_batch = vm["global-batch"].as<std::int64_t>();
-  p.seq_len = vm["seq"].as<std::int64_t>();
   p.zero_stage = vm["zero"].as<int>();
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
-  p.optimizer_in_backward = vm["optimizer-in-backward"].as<bool>();
   p.mst_chunks = vm["mst-chunks"].as<std::int64_t>();
-  p.flash_attention = !vm["unfused-attention"].as<bool>();
-  p.attention_kernel = vm["attention-kernel"].as<std::string>();
-  p.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
-  problems.collect([&] {
-    p.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
-  });
-  p.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
-  p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   if (vm.count("dp")) {
     p.dp = vm["dp"].as<std::int64_t>();
   } else {
     // When --gpus is not a multiple of tp·pp·cp, the plan check reports the mismatch.
     const std::int64_t mp = p.tp * p.pp * p.cp;
-    p.dp = mp > 0 ? std::max<std::int64_t>(1, gpus / mp) : 1;
+    p.dp = mp > 0 ? std::max<std::int64_t>(1, fixed.gpus / mp) : 1;
   }
-  problems.collect([&] { p.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
   problems.collect([&] { p.recompute = config::parse_recompute(vm["recompute"].as<std::string>(), "--recompute"); });
   problems.collect([&] { p.schedule = config::parse_schedule(vm["schedule"].as<std::string>(), "--schedule"); });
   problems.collect([&] { p.cp_algo = config::parse_cp_algo(vm["cp-algo"].as<std::string>(), "--cp-algo"); });
   problems.collect([&] {
-    p.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
-  });
-  problems.collect([&] {
     p.cross_entropy = config::parse_cross_entropy(vm["cross-entropy"].as<std::string>(), "--cross-entropy");
   });
-  problems.collect([&] { p.order = config::parse_order(vm["order"].as<std::string>(), "--order"); });
   if (vm.count("pp-layers")) {
     problems.collect([&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
-  if (gpus <= 0 || gpus > config::kMaxGpus) {
-    problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(gpus)});
-  }
+  const std::int64_t gpus = fixed.gpus;
   sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= config::kMaxGpus ? gpus : 1);
-  if (model && cluster) {
-    for (auto& d : config::check_plan(p, *model, *cluster, gpus)) problems.add(std::move(d));
+  if (fixed.model && fixed.cluster) {
+    for (auto& d : config::check_plan(p, *fixed.model, *fixed.cluster, gpus)) problems.add(std::move(d));
   }
   problems.throw_if_any();
-  sc.model = std::move(*model);
-  sc.cluster = std::move(*cluster);
+  sc.model = std::move(*fixed.model);
+  sc.cluster = std::move(*fixed.cluster);
   return sc;
 }
 
