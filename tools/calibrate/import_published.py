@@ -187,7 +187,8 @@ def gemm_tables(gemm, gpu):
             "best shape of a brute-force mamf-finder.py scan; mean of 100 iterations after 50 "
             "warm-up; torch.mm",
             "A100 SXM, memory variant not stated (compute identical for 40 and 80 GB); "
-            "a ceiling: the best of many shapes"))
+            "a ceiling: the best of many shapes"),
+            role="check")
         az = rows(lambda r: r["gpu"] == "A100" and r["variant"] == "SXM4-80GB" and r["dtype"] == "fp16")
         t += gemm_table("Azure cuBLASLt A100-SXM4-80GB fp16", az, (
             az[0]["source"], "2024-09 (commit 8fd0c6e)", az[0]["software"],
@@ -204,13 +205,15 @@ def gemm_tables(gemm, gpu):
         t += gemm_table("ml-engineering MAMF H100 SXM bf16", mamf, (
             mamf[0]["source"], "repo snapshot 744d01e (2026)", mamf[0]["software"],
             "best shape of a brute-force mamf-finder.py scan; mean of 100 iterations after 50 "
-            "warm-up; torch.mm", "a ceiling: the best of many shapes"))
+            "warm-up; torch.mm", "a ceiling: the best of many shapes"),
+            role="check")
         mamf8 = rows(lambda r: r["gpu"] == "H100" and r["variant"] == "SXM" and r["dtype"] == "fp8_e4m3")
         t += gemm_table("ml-engineering MAMF H100 SXM fp8", mamf8, (
             mamf8[0]["source"], "repo snapshot 744d01e (2026)", mamf8[0]["software"],
             "best shape of a brute-force mamf-finder.py scan; mean of 100 iterations after 50 "
             "warm-up; torch._scaled_mm (per-tensor scaled FP8 e4m3)",
-            "a ceiling: the best of many shapes"))
+            "a ceiling: the best of many shapes"),
+            role="check")
         az = rows(lambda r: r["gpu"] == "H100" and r["variant"].startswith("SXM5-80GB (ND") and r["dtype"] == "fp8")
         t += gemm_table("Azure cuBLASLt H100 SXM fp8", az, (
             az[0]["source"], "2024-09 (commit 8fd0c6e)", az[0]["software"],
@@ -256,7 +259,8 @@ def gemm_tables(gemm, gpu):
         t += gemm_table("ml-engineering MAMF H200 SXM fp8", mamf8, (
             mamf8[0]["source"], "repo snapshot 744d01e (2026)", mamf8[0]["software"],
             "best shape of a brute-force mamf-finder.py scan; mean of 100 iterations after 50 "
-            "warm-up; torch._scaled_mm", "a ceiling: the best of many shapes"))
+            "warm-up; torch._scaled_mm", "a ceiling: the best of many shapes"),
+            role="check")
         az = rows(lambda r: r["gpu"] == "H200" and r["dtype"] == "fp8")
         t += gemm_table("Azure cuBLASLt H200 SXM fp8", az, (
             az[0]["source"], "2024-09 (commit 8fd0c6e)", az[0]["software"],
