@@ -44,22 +44,49 @@ bool has(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// "2048", "1008.0", "60k", "1.31M", "44%", "~8": the number, nullopt for an empty cell, or
-// false in `ok` for anything else.
-std::optional<double> parse_number(const std::string& cell, bool& ok) {
+// Whether `s` starts with `prefix`, ignoring ASCII case.
+bool starts_with_nocase(const std::string& s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != static_cast<unsigned char>(prefix[i])) return false;
+  }
+  return true;
+}
+
+// "2048", "1008.0", "60k", "1.31M", "44%", "~8", "≈8", "up to 147", "about 150", "12,036": the
+// number, nullopt for an empty cell, or false in `ok` for anything else. `binary_k` reads k/K
+// and M as 1024 and 1024² (token lengths: "8K" = 8192, "128K" = 131072) instead of 10³ and 10⁶.
+std::optional<double> parse_number(const std::string& cell, bool& ok, bool binary_k = false) {
   ok = true;
   std::string s = trim(cell);
+  // A remark after the number: "8 (derived)", "2048 (2^11)".
+  if (const auto open = s.rfind('('); open != std::string::npos && open > 0 && s.back() == ')') {
+    s = trim(s.substr(0, open));
+  }
   if (s.empty()) return std::nullopt;
-  if (s.front() == '~') s = trim(s.substr(1));
+  // What tables print for "no value": "-", "–", "—", "n/a", "?", "not stated".
+  {
+    const std::string l = lower(s);
+    for (std::string_view none : {"-", "\u2013", "\u2014", "n/a", "na", "?", "none", "not stated", "unknown"}) {
+      if (l == none) return std::nullopt;
+    }
+  }
+  // Qualifiers authors put before a number: approximately, at most.
+  for (std::string_view q : {"~", "\u2248", "up to ", "about ", "approx. ", "approx "}) {
+    if (starts_with_nocase(s, q)) s = trim(s.substr(q.size()));
+  }
   double scale = 1;
   if (!s.empty() && s.back() == '%') s = trim(s.substr(0, s.size() - 1));
   if (!s.empty() && (s.back() == 'k' || s.back() == 'K')) {
-    scale = 1e3;
+    scale = binary_k ? 1024.0 : 1e3;
     s.pop_back();
   } else if (!s.empty() && s.back() == 'M') {
-    scale = 1e6;
+    scale = binary_k ? 1048576.0 : 1e6;
     s.pop_back();
   }
+  // Thousands separators: "16,384", "1,071.5".
+  static const std::regex kThousands(R"(\d{1,3}(,\d{3})+(\.\d+)?)");
+  if (std::regex_match(s, kThousands)) s.erase(std::remove(s.begin(), s.end(), ','), s.end());
   if (s.empty()) {
     ok = false;
     return std::nullopt;
@@ -113,15 +140,17 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
       problems.add(Diagnostic{file, rec.line, name,
                               row_name + ": '" + text_of(name) + "' is not " + what});
     };
-    const auto real = [&](const char* name) -> std::optional<double> {
+    // `cell`: the column's text, less a unit that the column already implies ("175B" in n_params_b).
+    const auto real_of = [&](const char* name, const std::string& cell) -> std::optional<double> {
       bool ok = true;
-      auto v = parse_number(text_of(name), ok);
+      auto v = parse_number(cell, ok);
       if (!ok) bad(name, "a number");
       return v;
     };
-    const auto integer = [&](const char* name) -> std::optional<std::int64_t> {
+    const auto real = [&](const char* name) { return real_of(name, text_of(name)); };
+    const auto integer = [&](const char* name, bool binary_k = false) -> std::optional<std::int64_t> {
       bool ok = true;
-      auto v = parse_number(text_of(name), ok);
+      auto v = parse_number(text_of(name), ok, binary_k);
       if (!ok || (v && (std::fabs(*v - std::round(*v)) > 1e-9 * std::max(1.0, std::fabs(*v)) ||
                         std::fabs(*v) > 9e15))) {
         bad(name, "an integer");
@@ -134,14 +163,19 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     r.source_table = text_of("source_table");
     r.trust = text_of("trust");
     r.model = text_of("model");
-    r.n_params_b = real("n_params_b");
+    {
+      // "175B", "6.7 B": the column is in billions already.
+      std::string cell = text_of("n_params_b");
+      if (!cell.empty() && (cell.back() == 'B' || cell.back() == 'b')) cell = trim(cell.substr(0, cell.size() - 1));
+      r.n_params_b = real_of("n_params_b", cell);
+    }
     r.n_layers = integer("n_layers");
     r.hidden = integer("hidden");
     r.n_heads = integer("n_heads");
     r.n_kv_heads = integer("n_kv_heads");
     r.ffn_hidden = integer("ffn_hidden");
     r.vocab = integer("vocab");
-    r.seq_len = integer("seq_len");
+    r.seq_len = integer("seq_len", /*binary_k=*/true);  // "8K" context = 8192 tokens
     r.global_batch = integer("global_batch");
     r.micro_batch = integer("micro_batch");
     r.grad_accum = integer("grad_accum");
@@ -165,8 +199,18 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     r.tokens_per_s = real("tokens_per_s");
     r.tokens_per_s_per_gpu = real("tokens_per_s_per_gpu");
     r.iter_time_s = real("iter_time_s");
-    r.peak_mem = real("peak_mem");
     r.peak_mem_unit = text_of("peak_mem_unit");
+    {
+      // "82.4 GiB": a unit written in the value cell; it fills an empty peak_mem_unit.
+      std::string cell = text_of("peak_mem");
+      static const std::regex kWithUnit(R"(^(.*\d)\s*(gib|gb|mib|mb|tb)$)", std::regex::icase);
+      std::smatch mu;
+      if (std::regex_match(cell, mu, kWithUnit)) {
+        if (r.peak_mem_unit.empty()) r.peak_mem_unit = mu[2].str();
+        cell = mu[1].str();
+      }
+      r.peak_mem = real_of("peak_mem", cell);
+    }
     r.max_seq_len = integer("max_seq_len");
     r.notes = text_of("notes");
     runs.push_back(std::move(r));
@@ -235,8 +279,10 @@ FlopConvention flop_convention(const PublishedRun& run) {
   const std::string kind = lower(run.tflops_kind);
   const std::string text = kind + " " + lower(run.notes);
   FlopConvention c;
-  // "6N", "6*N", "6·N", "6 * params", "6*seqlen*params": FLOPs from the parameter count.
-  static const std::regex kSixN(R"((^|[^0-9.])6\s*(\*|·|×)?\s*(n|params|seqlen\s*(\*|·|×)\s*params)([^a-z]|$))");
+  // "6N", "6*N", "6·N", "6ND", "6 * params", "6 × parameters", "6*seqlen*params": FLOPs from
+  // the parameter count.
+  static const std::regex kSixN(
+      R"((^|[^0-9.])6\s*(\*|·|×)?\s*(n(\s*(\*|·|×)?\s*d)?|params|parameters|seqlen\s*(\*|·|×)\s*params)([^a-z]|$))");
   if (std::regex_search(text, kSixN)) c.family = FlopFamily::kSixN;
   c.hardware = has(kind, "hardware") || has(kind, "hfu");
   c.causal_halved = has(text, "halved") && !has(text, "not halved") && !has(text, "not causal-halved") &&
@@ -265,26 +311,86 @@ bool any_of(const std::string& text, std::initializer_list<std::string_view> wor
   return false;
 }
 
+// " fsdp full shard zero 3 like ": lower case, every run of characters other than letters,
+// digits and '+' turned into one space, with a space at each end, so that spellings that differ
+// only in separators ("FULL_SHARD", "full-shard", "full shard") compare equal as " full shard ".
+std::string words(std::string_view text) {
+  std::string out = " ";
+  for (char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (std::isalnum(u) != 0 || ch == '+') {
+      out += static_cast<char>(std::tolower(u));
+    } else if (out.back() != ' ') {
+      out += ' ';
+    }
+  }
+  if (out.back() != ' ') out += ' ';
+  return out;
+}
+
+// The first word of a cell ("true" for "True (--checkpoint-activations)").
+std::string first_word(std::string_view text) {
+  const std::string w = words(text);
+  const auto end = w.find(' ', 1);
+  return end == std::string::npos ? "" : w.substr(1, end - 1);
+}
+
+bool first_word_in(std::string_view text, std::initializer_list<std::string_view> options) {
+  const std::string f = first_word(text);
+  for (auto o : options) {
+    if (f == o) return true;
+  }
+  return false;
+}
+
+// A cell that says the source does not give the value ("not stated", "unknown", "n/a", "?"):
+// treated as empty.
+bool unstated(std::string_view text) {
+  const std::string w = words(text);
+  return w == " " || w.rfind(" not stated", 0) == 0 || w.rfind(" not given", 0) == 0 ||
+         w.rfind(" unknown", 0) == 0 || w.rfind(" unspecified", 0) == 0 || w == " n a ";
+}
+
+// The framework column in lower case, with the spellings of the Megatron code bases reduced to
+// one each: "Megatron LM", "MegatronLM", "megatron_lm" → "megatron-lm"; "Megatron DeepSpeed" →
+// "megatron-deepspeed"; "Megatron Core", "MCore", "megatron_core" → "megatron-core".
+std::string framework_name(const PublishedRun& r) {
+  std::string f = lower(r.framework);
+  static const std::regex kLm(R"(megatron[\s_]?lm)");
+  static const std::regex kDs(R"(megatron[\s_]deepspeed)");
+  static const std::regex kCore(R"(megatron[\s_]core|\bm-?core\b)");
+  f = std::regex_replace(f, kLm, "megatron-lm");
+  f = std::regex_replace(f, kDs, "megatron-deepspeed");
+  f = std::regex_replace(f, kCore, "megatron-core");
+  return f;
+}
+
 // Megatron-family frameworks implement selective recompute and sequence parallelism.
 bool megatron_family(const PublishedRun& r) {
-  const std::string f = lower(r.framework);
+  const std::string f = framework_name(r);
   return any_of(f, {"megatron", "nemo"});
 }
 
-// Megatron-Core, NeMo and Transformer Engine run Transformer Engine's fused attention.
+// Megatron-Core, NeMo (and its Megatron-Bridge) and Transformer Engine run Transformer Engine's
+// fused attention.
 bool te_attention(const PublishedRun& r) {
-  return any_of(lower(r.framework), {"megatron-core", "megatron core", "nemo", "transformer engine"});
+  return any_of(framework_name(r), {"megatron-core", "nemo", "megatron-bridge", "megatron bridge", "transformer engine",
+                                    "transformer_engine", "transformer-engine", "transformerengine"});
 }
 
 // Whether the run used FlashAttention. A row that names it (framework, precision or notes) did;
 // otherwise Megatron-LM, Megatron-DeepSpeed and DeepSpeed ran their own attention core (QKᵀ,
 // fused softmax, dropout, ·V as separate kernels) unless --use-flash-attn was given, which their
-// published configurations of 2021–2022 predate; Megatron-Core's Transformer Engine, NeMo,
-// torchtitan, Composer/MPT and Hugging Face (SDPA) use fused attention by default.
+// published configurations of 2021–2022 predate; so did GPT-NeoX, whose attention_config
+// defaults to "global" (the unfused core; "flash" must be asked for, configs/neox_arguments.md),
+// and metaseq/fairseq (OPT), whose ModelParallelMultiheadAttention computes QKᵀ, softmax and ·V
+// as separate kernels. Megatron-Core's Transformer Engine, NeMo, torchtitan, Composer/MPT and
+// Hugging Face (SDPA) use fused attention by default.
 bool flash_attention(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
-  return te_attention(r) || !any_of(lower(r.framework), {"megatron-lm", "megatron-deepspeed", "deepspeed"});
+  return te_attention(r) || !any_of(framework_name(r), {"megatron-lm", "megatron-deepspeed", "deepspeed", "gpt-neox",
+                                                        "metaseq", "fairseq"});
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -354,6 +460,15 @@ bool llama_style(const PublishedRun& r, std::vector<std::string>& notes) {
   return false;
 }
 
+// The MLP width of Meta's released Llama 2 models where it departs from the 8h/3 rule below:
+// Llama 2 70B sets ffn_dim_multiplier 1.3 and multiple_of 4096, giving 28672 (intermediate_size
+// of its config.json); 7B and 13B follow the rule (11008, 13824). Nullopt otherwise.
+std::optional<std::int64_t> llama_release_ffn(const std::string& model, std::int64_t hidden) {
+  const std::string name = lower(model);
+  if (any_of(name, {"llama 2", "llama2", "llama-2", "llama_2"}) && hidden == 8192) return 28672;
+  return std::nullopt;
+}
+
 std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq,
                                          std::vector<std::string>& notes, std::string& reason) {
   if (!r.n_layers || !r.hidden) {
@@ -375,6 +490,9 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
   m.num_kv_heads = r.n_kv_heads ? *r.n_kv_heads : m.num_heads;
   if (r.ffn_hidden) {
     m.ffn_hidden = *r.ffn_hidden;
+  } else if (const auto meta = llama_release_ffn(r.model, m.hidden); llama && meta) {
+    m.ffn_hidden = *meta;
+    notes.push_back("ffn_hidden " + str(m.ffn_hidden) + " (Meta's released config of this Llama size)");
   } else if (llama) {
     // Llama's rule: 2/3 of 4h rounded up to a multiple of 256 (Touvron et al. 2023, model.py).
     m.ffn_hidden = (8 * m.hidden / 3 + 255) / 256 * 256;
@@ -430,6 +548,15 @@ std::optional<double> ib_rate_gbits(const std::string& word) {
   return std::nullopt;
 }
 
+// A line rate in Gb/s from a number as written ("400", "3.2", "3,200") and its unit (Gb/s,
+// Gbps, Gbit, G, Tb/s, Tbps).
+double rate_gbits(const std::string& number, const std::string& unit) {
+  std::string n = number;
+  n.erase(std::remove(n.begin(), n.end(), ','), n.end());
+  const double v = std::stod(n);
+  return unit.front() == 't' ? v * 1000.0 : v;
+}
+
 std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<std::string>& notes,
                                              std::string& reason) {
   const std::string g = lower(r.gpu);
@@ -440,23 +567,28 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
     return std::nullopt;
   }
   const bool pcie = any_of(g, {"pcie", "nvl"});
-  // Memory size as written ("80GB", "40 GB"); a wattage or model number is not one.
-  static const std::regex kGb(R"((\d+)\s*gb)");
+  // A800 and H800: the export versions of the A100 and H100 SXM, the same chip with NVLink cut
+  // to 400 GB/s (bidirectional, per GPU) from 600 GB/s (A100) and 900 GB/s (H100) (NVIDIA A800
+  // and H800 datasheets).
+  const bool nvlink_400 = any_of(g, {"a800", "h800"});
+  // Memory size as written ("80GB", "40 GB", "40GiB", "40G"); a wattage or model number is not one.
+  static const std::regex kGb(R"((?:^|[^0-9])(\d{1,5})\s*(gb|gib|g)\b)");
   std::smatch mg;
   std::int64_t gb = 0;
   if (std::regex_search(g, mg, kGb)) gb = std::stoll(mg[1].str());
-  if (has(g, "h200")) {
+  if (has(g, "h200") && !pcie) {
     zoo = "hgx-h200";
     nominal_gb = 141;
-  } else if (has(g, "h100") && !pcie) {
+  } else if ((has(g, "h100") || has(g, "h800")) && !pcie) {
     zoo = "dgx-h100";
     nominal_gb = 80;
-  } else if (has(g, "a100") && !pcie) {
+  } else if ((has(g, "a100") || has(g, "a800")) && !pcie) {
     nominal_gb = gb == 40 ? 40 : 80;
     zoo = gb == 40 ? "dgx-a100-40gb" : "dgx-a100";
   } else {
     reason = "no cluster model for GPU '" + r.gpu +
-             "' (known: A100 SXM 40/80GB, H100 SXM 80GB and its 94/96GB variant, H200 SXM)";
+             "' (known: A100/A800 SXM 40/80GB, H100/H800 SXM 80GB and its 94/96GB variant, H200 SXM; "
+             "PCIe and NVL cards are not modelled)";
     return std::nullopt;
   }
   config::Cluster c = config::load_cluster(zoo);
@@ -471,13 +603,21 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
       notes.push_back(c.gpu.name + " with " + str(gb) + " GiB of memory");
     }
   }
+  auto& node = c.cluster.node;
+  if (nvlink_400) {
+    node.nvlink_bandwidth = Bandwidth::gbytes_per_s(200);  // per direction
+    variant += " NVLink 400GB/s";
+    notes.push_back(c.gpu.name + " compute with NVLink at 400 GB/s bidirectional (" +
+                    std::string(has(g, "a800") ? "A800" : "H800") + ")");
+  }
 
   // Interconnect: GPUs per node, NIC count and line rate when the text states them; the zoo
-  // cluster's DGX-class node otherwise.
+  // cluster's DGX-class node otherwise. A count is a whole number, not the digit ending a word
+  // ("ConnectX-6", "NVLink4", "H100").
   const std::string ic = lower(r.interconnect);
-  auto& node = c.cluster.node;
   std::smatch m;
-  static const std::regex kGpusPerNode(R"((\d+)\s*(x\s*)?(gpus?|[ah]100s?|h200s?)\s*(per|/|each)\s*node)");
+  static const std::regex kGpusPerNode(
+      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x\s*)?(?:gpus?|[ah][18]00s?|h200s?)(?:\s+gpus?)?\s*(?:per|/|each)\s*(?:node|server|host))");
   if (std::regex_search(ic, m, kGpusPerNode)) {
     const auto n = static_cast<std::int32_t>(std::stoi(m[1].str()));
     if (n > 0 && n != node.gpus_per_node) {
@@ -488,27 +628,59 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   }
   std::optional<std::int32_t> nics;
   std::optional<double> gbits;
-  static const std::regex kCountRate(R"((\d+)\s*(x|×|\*)\s*(\d+)\s*(gb/s|gbps|gbit/s|gbit|gb\b|g\b))");
-  static const std::regex kCountIb(R"((\d+)\s*(x|×|\*)?\s*(ndr200|hdr100|ndr|hdr|edr|xdr)\b)");
-  static const std::regex kNodeRate(R"((\d+)\s*(gb/s|gbps|gbit/s)[^;.]*(per node|/node|node-node|node-to-node|per server))");
-  static const std::regex kRate(R"((\d+)\s*(gb/s|gbps|gbit/s))");
-  static const std::regex kIb(R"(\b(ndr200|hdr100|ndr|hdr|edr|xdr)\b)");
+  // "8x200Gb/s", "8 x 400 Gbps", "4×100G".
+  static const std::regex kCountRate(
+      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)\s*(\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|gb\b|g\b|tb/s|tbps))");
+  // "8x HDR", "8 x NDR400", "2xHDR100".
+  static const std::regex kCountIb(R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)?\s*(ndr|hdr|edr|xdr)(\d{3})?\b)");
+  // "4 ConnectX-6 HCAs", "4 OmniPath links", "8 NICs": a count of network adapters, up to four
+  // words before the adapter word.
+  static const std::regex kNicCount(
+      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×)?\s*(?:(?!gpus?\b|per\b|and\b|with\b)[a-z0-9][^\s,;()]*\s+){0,4}(?:hcas?|nics?|adapters?|links|ports|rails)\b)");
+  static const std::regex kNum(R"((\d{1,3}(?:,\d{3}){1,3}|\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|tb/s|tbps|tbit/s))");
+  static const std::regex kPerNode(R"(^[^;.]*(per node|/node|node-node|node-to-node|per server|per instance|per host))");
+  static const std::regex kIb(R"(\b(ndr|hdr|edr|xdr)(\d{3})?\b)");
   if (std::regex_search(ic, m, kCountRate)) {
     nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
-    gbits = std::stod(m[3].str());
+    gbits = rate_gbits(m[2].str(), m[3].str());
   } else if (std::regex_search(ic, m, kCountIb)) {
     nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
-    gbits = ib_rate_gbits(m[3].str());
-  } else if (std::regex_search(ic, m, kNodeRate)) {
-    // A per-node aggregate ("1600 Gbps per node"): one NIC per GPU sharing it.
-    const double total = std::stod(m[1].str());
-    nics = node.nics_per_node > 0 ? node.nics_per_node : node.gpus_per_node;
-    gbits = total / *nics;
-  } else if (std::regex_search(ic, m, kRate)) {
-    // A bare rate: per NIC, one NIC per GPU (the DGX-class layout).
-    gbits = std::stod(m[1].str());
-  } else if (std::regex_search(ic, m, kIb)) {
-    gbits = ib_rate_gbits(m[1].str());
+    gbits = m[3].matched ? std::stod(m[3].str()) : ib_rate_gbits(m[2].str());
+  } else {
+    std::optional<std::int32_t> stated_nics;
+    // The first count whose clause is not about NVLink ("NVLink4 with 18 links per GPU").
+    for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNicCount); it != std::sregex_iterator(); ++it) {
+      const std::string before = it->prefix().str();
+      const auto clause_start = before.find_last_of(",;");
+      if (has(clause_start == std::string::npos ? before : before.substr(clause_start), "nvlink")) continue;
+      stated_nics = static_cast<std::int32_t>(std::stoi((*it)[1].str()));
+      break;
+    }
+    std::optional<double> rate;
+    bool per_node = false;
+    if (std::regex_search(ic, m, kNum)) {
+      rate = rate_gbits(m[1].str(), m[2].str());
+      const std::string after = m.suffix().str();
+      std::smatch pn;
+      // A per-node aggregate: "1600 Gbps per node"; an AWS EFA rate, which AWS quotes per
+      // instance (p4d 400 Gbps over 4 EFA adapters, p5 3200 Gbps over 32); or a rate no single
+      // NIC port reaches (above 800 Gb/s, XDR).
+      per_node = std::regex_search(after, pn, kPerNode) || has(ic, "efa") || *rate > 800;
+    } else if (std::regex_search(ic, m, kIb)) {
+      rate = m[2].matched ? std::stod(m[2].str()) : ib_rate_gbits(m[1].str());
+    }
+    if (stated_nics && *stated_nics > 0) {
+      // With the adapters counted, a rate is per adapter unless no adapter reaches it.
+      nics = stated_nics;
+      if (rate) gbits = *rate > 800 ? *rate / *stated_nics : *rate;
+    } else if (rate && per_node) {
+      // A per-node aggregate: one NIC per GPU sharing it.
+      nics = node.nics_per_node > 0 ? node.nics_per_node : node.gpus_per_node;
+      gbits = *rate / *nics;
+    } else {
+      // A bare rate: per NIC, one NIC per GPU (the DGX-class layout).
+      gbits = rate;
+    }
   }
   if (nics && *nics > 0 && *nics != node.nics_per_node) {
     node.nics_per_node = std::min(*nics, node.gpus_per_node * 4);
@@ -535,38 +707,121 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
 
 namespace {
 
-// ZeRO stage of the zero_fsdp column; nullopt when empty.
-std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& notes) {
-  const std::string z = lower(r.zero_fsdp);
-  if (z.empty()) {
-    if (has(lower(r.framework), "fsdp")) {
-      notes.push_back("ZeRO-3 (framework runs FSDP, FULL_SHARD is its default)");
-      return 3;
-    }
-    return std::nullopt;
+// The ZeRO stage a text names, by the spellings of DeepSpeed (ZeRO-1/2/3, "stage 2"), PyTorch
+// FSDP (FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD = HSDP, FSDP2's fully_shard and
+// reshard_after_forward=False, which keeps the gathered parameters from the forward for the
+// backward: ZeRO-2's traffic), Megatron (--use-distributed-optimizer) and NeMo
+// (optim.name distributed_fused_adam, its distributed optimizer); nullopt when it names none.
+// HSDP shards within a group and replicates across groups; it is read as ZeRO-3 over the whole
+// data-parallel group, the one sharding the plan can express.
+std::optional<int> zero_stage_named(std::string_view text) {
+  const std::string w = words(text);
+  if (any_of(w, {" shard grad op ", " zero 2 ", " zero2 ", " stage 2 ", " no reshard", " without reshard",
+                 " reshard after forward false ", " reshard after forward 0 "})) {
+    return 2;
   }
-  if (any_of(z, {"shard_grad_op", "zero-2", "zero2", "zero 2", "zero stage 2", "stage 2"})) return 2;
-  if (any_of(z, {"full_shard", "hybrid_shard", "zero-3", "zero3", "zero 3", "zero stage 3", "stage 3", "fsdp"})) return 3;
-  if (any_of(z, {"zero-1", "zero1", "zero 1", "zero stage 1", "stage 1", "distributed optimizer",
-                 "distributed-optimizer", "dist opt"})) {
+  if (any_of(w, {" full shard ", " hybrid shard ", " hsdp ", " fully shard", " zero 3 ", " zero3 ", " stage 3 ",
+                 " fsdp", " zero++ "})) {
+    return 3;
+  }
+  if (any_of(w, {" zero 1 ", " zero1 ", " stage 1 ", " distributed optimizer", " distributed fused adam",
+                 " distopt ", " dist opt "})) {
     return 1;
   }
-  return 0;  // "none", "DDP", "no"
+  return std::nullopt;
 }
 
+// ZeRO stage of the zero_fsdp column; when it is empty, of the framework column (a stage it
+// names, or its documented default); nullopt when neither gives one.
+std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& notes) {
+  if (!unstated(r.zero_fsdp)) {
+    // "none", "no", "False", "off", "DDP": no sharding.
+    if (first_word_in(r.zero_fsdp, {"none", "no", "false", "off", "disabled", "0"})) return 0;
+    return zero_stage_named(r.zero_fsdp).value_or(0);
+  }
+  const std::string f = framework_name(r);
+  if (const auto named = zero_stage_named(r.framework)) {
+    if (*named == 3 && has(f, "fsdp")) {
+      notes.push_back("ZeRO-3 (framework runs FSDP, FULL_SHARD is its default)");
+    } else {
+      notes.push_back("ZeRO-" + std::to_string(*named) + " (named in the framework column)");
+    }
+    return named;
+  }
+  if (has(f, "torchtitan")) {
+    // torchtitan shards over every data-parallel rank unless told otherwise
+    // (training.data_parallel_shard_degree = -1, torchtitan/config_manager.py; FSDP2).
+    notes.push_back("ZeRO-3 (torchtitan's default: FSDP2 over all data-parallel ranks)");
+    return 3;
+  }
+  if (any_of(f, {"nemo", "megatron-bridge", "megatron bridge"})) {
+    // NeMo's training configs use the distributed optimizer: optim.name distributed_fused_adam
+    // (NeMo-Megatron-Launcher conf/training/*/*.yaml) and, in NeMo 2.0 recipes,
+    // distributed_fused_adam_with_cosine_annealing with use_distributed_optimizer=True
+    // (nemo/collections/llm/recipes/optim/adam.py).
+    notes.push_back("ZeRO-1 (NeMo's default distributed optimizer)");
+    return 1;
+  }
+  return std::nullopt;
+}
+
+// "yes", "True (TP with sequence parallel)", "enabled", "on": true; "no", "False", "off": false;
+// empty or "not stated": nullopt.
 std::optional<bool> parse_yes_no(const std::string& text) {
   const std::string t = lower(trim(text));
-  if (t.empty()) return std::nullopt;
+  if (t.empty() || unstated(t)) return std::nullopt;
   if (t == "yes" || t == "y" || t == "true" || t == "on" || t == "1" || has(t, "yes")) return true;
+  if (first_word_in(t, {"yes", "y", "true", "on", "enabled", "sp"})) return true;
   return false;
 }
 
+// "selective"; "full", "uniform", "block" (Megatron's --recompute-method with full granularity),
+// "activation checkpointing", "True" (a framework's checkpointing switch, which checkpoints
+// every layer: DeepSpeed --checkpoint-activations, Hugging Face gradient_checkpointing); "none",
+// "no …", "False", "off": none; empty or "not stated": nullopt.
 std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
   const std::string t = lower(text);
-  if (t.empty()) return std::nullopt;
+  if (t.empty() || unstated(t)) return std::nullopt;
   if (has(t, "selective")) return parallel::Recompute::kSelective;
-  if (has(t, "full") || has(t, "checkpointing") || has(t, "uniform")) return parallel::Recompute::kFull;
+  if (first_word_in(t, {"none", "no", "false", "off", "disabled", "0", "without"})) return parallel::Recompute::kNone;
+  if (has(t, "full") || has(t, "checkpoint") || has(t, "uniform") || has(t, "block") ||
+      first_word_in(t, {"true", "yes", "y", "on", "enabled", "1"})) {
+    return parallel::Recompute::kFull;
+  }
   return parallel::Recompute::kNone;
+}
+
+// Layers per pipeline stage when `stages` does not divide `layers`: ceil(layers/stages) each,
+// less one on the first and last stages, then the second and second-to-last, … until they sum
+// to `layers`. The embedding and the LM head sit on the end stages, so frameworks lighten those:
+// Llama 3 405B's 126 layers on 16 stages ran 7, 8 × 14, 7 ("we reduce one Transformer layer
+// each from the first and the last stages", Dubey et al. 2024, Sec. 3.3.2); BLOOM's 70 on 12 ran
+// 5, 6 × 10, 5 (bigscience tr11-176B-ml README, --pp-partition-method type:transformer|embedding).
+// Empty when the stages divide the layers, or when a stage would get none.
+std::vector<std::int64_t> uneven_stage_layers(std::int64_t layers, std::int64_t stages) {
+  if (stages <= 1 || layers <= stages || layers % stages == 0) return {};
+  const std::int64_t base = (layers + stages - 1) / stages;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(stages), base);
+  std::int64_t extra = base * stages - layers;  // < stages
+  for (std::int64_t i = 0; extra > 0; ++i) {
+    // 0, stages-1, 1, stages-2, …
+    const std::int64_t s = i % 2 == 0 ? i / 2 : stages - 1 - i / 2;
+    --out[static_cast<std::size_t>(s)];
+    --extra;
+  }
+  return out;
+}
+
+// "7, 8 (x14), 7": runs of equal counts folded.
+std::string join_counts(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    out += (out.empty() ? "" : ", ") + str(v[i]) + (j - i > 1 ? " (x" + str(static_cast<std::int64_t>(j - i)) + ")" : "");
+    i = j;
+  }
+  return out;
 }
 
 // Global batch in tokens of GPT-3 (Brown et al. 2020, Table 2.1) for a model of this size: the
@@ -617,6 +872,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   p.vpp = r.vpp.value_or(1);
   if (p.vpp > 1) p.schedule = parallel::Schedule::kInterleaved;
   p.seq_len = seq;
+  if (const auto split = uneven_stage_layers(model->num_layers, p.pp * p.model_chunks()); !split.empty()) {
+    p.pp_layers = split;
+    notes.push_back("pp_layers " + join_counts(split) +
+                    " (layers not divisible by the stages: one fewer on the first and last stages, which hold the "
+                    "embedding and LM head)");
+  }
   const std::int64_t model_parallel = p.tp * p.pp * p.cp;
   if (model_parallel <= 0) return skip("tp, pp and cp must be > 0");
   std::int64_t gpus = 0;
@@ -670,9 +931,10 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const auto sp = parse_yes_no(r.sequence_parallel);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;
-  } else if (p.tp > 1 && megatron_family(r) && !has(lower(r.framework), "megatron-lm")) {
+  } else if (p.tp > 1 && megatron_family(r) && !any_of(framework_name(r), {"megatron-lm", "deepspeed", "neox"})) {
     // Megatron-Core and NeMo: TP communication overlap (--tp-comm-overlap) requires sequence
-    // parallelism, and their large-model recipes enable it with TP > 1.
+    // parallelism, and their large-model recipes enable it with TP > 1. Not the DeepSpeed-based
+    // forks (Megatron-DeepSpeed, GPT-NeoX), whose published runs predate sequence parallelism.
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (Megatron-Core/NeMo with tp > 1)");
   } else if (p.tp > 1 && has(lower(r.notes), "tp-comm-overlap")) {
@@ -710,10 +972,14 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.cross_entropy = parallel::CrossEntropy::kBf16InPlace;
     notes.push_back("fused cross-entropy with its gradient in place (flash-attention training code)");
   }
+  // FP8 as Transformer Engine, torchao ("Float8") and the OCP formats (E4M3, E5M2) name it;
+  // FP16 also as "float16" (not "bfloat16").
   const std::string prec = lower(r.precision);
-  if (has(prec, "fp8")) {
+  const bool bf16_named = any_of(prec, {"bf16", "bfloat16"});
+  const bool fp16_named = has(prec, "fp16") || (has(prec, "float16") && !has(prec, "bfloat16"));
+  if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
     p.dtype = ir::Dtype::kFp8;
-  } else if (has(prec, "fp16") && !has(prec, "bf16")) {
+  } else if (fp16_named && !bf16_named) {
     p.dtype = ir::Dtype::kFp16;
   } else {
     p.dtype = ir::Dtype::kBf16;

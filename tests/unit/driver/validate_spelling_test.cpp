@@ -1,0 +1,438 @@
+// The spellings other sources use for the columns of a published-runs CSV (GPU, interconnect,
+// framework, ZeRO/FSDP, precision, recompute, numbers) map to the same scenario fields
+// (sim/driver/validate.cpp, docs-validation.md), and tests/validation/heldout-style.csv, rows from
+// sources outside the public set, is compared or listed row by row.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/base/diagnostic.h"
+#include "sim/driver/csv.h"
+#include "sim/driver/validate.h"
+
+using namespace ts;
+using driver::PublishedRun;
+
+namespace {
+
+std::filesystem::path source_dir() {
+  if (const char* env = std::getenv("TRAINSIM_SOURCE_DIR"); env != nullptr && *env != '\0') return env;
+  return TRAINSIM_SOURCE_DIR;
+}
+
+// A CSV text with the required columns and one row per map; absent keys are empty.
+std::string csv_text(const std::vector<std::map<std::string, std::string>>& rows) {
+  std::string text = driver::csv::line(driver::published_run_columns());
+  for (const auto& r : rows) {
+    std::vector<std::string> f;
+    for (const auto& h : driver::published_run_columns()) {
+      auto it = r.find(h);
+      f.push_back(it == r.end() ? "" : it->second);
+    }
+    text += driver::csv::line(f);
+  }
+  return text;
+}
+
+PublishedRun parse_one(const std::map<std::string, std::string>& row) {
+  const auto runs = driver::parse_published_runs(csv_text({row}), "spelling.csv");
+  REQUIRE(runs.size() == 1);
+  return runs[0];
+}
+
+// A GPT row that maps on its own: 24 layers, hidden 2048, TP 1, 64 GPUs of an A100 node.
+std::map<std::string, std::string> base_row() {
+  return {{"run_id", "s1"},         {"model", "GPT 1.3B"},     {"n_layers", "24"},
+          {"hidden", "2048"},       {"n_heads", "16"},         {"vocab", "50257"},
+          {"seq_len", "2048"},      {"global_batch", "512"},   {"micro_batch", "4"},
+          {"tp", "1"},              {"pp", "1"},               {"n_gpus", "64"},
+          {"gpu", "A100-SXM4-80GB"}, {"recompute", "none"},    {"framework", "PyTorch"},
+          {"tokens_per_s", "1000000"}};
+}
+
+driver::RowMapping map_row(const std::map<std::string, std::string>& row) {
+  const auto m = driver::map_run(parse_one(row));
+  INFO("skip reason: " << m.skip_reason);
+  REQUIRE(m.scenario.has_value());
+  return m;
+}
+
+config::Scenario scenario_of(const std::map<std::string, std::string>& row) { return *map_row(row).scenario; }
+
+}  // namespace
+
+TEST_CASE("spelling: numbers with thousands separators, qualifiers, remarks, units and binary K lengths") {
+  auto row = base_row();
+  row["tokens_per_s_per_gpu"] = "12,036";
+  row["tflops_per_gpu"] = "up to 147";
+  row["mfu_pct"] = "\u2248 43%";
+  row["hfu_pct"] = "about 57.8";
+  row["n_params_b"] = "175B";
+  row["peak_mem"] = "82.4 GiB";
+  row["seq_len"] = "128K";
+  row["max_seq_len"] = "60k";
+  row["global_batch"] = "512 (derived)";
+  row["vpp"] = "\u2014";
+  row["cp"] = "n/a";
+  row["grad_accum"] = "-";
+  auto r = parse_one(row);
+  CHECK(r.global_batch == 512);
+  CHECK_FALSE(r.vpp.has_value());
+  CHECK_FALSE(r.cp.has_value());
+  CHECK_FALSE(r.grad_accum.has_value());
+  CHECK(r.tokens_per_s_per_gpu == Approx(12036));
+  CHECK(r.tflops_per_gpu == Approx(147));
+  CHECK(r.mfu_pct == Approx(43));
+  CHECK(r.hfu_pct == Approx(57.8));
+  CHECK(r.n_params_b == Approx(175));
+  CHECK(r.peak_mem == Approx(82.4));
+  CHECK(r.peak_mem_unit == "GiB");
+  // A context length in K is binary (128K = 131072 tokens); other columns keep k = 1000.
+  CHECK(r.seq_len == 131072);
+  CHECK(r.max_seq_len == 60000);
+  row["seq_len"] = "8k";
+  row["peak_mem"] = "67";
+  row["peak_mem_unit"] = "GB";
+  r = parse_one(row);
+  CHECK(r.seq_len == 8192);
+  CHECK(r.peak_mem_unit == "GB");
+
+  // Still an error: words, a comma that is not a thousands separator.
+  row["tp"] = "eight";
+  row["dp"] = "1,5";
+  try {
+    driver::parse_published_runs(csv_text({row}), "bad.csv");
+    FAIL("no InputError");
+  } catch (const InputError& e) {
+    REQUIRE(e.diagnostics().size() == 2);
+    CHECK(e.diagnostics()[0].field == "tp");
+    CHECK(e.diagnostics()[1].field == "dp");
+  }
+}
+
+TEST_CASE("spelling: GPU names map to the cluster of that silicon") {
+  auto row = base_row();
+  const auto gpu = [&](const std::string& name) {
+    row["gpu"] = name;
+    return scenario_of(row).cluster;
+  };
+  CHECK(gpu("NVIDIA A100-SXM4-80GB").gpu.name == "A100-SXM4-80GB");
+  CHECK(gpu("A100 80GB").gpu.name == "A100-SXM4-80GB");
+  CHECK(gpu("80GB A100").gpu.name == "A100-SXM4-80GB");
+  CHECK(gpu("NVIDIA A100 40GB").gpu.name == "A100-SXM4-40GB");
+  CHECK(gpu("A100 40GiB").gpu.name == "A100-SXM4-40GB");
+  CHECK(gpu("A100-SXM4-40G").gpu.name == "A100-SXM4-40GB");
+  CHECK(gpu("DGX-H100").gpu.name == "H100-SXM5-80GB");
+  const auto hbm3 = gpu("H100 80GB HBM3 (700W TDP)");
+  CHECK(hbm3.gpu.name == "H100-SXM5-80GB");
+  CHECK(hbm3.cluster.name == "dgx-h100");
+  const auto h96 = gpu("H100 96GB HBM2e (500W power limit)");
+  CHECK(h96.gpu.name == "H100-SXM5-80GB");
+  CHECK(h96.gpu.memory_capacity == Bytes::gib(96));
+
+  // A800/H800: A100/H100 compute with NVLink at 400 GB/s (200 GB/s per direction).
+  const auto h100 = gpu("H100 SXM");
+  const auto h800 = gpu("NVIDIA H800 SXM5 80GB");
+  CHECK(h800.gpu.name == "H100-SXM5-80GB");
+  CHECK(h800.cluster.node.nvlink_bandwidth.bytes_per_s() == Approx(200e9));
+  CHECK(h800.cluster.node.nvlink_bandwidth.bytes_per_s() < h100.cluster.node.nvlink_bandwidth.bytes_per_s());
+  CHECK_THAT(h800.cluster.name, Catch::Contains("NVLink 400GB/s"));
+  const auto a800 = gpu("A800-SXM4-80GB");
+  CHECK(a800.gpu.name == "A100-SXM4-80GB");
+  CHECK(a800.cluster.node.nvlink_bandwidth.bytes_per_s() == Approx(200e9));
+
+  // PCIe and NVL cards (H100 NVL, H200 NVL) and other accelerators have no cluster model.
+  for (const char* other : {"H100 NVL", "H200 NVL", "A100 PCIe 40GB", "TPU v4", "V100-SXM3-32GB", "MI250X"}) {
+    row["gpu"] = other;
+    const auto m = driver::map_run(parse_one(row));
+    INFO(other);
+    CHECK_FALSE(m.scenario.has_value());
+    CHECK_THAT(m.skip_reason, Catch::Contains("no cluster model for GPU"));
+  }
+}
+
+TEST_CASE("spelling: interconnect texts give NICs per node, their rate and GPUs per node") {
+  auto row = base_row();
+  const auto node_of = [&](const std::string& gpu, const std::string& ic) {
+    row["gpu"] = gpu;
+    row["interconnect"] = ic;
+    return scenario_of(row).cluster;
+  };
+  const auto gbits = [](const config::Cluster& c) { return c.cluster.node.nic_bandwidth.bytes_per_s() * 8e-9; };
+
+  // The public set's spelling, unchanged.
+  auto c = node_of("A100-80GB", "8x200Gb/s HDR InfiniBand HCAs per node");
+  CHECK(c.cluster.node.nics_per_node == 8);
+  CHECK(gbits(c) == Approx(200));
+  // The digit ending "ConnectX-6" is not a count; the HCAs are.
+  c = node_of("A100-SXM4-40GB", "4x Mellanox ConnectX-6 HDR 200Gb/s HCAs per node, GPUDirect RDMA");
+  CHECK(c.cluster.node.nics_per_node == 4);
+  CHECK(gbits(c) == Approx(200));
+  c = node_of("A100 80GB", "Omni-Path (OPA), 4 links per node, 100 Gbps each");
+  CHECK(c.cluster.node.nics_per_node == 4);
+  CHECK(gbits(c) == Approx(100));
+  c = node_of("A100 80GB", "HDR InfiniBand, 8 HCAs per node (200 Gb/s each)");
+  CHECK(c.cluster.node.nics_per_node == 8);
+  CHECK(gbits(c) == Approx(200));
+  // InfiniBand generations with their rate in the name.
+  c = node_of("H100 80GB", "8x NDR400 InfiniBand");
+  CHECK(c.cluster.node.nics_per_node == 8);
+  CHECK(gbits(c) == Approx(400));
+  c = node_of("A100 80GB", "InfiniBand HDR100");
+  CHECK(gbits(c) == Approx(100));
+  // AWS EFA is quoted per instance: p4d 400 Gbps, p5 3,200 Gbps over the node's GPUs.
+  c = node_of("NVIDIA A100 40GB", "AWS p4d.24xlarge, Amazon EFA 400 Gbps");
+  CHECK(c.cluster.node.nics_per_node == 8);
+  CHECK(gbits(c) == Approx(50));
+  c = node_of("H100 80GB", "EFAv2, 3,200 Gbps");
+  CHECK(gbits(c) == Approx(400));
+  // Per-node aggregates in Tb/s, or too fast for one NIC port.
+  c = node_of("H100 80GB", "3.2 Tbps per node");
+  CHECK(gbits(c) == Approx(400));
+  c = node_of("H100 80GB", "RoCE 3200 Gb/s");
+  CHECK(gbits(c) == Approx(400));
+  CHECK_FALSE(c.cluster.fabric.adaptive_routing);
+  // A per-GPU rate stays per NIC.
+  c = node_of("H100 80GB HBM3", "RoCE (Arista 7800 / Minipack2), 400 Gbps per GPU");
+  CHECK(c.cluster.node.nics_per_node == 8);
+  CHECK(gbits(c) == Approx(400));
+  CHECK_FALSE(c.cluster.fabric.adaptive_routing);
+  // GPUs per node: the "100" of "H100" is not a count.
+  c = node_of("H100 80GB", "4 H100 GPUs per node, Slingshot 4x200Gbps");
+  CHECK(c.cluster.node.gpus_per_node == 4);
+  CHECK(c.cluster.node.nics_per_node == 4);
+  CHECK(gbits(c) == Approx(200));
+  c = node_of("A100 40GB", "4 GPUs per server");
+  CHECK(c.cluster.node.gpus_per_node == 4);
+  // NVLink's own links are not NICs.
+  c = node_of("H100 80GB", "NVLink4 with 18 links per GPU; 4 ConnectX-7 NICs at 400 Gb/s");
+  CHECK(c.cluster.node.nics_per_node == 4);
+  CHECK(gbits(c) == Approx(400));
+}
+
+TEST_CASE("spelling: ZeRO and FSDP sharding modes") {
+  auto row = base_row();
+  const auto stage = [&](const std::string& zero, const std::string& framework = "PyTorch") {
+    row["zero_fsdp"] = zero;
+    row["framework"] = framework;
+    return scenario_of(row).plan.zero_stage;
+  };
+  CHECK(stage("FSDP FULL_SHARD (ZeRO-3-like)") == 3);
+  CHECK(stage("full_shard") == 3);
+  CHECK(stage("full shard") == 3);
+  CHECK(stage("FSDP") == 3);
+  CHECK(stage("FSDP2 (fully_shard)") == 3);
+  CHECK(stage("Fully Sharded Data Parallel") == 3);
+  CHECK(stage("HSDP") == 3);
+  CHECK(stage("HYBRID_SHARD") == 3);
+  CHECK(stage("hybrid shard (8-GPU groups)") == 3);
+  CHECK(stage("ZeRO stage 3 (SageMaker SMP sharded data parallelism)") == 3);
+  CHECK(stage("zero3") == 3);
+  CHECK(stage("ZeRO++") == 3);
+  CHECK(stage("FSDP SHARD_GRAD_OP (ZeRO-2-like)") == 2);
+  CHECK(stage("shard grad op") == 2);
+  CHECK(stage("_HYBRID_SHARD_ZERO2") == 2);
+  CHECK(stage("zero-2") == 2);
+  CHECK(stage("ZeRO stage-2") == 2);
+  CHECK(stage("FSDP (no reshard after forward)") == 2);
+  CHECK(stage("fully_shard(reshard_after_forward=False)") == 2);
+  CHECK(stage("ZeRO-1") == 1);
+  CHECK(stage("zero stage 1") == 1);
+  CHECK(stage("distributed optimizer") == 1);
+  CHECK(stage("--use-distributed-optimizer") == 1);
+  CHECK(stage("distributed_fused_adam") == 1);
+  CHECK(stage("none") == 0);
+  CHECK(stage("none (no FSDP)") == 0);
+  CHECK(stage("False") == 0);
+  CHECK(stage("DDP") == 0);
+
+  // Empty or not stated: what the framework column names, else its documented default.
+  CHECK(stage("", "PyTorch FSDP") == 3);
+  CHECK(stage("", "DeepSpeed ZeRO-3 (no model parallelism)") == 3);
+  CHECK(stage("", "DeepSpeed ZeRO-2") == 2);
+  CHECK(stage("", "torchtitan") == 3);
+  CHECK(stage("not stated", "torchtitan (eager)") == 3);
+  CHECK(stage("", "NeMo 24.07") == 1);
+  CHECK(stage("", "NVIDIA NeMo Framework") == 1);
+  CHECK(stage("", "Megatron-LM") == 0);
+  CHECK(stage("", "HuggingFace transformers") == 0);
+}
+
+TEST_CASE("spelling: precision, recompute and sequence-parallel cells") {
+  auto row = base_row();
+  row["gpu"] = "H100 80GB";
+  const auto dtype = [&](const std::string& precision) {
+    row["precision"] = precision;
+    return scenario_of(row).plan.dtype;
+  };
+  CHECK(dtype("fp8 (Transformer Engine)") == ir::Dtype::kFp8);
+  CHECK(dtype("FP8 delayed scaling") == ir::Dtype::kFp8);
+  CHECK(dtype("Float8 (torchao, tensorwise dynamic scaling)") == ir::Dtype::kFp8);
+  CHECK(dtype("E4M3/E5M2 hybrid") == ir::Dtype::kFp8);
+  CHECK(dtype("BF16 mixed") == ir::Dtype::kBf16);
+  CHECK(dtype("bfloat16") == ir::Dtype::kBf16);
+  CHECK(dtype("mixed precision") == ir::Dtype::kBf16);
+  CHECK(dtype("FP16 weights, FP32 Adam state, dynamic loss scaling") == ir::Dtype::kFp16);
+  CHECK(dtype("float16 (loss scaling)") == ir::Dtype::kFp16);
+  CHECK(dtype("16-bit mixed (fp16/bf16 not stated)") == ir::Dtype::kBf16);
+
+  const auto recompute = [&](const std::string& text) {
+    row["recompute"] = text;
+    return map_row(row);
+  };
+  CHECK(recompute("selective (op)").scenario->plan.recompute == parallel::Recompute::kSelective);
+  CHECK(recompute("full").scenario->plan.recompute == parallel::Recompute::kFull);
+  CHECK(recompute("Full AC").scenario->plan.recompute == parallel::Recompute::kFull);
+  CHECK(recompute("True").scenario->plan.recompute == parallel::Recompute::kFull);
+  CHECK(recompute("True (--checkpoint-activations)").scenario->plan.recompute == parallel::Recompute::kFull);
+  CHECK(recompute("checkpoint-activations: true").scenario->plan.recompute == parallel::Recompute::kFull);
+  CHECK(recompute("activation checkpointing").scenario->plan.recompute == parallel::Recompute::kFull);
+  CHECK(recompute("block").scenario->plan.recompute == parallel::Recompute::kFull);
+  CHECK(recompute("False").scenario->plan.recompute == parallel::Recompute::kNone);
+  CHECK(recompute("none").scenario->plan.recompute == parallel::Recompute::kNone);
+  CHECK(recompute("no activation checkpointing").scenario->plan.recompute == parallel::Recompute::kNone);
+  const auto unknown = recompute("not stated");
+  CHECK_FALSE(unknown.recompute_given);  // left to the search, as an empty cell
+
+  row["recompute"] = "full";
+  row["tp"] = "8";
+  row["n_gpus"] = "64";
+  const auto sp = [&](const std::string& text, const std::string& framework) {
+    row["sequence_parallel"] = text;
+    row["framework"] = framework;
+    return scenario_of(row).plan.sequence_parallel;
+  };
+  CHECK(sp("True (TP with sequence parallel)", "torchtitan"));
+  CHECK(sp("enabled", "PyTorch"));
+  CHECK(sp("yes", "Megatron-LM"));
+  CHECK_FALSE(sp("False", "NeMo"));
+  CHECK_FALSE(sp("no", "NeMo"));
+  // Not stated: on for Megatron-Core and NeMo with TP > 1, not for Megatron-LM or the
+  // DeepSpeed-based forks.
+  CHECK(sp("", "NeMo"));
+  CHECK(sp("not stated", "MCore r0.9"));
+  CHECK_FALSE(sp("", "Megatron LM"));
+  CHECK_FALSE(sp("", "Megatron-DeepSpeed (bigscience fork)"));
+  CHECK_FALSE(sp("", "GPT-NeoX (Megatron + DeepSpeed)"));
+}
+
+TEST_CASE("spelling: frameworks decide the attention core") {
+  auto row = base_row();
+  const auto plan_of = [&](const std::string& framework) {
+    row["framework"] = framework;
+    return scenario_of(row).plan;
+  };
+  // Unfused attention cores: Megatron-LM (any spelling), Megatron-DeepSpeed, DeepSpeed, GPT-NeoX, metaseq.
+  for (const char* f : {"Megatron-LM", "Megatron LM", "MegatronLM", "Megatron DeepSpeed", "DeepSpeed",
+                        "GPT-NeoX", "metaseq (FSDP + Megatron-LM tensor parallelism)", "fairseq"}) {
+    INFO(f);
+    CHECK_FALSE(plan_of(f).flash_attention);
+  }
+  // Fused attention: named FlashAttention, Megatron-Core/NeMo (Transformer Engine), torchtitan, HF.
+  for (const char* f : {"Megatron-LM + FlashAttention-2", "MCore", "megatron_core", "NeMo", "torchtitan",
+                        "HuggingFace transformers", "Colossal-AI"}) {
+    INFO(f);
+    CHECK(plan_of(f).flash_attention);
+  }
+  CHECK(plan_of("MCore").attention_kernel.empty());  // the GPU's default fused kernel
+}
+
+TEST_CASE("spelling: family defaults and uneven pipeline splits") {
+  auto row = base_row();
+  row["model"] = "LLAMA2-70B";
+  row["n_layers"] = "80";
+  row["hidden"] = "8192";
+  row["n_heads"] = "64";
+  row["n_kv_heads"] = "8";
+  row["vocab"] = "";
+  row["tp"] = "8";
+  row["pp"] = "4";
+  row["n_gpus"] = "64";
+  auto sc = scenario_of(row);
+  CHECK(sc.model.ffn_hidden == 28672);  // Llama 2 70B's released config, not 8h/3
+  CHECK(sc.model.vocab == 32000);
+  CHECK(sc.plan.pp_layers.empty());  // 80 layers on 4 stages: even
+
+  // Llama 3 405B: 126 layers on 16 stages run 7, 8 x 14, 7 (Dubey et al. 2024, Sec. 3.3.2).
+  row["model"] = "Llama 3.1 405B";
+  row["n_layers"] = "126";
+  row["hidden"] = "16384";
+  row["n_heads"] = "128";
+  row["ffn_hidden"] = "53248";
+  row["pp"] = "16";
+  row["n_gpus"] = "1024";
+  row["global_batch"] = "512";
+  row["micro_batch"] = "1";
+  sc = scenario_of(row);
+  std::vector<std::int64_t> expect(16, 8);
+  expect.front() = 7;
+  expect.back() = 7;
+  CHECK(sc.plan.pp_layers == expect);
+
+  // BLOOM: 70 layers on 12 stages run 5, 6 x 10, 5; with the interleaved schedule the split is
+  // over pp·vpp virtual stages.
+  row["model"] = "BLOOM-176B";
+  row["n_layers"] = "70";
+  row["hidden"] = "14336";
+  row["n_heads"] = "112";
+  row["n_kv_heads"] = "";
+  row["ffn_hidden"] = "";
+  row["tp"] = "4";
+  row["pp"] = "12";
+  row["n_gpus"] = "384";
+  sc = scenario_of(row);
+  expect.assign(12, 6);
+  expect.front() = 5;
+  expect.back() = 5;
+  CHECK(sc.plan.pp_layers == expect);
+  row["pp"] = "4";
+  row["vpp"] = "3";
+  row["n_gpus"] = "128";
+  sc = scenario_of(row);
+  REQUIRE(sc.plan.pp_layers.size() == 12);
+  std::int64_t total = 0;
+  for (auto n : sc.plan.pp_layers) total += n;
+  CHECK(total == 70);
+}
+
+TEST_CASE("spelling: FLOP conventions named as 6ND or 6 x parameters") {
+  PublishedRun r;
+  r.tflops_kind = "model (6ND)";
+  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  r.tflops_kind = "model: 6 × parameters + attention";
+  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  r.tflops_kind = "model (6N + 12*L*H*Q*T per token)";
+  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  r.tflops_kind = "model (6 nodes)";
+  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kMegatron);
+}
+
+TEST_CASE("held-out-style runs: every row is compared or listed with its reason") {
+  const auto runs = driver::read_published_runs(source_dir() / "tests/validation/heldout-style.csv");
+  REQUIRE(runs.size() >= 15);
+  driver::ValidateOptions options;
+  options.threads = 2;
+  const auto report = driver::validate(runs, options);
+  REQUIRE(report.rows.size() == runs.size());
+  // Not GPU runs this simulator models: PaLM on TPU v4, Megatron-LM 2019 on V100.
+  const std::set<std::string> expect_skipped = {"H23", "H24"};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = report.rows[i];
+    INFO("run " << runs[i].run_id << " (" << runs[i].model << "): " << r.reason);
+    CHECK(r.run_id == runs[i].run_id);
+    if (r.skipped) {
+      CHECK_FALSE(r.reason.empty());
+    } else {
+      CHECK(r.throughput.has_value());
+      if (r.throughput) CHECK(std::isfinite(r.throughput->error));
+    }
+    CHECK(r.skipped == (expect_skipped.count(runs[i].run_id) > 0));
+  }
+  CHECK(report.summary.skipped == static_cast<std::int64_t>(expect_skipped.size()));
+}
