@@ -460,12 +460,40 @@ bool llama_style(const PublishedRun& r, std::vector<std::string>& notes) {
   return false;
 }
 
-// The MLP width of Meta's released Llama 2 models where it departs from the 8h/3 rule below:
-// Llama 2 70B sets ffn_dim_multiplier 1.3 and multiple_of 4096, giving 28672 (intermediate_size
-// of its config.json); 7B and 13B follow the rule (11008, 13824). Nullopt otherwise.
-std::optional<std::int64_t> llama_release_ffn(const std::string& model, std::int64_t hidden) {
+// Which Llama release a model name names: 1, 2 or 3 (3.1, 3.2 and 3.3 included); 0 for none.
+int llama_release(const std::string& model) {
   const std::string name = lower(model);
-  if (any_of(name, {"llama 2", "llama2", "llama-2", "llama_2"}) && hidden == 8192) return 28672;
+  for (int release : {3, 2}) {
+    const std::string v = std::to_string(release);
+    for (const char* sep : {" ", "", "-", "_"}) {
+      if (has(name, "llama" + std::string(sep) + v)) return release;
+    }
+  }
+  return has(name, "llama") ? 1 : 0;
+}
+
+// The MLP widths of Meta's released Llama models, by release and hidden size (intermediate_size
+// of each config.json). Meta's rule is ffn_dim_multiplier · 8h/3 rounded up to multiple_of, with
+// the multiplier and the multiple set per model: Llama 1 and Llama 2 7B/13B use 1.0 and 256 (the
+// 8h/3 rule below gives the same widths); Llama 2 70B uses 1.3 and 4096; Llama 3 8B/70B 1.3 and
+// 1024/4096; Llama 3.1 405B 1.2 and 4096; Llama 3.2 1B/3B 1.5 and 1.0 with 256.
+struct ReleasedFfn {
+  int release;
+  std::int64_t hidden;
+  std::int64_t ffn_hidden;
+};
+constexpr ReleasedFfn kReleasedFfn[] = {
+    {2, 8192, 28672},                                                          // Llama 2 70B
+    {3, 2048, 8192},  {3, 3072, 8192},                                         // Llama 3.2 1B, 3B
+    {3, 4096, 14336}, {3, 8192, 28672}, {3, 16384, 53248},                     // Llama 3 8B, 70B, 405B
+};
+
+// The width of a released Llama where it departs from the 8h/3 rule; nullopt otherwise.
+std::optional<std::int64_t> llama_release_ffn(const std::string& model, std::int64_t hidden) {
+  const int release = llama_release(model);
+  for (const auto& f : kReleasedFfn) {
+    if (f.release == release && f.hidden == hidden) return f.ffn_hidden;
+  }
   return std::nullopt;
 }
 
@@ -504,8 +532,7 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
   if (r.vocab) {
     m.vocab = *r.vocab;
   } else {
-    const std::string name = lower(r.model);
-    if (llama && any_of(name, {"llama 3", "llama3", "llama-3"})) {
+    if (llama && llama_release(r.model) == 3) {
       m.vocab = 128256;
     } else if (llama) {
       m.vocab = 32000;
@@ -931,12 +958,15 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const auto sp = parse_yes_no(r.sequence_parallel);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;
-  } else if (p.tp > 1 && megatron_family(r) && !any_of(framework_name(r), {"megatron-lm", "deepspeed", "neox"})) {
-    // Megatron-Core and NeMo: TP communication overlap (--tp-comm-overlap) requires sequence
-    // parallelism, and their large-model recipes enable it with TP > 1. Not the DeepSpeed-based
-    // forks (Megatron-DeepSpeed, GPT-NeoX), whose published runs predate sequence parallelism.
+  } else if (p.tp > 1 && !any_of(framework_name(r), {"megatron-lm", "deepspeed", "neox", "metaseq", "fairseq"})) {
+    // Tensor parallelism shards the norms' and dropouts' activations along the sequence
+    // (Korthikanti et al. 2022) in the frameworks of the runs published since: Megatron-Core and
+    // NeMo (TP communication overlap requires it, and their recipes enable it with TP > 1),
+    // torchtitan (its TP plan puts SequenceParallel on the norms) and the 4D-parallel training
+    // of Llama 3. Not in the code bases whose published runs predate it: Megatron-LM's 2021
+    // configurations, DeepSpeed and its forks (Megatron-DeepSpeed, GPT-NeoX), metaseq/fairseq.
     p.sequence_parallel = true;
-    notes.push_back("sequence parallelism on (Megatron-Core/NeMo with tp > 1)");
+    notes.push_back("sequence parallelism on (tp > 1 in a framework that shards activations with it)");
   } else if (p.tp > 1 && has(lower(r.notes), "tp-comm-overlap")) {
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (--tp-comm-overlap requires it)");
@@ -1096,9 +1126,12 @@ std::string join_values(const std::vector<std::int64_t>& v) {
   return out;
 }
 
-// The search over what a row leaves open: recompute (least that fits) and micro-batch (fastest
-// simulated among powers of two that fit). Returns the chosen attempt; `oom` tells that nothing
-// fitted and the attempt is the one with the least recompute and smallest micro-batch tried.
+// The search over what a row leaves open: recompute and micro-batch (powers of two dividing the
+// per-replica batch). Among the combinations that fit it takes the fastest simulated, as a team
+// tuning a published run would: taking the least recompute first can leave a sharded (ZeRO-3)
+// run at micro-batch 1, gathering every layer's weights once per sequence, where full recompute
+// with a large micro-batch is several times faster. Returns the chosen attempt; `oom` tells that
+// nothing fitted and the attempt is the last one tried (the most recompute, smallest micro-batch).
 struct Choice {
   std::optional<Attempt> attempt;
   bool oom = false;
@@ -1128,9 +1161,10 @@ Choice search(const PublishedRun& row, const RowMapping& m, const config::Scenar
     if (mbs.empty()) mbs = {1};
   }
   std::string plan_error;
+  std::optional<Attempt> best;
   std::optional<Attempt> fallback;
   for (auto rc : recomputes) {
-    std::optional<Attempt> best;
+    bool static_overflow = false;
     for (auto mb : mbs) {
       config::Scenario cand = parts;
       cand.plan.recompute = rc;
@@ -1146,24 +1180,25 @@ Choice search(const PublishedRun& row, const RowMapping& m, const config::Scenar
         if (!best || a->result.iteration_time_s < best->result.iteration_time_s) best = std::move(a);
         continue;
       }
-      const bool stat = static_oom(a->result);
+      static_overflow = static_oom(a->result);
       fallback = std::move(a);
-      if (stat) break;  // weights and optimizer states alone overflow: no micro-batch helps
+      if (static_overflow) break;  // weights and optimizer states alone overflow: no micro-batch helps
     }
-    if (best) {
-      if (!m.recompute_given) {
-        notes.push_back(std::string("recompute ") + std::string(config::name(rc)) + " (least that fits)");
-      }
-      if (!m.micro_batch_given && mbs.size() > 1) {
-        notes.push_back("micro_batch " + str(best->scenario.plan.micro_batch) +
-                        " (fastest that fits of " + join_values(mbs) + ")");
-      } else if (!m.micro_batch_given) {
-        notes.push_back("micro_batch " + str(best->scenario.plan.micro_batch));
-      }
-      ch.attempt = std::move(best);
-      return ch;
+    // Recompute frees activations only: with the static state overflowing, none helps.
+    if (static_overflow && !best) break;
+  }
+  if (best) {
+    const auto& chosen = best->scenario.plan;
+    if (!m.recompute_given) {
+      notes.push_back(std::string("recompute ") + std::string(config::name(chosen.recompute)) +
+                      " (fastest that fits of " + std::to_string(recomputes.size()) + " modes)");
     }
-    if (fallback && static_oom(fallback->result)) break;
+    if (!m.micro_batch_given) {
+      notes.push_back("micro_batch " + str(chosen.micro_batch) +
+                      (mbs.size() > 1 ? " (fastest that fits of " + join_values(mbs) + ")" : ""));
+    }
+    ch.attempt = std::move(best);
+    return ch;
   }
   if (fallback) {
     ch.oom = true;

@@ -183,7 +183,7 @@ struct ValidateOptions {
 
 // Maps, simulates and compares every row. Rows that omit the micro-batch or the recompute policy
 // get the choice the source's framework would make (docs-validation.md): the fastest simulated
-// micro-batch among powers of two that fit, the least recompute that fits. Never throws for a
+// combination of recompute and micro-batch (powers of two) that fits. Never throws for a
 // row: a row that cannot be simulated is reported as skipped with its reason.
 ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateOptions& options = {});
 ValidationSummary summarize(const std::vector<RowResult>& rows);

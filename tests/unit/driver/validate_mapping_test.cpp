@@ -7,31 +7,13 @@
 #include "sim/base/diagnostic.h"
 #include "sim/driver/csv.h"
 #include "sim/driver/validate.h"
+#include "tests/unit/driver/published_rows.h"
 
 using namespace ts;
 using driver::PublishedRun;
+using test::runs_csv;
 
 namespace {
-
-// A CSV with every required column (and an extra one), one row per map; absent keys are empty.
-std::string runs_csv(const std::vector<std::map<std::string, std::string>>& rows,
-                     const std::string& drop = "") {
-  std::vector<std::string> header;
-  for (const auto& c : driver::published_run_columns()) {
-    if (c != drop) header.push_back(c);
-  }
-  header.push_back("extra_column");
-  std::string text = driver::csv::line(header);
-  for (const auto& r : rows) {
-    std::vector<std::string> f;
-    for (const auto& h : header) {
-      auto it = r.find(h);
-      f.push_back(it == r.end() ? "" : it->second);
-    }
-    text += driver::csv::line(f);
-  }
-  return text;
-}
 
 std::map<std::string, std::string> gpt_row() {
   return {{"run_id", "7"},       {"source", "Test et al. (arXiv 0000.0000)"},
@@ -45,11 +27,7 @@ std::map<std::string, std::string> gpt_row() {
           {"tflops_kind", "hardware"}, {"framework", "Megatron-LM"}};
 }
 
-PublishedRun one(const std::map<std::string, std::string>& row) {
-  const auto runs = driver::parse_published_runs(runs_csv({row}), "t.csv");
-  REQUIRE(runs.size() == 1);
-  return runs[0];
-}
+PublishedRun one(const test::Row& row) { return test::parse_row(row); }
 
 std::vector<Diagnostic> errors_of(const std::string& text) {
   try {
@@ -147,8 +125,20 @@ TEST_CASE("mapping: Llama-style layers from the name, GQA or a narrow MLP; famil
   CHECK(m.scenario->model.position == ir::Position::kRope);
   CHECK_FALSE(m.scenario->model.tied_embeddings);
   CHECK(m.scenario->model.vocab == 128256);
-  // Llama's MLP rule: 8h/3 = 10922.7 rounded up to a multiple of 256.
-  CHECK(m.scenario->model.ffn_hidden == 11008);
+  // Meta's released width for Llama 3 8B (1.3 · 8h/3 rounded up to 1024), not the 8h/3 rule.
+  CHECK(m.scenario->model.ffn_hidden == 14336);
+  row["model"] = "Llama-3.1-405B";
+  row["hidden"] = "16384";
+  CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 53248);
+  row["model"] = "LLAMA2-70B";
+  row["hidden"] = "8192";
+  CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 28672);
+  CHECK(driver::map_run(one(row)).scenario->model.vocab == 32000);
+  // Llama 2 7B and other Llama-style models: 8h/3 = 10922.7 rounded up to a multiple of 256.
+  row["model"] = "Llama 2 7B";
+  row["hidden"] = "4096";
+  CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 11008);
+  row["model"] = "Llama 3 8B";
 
   row["model"] = "custom-7b";
   row["n_kv_heads"] = "";

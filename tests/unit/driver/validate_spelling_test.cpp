@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "sim/base/diagnostic.h"
+#include "sim/config/names.h"
 #include "sim/driver/csv.h"
 #include "sim/driver/validate.h"
+#include "tests/unit/driver/published_rows.h"
 
 using namespace ts;
 using driver::PublishedRun;
@@ -26,25 +28,7 @@ std::filesystem::path source_dir() {
   return TRAINSIM_SOURCE_DIR;
 }
 
-// A CSV text with the required columns and one row per map; absent keys are empty.
-std::string csv_text(const std::vector<std::map<std::string, std::string>>& rows) {
-  std::string text = driver::csv::line(driver::published_run_columns());
-  for (const auto& r : rows) {
-    std::vector<std::string> f;
-    for (const auto& h : driver::published_run_columns()) {
-      auto it = r.find(h);
-      f.push_back(it == r.end() ? "" : it->second);
-    }
-    text += driver::csv::line(f);
-  }
-  return text;
-}
-
-PublishedRun parse_one(const std::map<std::string, std::string>& row) {
-  const auto runs = driver::parse_published_runs(csv_text({row}), "spelling.csv");
-  REQUIRE(runs.size() == 1);
-  return runs[0];
-}
+PublishedRun parse_one(const test::Row& row) { return test::parse_row(row); }
 
 // A GPT row that maps on its own: 24 layers, hidden 2048, TP 1, 64 GPUs of an A100 node.
 std::map<std::string, std::string> base_row() {
@@ -107,7 +91,7 @@ TEST_CASE("spelling: numbers with thousands separators, qualifiers, remarks, uni
   row["tp"] = "eight";
   row["dp"] = "1,5";
   try {
-    driver::parse_published_runs(csv_text({row}), "bad.csv");
+    driver::parse_published_runs(test::runs_csv({row}), "bad.csv");
     FAIL("no InputError");
   } catch (const InputError& e) {
     REQUIRE(e.diagnostics().size() == 2);
@@ -313,13 +297,16 @@ TEST_CASE("spelling: precision, recompute and sequence-parallel cells") {
   CHECK(sp("yes", "Megatron-LM"));
   CHECK_FALSE(sp("False", "NeMo"));
   CHECK_FALSE(sp("no", "NeMo"));
-  // Not stated: on for Megatron-Core and NeMo with TP > 1, not for Megatron-LM or the
-  // DeepSpeed-based forks.
+  // Not stated: on with TP > 1 (Megatron-Core, NeMo, torchtitan, Llama 3's 4D parallelism), not
+  // for Megatron-LM, the DeepSpeed-based forks or metaseq, whose runs predate it.
   CHECK(sp("", "NeMo"));
   CHECK(sp("not stated", "MCore r0.9"));
+  CHECK(sp("", "torchtitan"));
+  CHECK(sp("", "Meta internal 4D parallelism (PyTorch)"));
   CHECK_FALSE(sp("", "Megatron LM"));
   CHECK_FALSE(sp("", "Megatron-DeepSpeed (bigscience fork)"));
   CHECK_FALSE(sp("", "GPT-NeoX (Megatron + DeepSpeed)"));
+  CHECK_FALSE(sp("", "metaseq (FSDP + Megatron-LM tensor parallelism)"));
 }
 
 TEST_CASE("spelling: frameworks decide the attention core") {
@@ -435,4 +422,52 @@ TEST_CASE("held-out-style runs: every row is compared or listed with its reason"
     CHECK(r.skipped == (expect_skipped.count(runs[i].run_id) > 0));
   }
   CHECK(report.summary.skipped == static_cast<std::int64_t>(expect_skipped.size()));
+}
+
+TEST_CASE("search: a row silent on recompute and micro-batch gets the fastest combination that fits") {
+  // A sharded (ZeRO-3) GPT 20B on 256 A100-40GB: without recompute only small micro-batches fit,
+  // each gathering every layer's weights again over 256 ranks, so the least recompute is not the
+  // fastest plan.
+  auto row = base_row();
+  row["model"] = "GPT 20B";
+  row["n_layers"] = "44";
+  row["hidden"] = "6144";
+  row["n_heads"] = "48";
+  row["n_gpus"] = "256";
+  row["gpu"] = "A100-SXM4-40GB";
+  row["zero_fsdp"] = "ZeRO-3";
+  row["global_batch"] = "2048";
+  row["micro_batch"] = "";
+  row["recompute"] = "";
+  driver::ValidateOptions options;
+  options.threads = 2;
+  const auto open = driver::validate({parse_one(row)}, options);
+  REQUIRE(open.rows.size() == 1);
+  REQUIRE(open.rows[0].result.has_value());
+  REQUIRE(open.rows[0].result->status == driver::Status::kOk);
+  const double chosen = open.rows[0].result->iteration_time_s;
+  CHECK(open.rows[0].scenario->plan.recompute == parallel::Recompute::kFull);
+
+  // Every combination stated explicitly: none that fits is faster than the one chosen.
+  std::vector<PublishedRun> stated;
+  for (const char* rc : {"none", "full"}) {
+    for (const char* mb : {"1", "2", "4", "8"}) {  // 8 sequences per replica
+      row["recompute"] = rc;
+      row["micro_batch"] = mb;
+      stated.push_back(parse_one(row));
+    }
+  }
+  const auto each = driver::validate(stated, options);
+  int fitting = 0;
+  int fitting_without_recompute = 0;
+  for (const auto& r : each.rows) {
+    REQUIRE(r.result.has_value());
+    if (r.result->status != driver::Status::kOk) continue;
+    ++fitting;
+    if (r.scenario->plan.recompute == parallel::Recompute::kNone) ++fitting_without_recompute;
+    INFO("micro-batch " << r.scenario->plan.micro_batch << ", recompute " << config::name(r.scenario->plan.recompute));
+    CHECK(chosen <= r.result->iteration_time_s * (1 + 1e-12));
+  }
+  CHECK(fitting >= 2);
+  CHECK(fitting_without_recompute >= 1);  // the least recompute that fits would have been none
 }
