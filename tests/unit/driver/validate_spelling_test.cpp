@@ -150,54 +150,48 @@ TEST_CASE("spelling: interconnect texts give NICs per node, their rate and GPUs 
   };
   const auto gbits = [](const config::Cluster& c) { return c.cluster.node.nic_bandwidth.bytes_per_s() * 8e-9; };
 
-  // The public set's spelling, unchanged.
-  auto c = node_of("A100-80GB", "8x200Gb/s HDR InfiniBand HCAs per node");
-  CHECK(c.cluster.node.nics_per_node == 8);
-  CHECK(gbits(c) == Approx(200));
-  // The digit ending "ConnectX-6" is not a count; the HCAs are.
-  c = node_of("A100-SXM4-40GB", "4x Mellanox ConnectX-6 HDR 200Gb/s HCAs per node, GPUDirect RDMA");
-  CHECK(c.cluster.node.nics_per_node == 4);
-  CHECK(gbits(c) == Approx(200));
-  c = node_of("A100 80GB", "Omni-Path (OPA), 4 links per node, 100 Gbps each");
-  CHECK(c.cluster.node.nics_per_node == 4);
-  CHECK(gbits(c) == Approx(100));
-  c = node_of("A100 80GB", "HDR InfiniBand, 8 HCAs per node (200 Gb/s each)");
-  CHECK(c.cluster.node.nics_per_node == 8);
-  CHECK(gbits(c) == Approx(200));
-  // InfiniBand generations with their rate in the name.
-  c = node_of("H100 80GB", "8x NDR400 InfiniBand");
-  CHECK(c.cluster.node.nics_per_node == 8);
-  CHECK(gbits(c) == Approx(400));
-  c = node_of("A100 80GB", "InfiniBand HDR100");
-  CHECK(gbits(c) == Approx(100));
-  // AWS EFA is quoted per instance: p4d 400 Gbps, p5 3,200 Gbps over the node's GPUs.
-  c = node_of("NVIDIA A100 40GB", "AWS p4d.24xlarge, Amazon EFA 400 Gbps");
-  CHECK(c.cluster.node.nics_per_node == 8);
-  CHECK(gbits(c) == Approx(50));
-  c = node_of("H100 80GB", "EFAv2, 3,200 Gbps");
-  CHECK(gbits(c) == Approx(400));
-  // Per-node aggregates in Tb/s, or too fast for one NIC port.
-  c = node_of("H100 80GB", "3.2 Tbps per node");
-  CHECK(gbits(c) == Approx(400));
-  c = node_of("H100 80GB", "RoCE 3200 Gb/s");
-  CHECK(gbits(c) == Approx(400));
-  CHECK_FALSE(c.cluster.fabric.adaptive_routing);
-  // A per-GPU rate stays per NIC.
-  c = node_of("H100 80GB HBM3", "RoCE (Arista 7800 / Minipack2), 400 Gbps per GPU");
-  CHECK(c.cluster.node.nics_per_node == 8);
-  CHECK(gbits(c) == Approx(400));
-  CHECK_FALSE(c.cluster.fabric.adaptive_routing);
-  // GPUs per node: the "100" of "H100" is not a count.
-  c = node_of("H100 80GB", "4 H100 GPUs per node, Slingshot 4x200Gbps");
-  CHECK(c.cluster.node.gpus_per_node == 4);
-  CHECK(c.cluster.node.nics_per_node == 4);
-  CHECK(gbits(c) == Approx(200));
-  c = node_of("A100 40GB", "4 GPUs per server");
-  CHECK(c.cluster.node.gpus_per_node == 4);
-  // NVLink's own links are not NICs.
-  c = node_of("H100 80GB", "NVLink4 with 18 links per GPU; 4 ConnectX-7 NICs at 400 Gb/s");
-  CHECK(c.cluster.node.nics_per_node == 4);
-  CHECK(gbits(c) == Approx(400));
+  // GPU cell, interconnect cell, then what the node gets: GPUs per node, NICs per node and their
+  // line rate (Gb/s), 0 where the row's default node is expected; whether routing is adaptive.
+  struct Case {
+    const char* why;
+    const char* gpu;
+    const char* interconnect;
+    std::int32_t gpus_per_node;
+    std::int32_t nics;
+    double gbits;
+    bool adaptive;
+  };
+  const Case cases[] = {
+      {"the public set's spelling", "A100-80GB", "8x200Gb/s HDR InfiniBand HCAs per node", 8, 8, 200, true},
+      {"the digit ending ConnectX-6 is not a count; the HCAs are", "A100-SXM4-40GB",
+       "4x Mellanox ConnectX-6 HDR 200Gb/s HCAs per node, GPUDirect RDMA", 8, 4, 200, true},
+      {"links counted, rate each", "A100 80GB", "Omni-Path (OPA), 4 links per node, 100 Gbps each", 8, 4, 100, true},
+      {"HCAs counted, rate in brackets", "A100 80GB", "HDR InfiniBand, 8 HCAs per node (200 Gb/s each)", 8, 8, 200,
+       true},
+      {"InfiniBand generation with its rate in the name", "H100 80GB", "8x NDR400 InfiniBand", 8, 8, 400, true},
+      {"HDR100", "A100 80GB", "InfiniBand HDR100", 8, 0, 100, true},
+      {"AWS EFA is quoted per instance (p4d: 400 Gbps over 8 GPUs)", "NVIDIA A100 40GB",
+       "AWS p4d.24xlarge, Amazon EFA 400 Gbps", 8, 8, 50, true},
+      {"AWS EFA per instance (p5: 3,200 Gbps)", "H100 80GB", "EFAv2, 3,200 Gbps", 8, 0, 400, true},
+      {"a per-node aggregate in Tb/s", "H100 80GB", "3.2 Tbps per node", 8, 0, 400, true},
+      {"a rate no single port reaches is per node; RoCE routes statically", "H100 80GB", "RoCE 3200 Gb/s", 8, 0,
+       400, false},
+      {"a per-GPU rate stays per NIC", "H100 80GB HBM3", "RoCE (Arista 7800 / Minipack2), 400 Gbps per GPU", 8, 8,
+       400, false},
+      {"GPUs per node: the 100 of H100 is not a count", "H100 80GB", "4 H100 GPUs per node, Slingshot 4x200Gbps", 4,
+       4, 200, true},
+      {"GPUs per server", "A100 40GB", "4 GPUs per server", 4, 0, 0, true},
+      {"NVLink's own links are not NICs", "H100 80GB", "NVLink4 with 18 links per GPU; 4 ConnectX-7 NICs at 400 Gb/s",
+       8, 4, 400, true},
+  };
+  for (const auto& k : cases) {
+    INFO(k.why << ": '" << k.gpu << "', '" << k.interconnect << "'");
+    const auto c = node_of(k.gpu, k.interconnect);
+    CHECK(c.cluster.node.gpus_per_node == k.gpus_per_node);
+    if (k.nics > 0) CHECK(c.cluster.node.nics_per_node == k.nics);
+    if (k.gbits > 0) CHECK(gbits(c) == Approx(k.gbits));
+    CHECK(c.cluster.fabric.adaptive_routing == k.adaptive);
+  }
 }
 
 TEST_CASE("spelling: ZeRO and FSDP sharding modes") {
