@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -461,12 +462,16 @@ bool llama_style(const PublishedRun& r, std::vector<std::string>& notes) {
 }
 
 // Which Llama release a model name names: 1, 2 or 3 (3.1, 3.2 and 3.3 included); 0 for none.
+// The release digit is not the start of a size: "LLaMA 30B" and "Llama-13b" are Llama 1.
 int llama_release(const std::string& model) {
   const std::string name = lower(model);
   for (int release : {3, 2}) {
-    const std::string v = std::to_string(release);
     for (const char* sep : {" ", "", "-", "_"}) {
-      if (has(name, "llama" + std::string(sep) + v)) return release;
+      const std::string tag = "llama" + std::string(sep) + std::to_string(release);
+      for (auto at = name.find(tag); at != std::string::npos; at = name.find(tag, at + 1)) {
+        const auto next = at + tag.size();
+        if (next == name.size() || std::isdigit(static_cast<unsigned char>(name[next])) == 0) return release;
+      }
     }
   }
   return has(name, "llama") ? 1 : 0;

@@ -138,6 +138,12 @@ TEST_CASE("mapping: Llama-style layers from the name, GQA or a narrow MLP; famil
   row["model"] = "Llama 2 7B";
   row["hidden"] = "4096";
   CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 11008);
+  // A size is not a release: LLaMA 30B is Llama 1 (8h/3 rule, 32000 tokens).
+  row["model"] = "LLaMA 30B";
+  row["hidden"] = "6656";
+  CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 17920);
+  CHECK(driver::map_run(one(row)).scenario->model.vocab == 32000);
+  row["hidden"] = "4096";
   row["model"] = "Llama 3 8B";
 
   row["model"] = "custom-7b";
