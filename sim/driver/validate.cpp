@@ -379,6 +379,13 @@ bool te_attention(const PublishedRun& r) {
                                     "transformer_engine", "transformer-engine", "transformerengine"});
 }
 
+// The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
+// parallelism: Megatron-LM, DeepSpeed and its forks (Megatron-DeepSpeed, GPT-NeoX),
+// metaseq/fairseq.
+bool pre_2022_code_base(const PublishedRun& r) {
+  return any_of(framework_name(r), {"megatron-lm", "deepspeed", "neox", "metaseq", "fairseq"});
+}
+
 // Whether the run used FlashAttention. A row that names it (framework, precision or notes) did;
 // otherwise Megatron-LM, Megatron-DeepSpeed and DeepSpeed ran their own attention core (QKᵀ,
 // fused softmax, dropout, ·V as separate kernels) unless --use-flash-attn was given, which their
@@ -390,8 +397,7 @@ bool te_attention(const PublishedRun& r) {
 bool flash_attention(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
-  return te_attention(r) || !any_of(framework_name(r), {"megatron-lm", "megatron-deepspeed", "deepspeed", "gpt-neox",
-                                                        "metaseq", "fairseq"});
+  return te_attention(r) || !pre_2022_code_base(r);
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -802,9 +808,7 @@ std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& n
 std::optional<bool> parse_yes_no(const std::string& text) {
   const std::string t = lower(trim(text));
   if (t.empty() || unstated(t)) return std::nullopt;
-  if (t == "yes" || t == "y" || t == "true" || t == "on" || t == "1" || has(t, "yes")) return true;
-  if (first_word_in(t, {"yes", "y", "true", "on", "enabled", "sp"})) return true;
-  return false;
+  return t == "1" || has(t, "yes") || first_word_in(t, {"y", "true", "on", "enabled", "sp"});
 }
 
 // "selective"; "full", "uniform", "block" (Megatron's --recompute-method with full granularity),
@@ -963,7 +967,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const auto sp = parse_yes_no(r.sequence_parallel);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;
-  } else if (p.tp > 1 && !any_of(framework_name(r), {"megatron-lm", "deepspeed", "neox", "metaseq", "fairseq"})) {
+  } else if (p.tp > 1 && !pre_2022_code_base(r)) {
     // Tensor parallelism shards the norms' and dropouts' activations along the sequence
     // (Korthikanti et al. 2022) in the frameworks of the runs published since: Megatron-Core and
     // NeMo (TP communication overlap requires it, and their recipes enable it with TP > 1),

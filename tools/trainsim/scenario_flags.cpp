@@ -85,6 +85,7 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   config::Scenario sc;
   auto& p = sc.plan;
   auto fixed = read_fixed_plan_flags(vm, p, problems);
+  const std::int64_t gpus = fixed.gpus;
   p.tp = vm["tp"].as<std::int64_t>();
   p.pp = vm["pp"].as<std::int64_t>();
   p.cp = vm["cp"].as<std::int64_t>();
@@ -98,7 +99,7 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   } else {
     // When --gpus is not a multiple of tp·pp·cp, the plan check reports the mismatch.
     const std::int64_t mp = p.tp * p.pp * p.cp;
-    p.dp = mp > 0 ? std::max<std::int64_t>(1, fixed.gpus / mp) : 1;
+    p.dp = mp > 0 ? std::max<std::int64_t>(1, gpus / mp) : 1;
   }
   problems.collect([&] { p.recompute = config::parse_recompute(vm["recompute"].as<std::string>(), "--recompute"); });
   problems.collect([&] { p.schedule = config::parse_schedule(vm["schedule"].as<std::string>(), "--schedule"); });
@@ -109,7 +110,6 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   if (vm.count("pp-layers")) {
     problems.collect([&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
-  const std::int64_t gpus = fixed.gpus;
   sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= config::kMaxGpus ? gpus : 1);
   if (fixed.model && fixed.cluster) {
     for (auto& d : config::check_plan(p, *fixed.model, *fixed.cluster, gpus)) problems.add(std::move(d));

@@ -1,6 +1,7 @@
 // Published-runs CSV reading and the mapping of a row to model, cluster and plan (sim/driver/validate.h).
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -127,24 +128,25 @@ TEST_CASE("mapping: Llama-style layers from the name, GQA or a narrow MLP; famil
   CHECK(m.scenario->model.vocab == 128256);
   // Meta's released width for Llama 3 8B (1.3 · 8h/3 rounded up to 1024), not the 8h/3 rule.
   CHECK(m.scenario->model.ffn_hidden == 14336);
-  row["model"] = "Llama-3.1-405B";
-  row["hidden"] = "16384";
-  CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 53248);
-  row["model"] = "LLAMA2-70B";
-  row["hidden"] = "8192";
-  CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 28672);
-  CHECK(driver::map_run(one(row)).scenario->model.vocab == 32000);
-  // Llama 2 7B and other Llama-style models: 8h/3 = 10922.7 rounded up to a multiple of 256.
-  row["model"] = "Llama 2 7B";
+  // Released widths by release and hidden size; the 8h/3 rule (rounded up to 256) for Llama 2
+  // 7B and for Llama 1, whose sizes are not releases ("LLaMA 30B").
+  struct Released {
+    const char* model;
+    const char* hidden;
+    std::int64_t ffn_hidden;
+    std::int64_t vocab;
+  };
+  for (const auto& k : {Released{"Llama-3.1-405B", "16384", 53248, 128256}, Released{"LLAMA2-70B", "8192", 28672, 32000},
+                        Released{"Llama 2 7B", "4096", 11008, 32000}, Released{"LLaMA 30B", "6656", 17920, 32000}}) {
+    row["model"] = k.model;
+    row["hidden"] = k.hidden;
+    const auto released = driver::map_run(one(row));
+    INFO(k.model);
+    REQUIRE(released.scenario.has_value());
+    CHECK(released.scenario->model.ffn_hidden == k.ffn_hidden);
+    CHECK(released.scenario->model.vocab == k.vocab);
+  }
   row["hidden"] = "4096";
-  CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 11008);
-  // A size is not a release: LLaMA 30B is Llama 1 (8h/3 rule, 32000 tokens).
-  row["model"] = "LLaMA 30B";
-  row["hidden"] = "6656";
-  CHECK(driver::map_run(one(row)).scenario->model.ffn_hidden == 17920);
-  CHECK(driver::map_run(one(row)).scenario->model.vocab == 32000);
-  row["hidden"] = "4096";
-  row["model"] = "Llama 3 8B";
 
   row["model"] = "custom-7b";
   row["n_kv_heads"] = "";
