@@ -25,6 +25,9 @@ struct GpuSpec {
   double matmul_efficiency = 0;
   double memory_efficiency = 0;
   Duration kernel_launch_overhead;
+  // Fraction by which compute kernels slow while communication kernels run beside them
+  // (runtime::contention).
+  double compute_slowdown_under_comm = 0;
 
   FlopRate peak(ir::Dtype d) const {
     switch (d) {

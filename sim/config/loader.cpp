@@ -208,6 +208,12 @@ std::optional<compute::GpuSpec> convert_gpu(const sch::Cluster::Gpu& g, const Ch
   c.fraction(g.has_memory_efficiency(), g.memory_efficiency(), "memory_efficiency");
   c.non_negative(g.has_kernel_launch_overhead_us(), g.kernel_launch_overhead_us(),
                  "kernel_launch_overhead_us");
+  if (g.has_compute_slowdown_under_comm()) {
+    const double v = g.compute_slowdown_under_comm();
+    if (!std::isfinite(v) || v < 0 || v >= 1) {
+      c.fail("compute_slowdown_under_comm", "must be in [0, 1) (got " + detail::format_number(v) + ")");
+    }
+  }
   if (c.diagnostics().items().size() != before) return std::nullopt;
   s.name = g.name();
   s.peak_bf16 = FlopRate::tflops(g.peak_bf16_tflops());
@@ -220,6 +226,7 @@ std::optional<compute::GpuSpec> convert_gpu(const sch::Cluster::Gpu& g, const Ch
   s.matmul_efficiency = g.matmul_efficiency();
   s.memory_efficiency = g.memory_efficiency();
   s.kernel_launch_overhead = Duration::from_us(g.kernel_launch_overhead_us());
+  s.compute_slowdown_under_comm = g.compute_slowdown_under_comm();
   return s;
 }
 

@@ -60,7 +60,7 @@ Duration compute_node_time(const compute::ComputeModel& compute, const config::C
 
 struct GraphRunResult {
   RunResult run;
-  std::vector<double> device_end_s;  // when each device finished its last task
+  std::vector<double> device_end_s;  // when each device finished its last task, with the compute it lost to contention
 };
 
 // simulate() for a graph: replays `w` on `cluster` (network for graph.devices.size() GPUs) and

@@ -177,6 +177,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     const parallel::Layout layout(plan);
     const network::NetworkModel& network = resources.network(sc.cluster, sc.num_gpus);
     const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan);
+    const double slowdown = sc.cluster.gpu.compute_slowdown_under_comm;
     auto fresh = std::make_shared<MemoizedReplay>();
     auto label_peaks = [&fresh](const parallel::TaskGraph& g) {
       for (const runtime::DeviceMemory& mem : fresh->replay.memory) fresh->peak_at.push_back(runtime::peak_label(g, mem));
@@ -187,7 +188,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
       parallel::BlockProgram& program = resources.replay_buffers().block_program();
       program = parallel::lower_blocks(sc.model, plan, lo, std::move(program));
       if (std::optional<runtime::ReplaySummary> summary =
-              runtime::replay_blocks(program, layout, compute, network, resources.replay_buffers())) {
+              runtime::replay_blocks(program, layout, compute, network, resources.replay_buffers(), slowdown)) {
         fresh->replay = std::move(*summary);
         label_peaks(program.graph);
         done = true;
@@ -197,8 +198,9 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
       graph = parallel::lower(sc.model, plan, lo, std::move(graph));
       runtime::ExecuteOptions eo;
       eo.memory_timeline = options.trace.has_value();
+      eo.compute_slowdown_under_comm = slowdown;
       if (per_task) ex = runtime::execute(graph, layout, compute, network, eo);
-      fresh->replay = ex ? runtime::summarize(graph, *ex)
+      fresh->replay = ex ? runtime::summarize(graph, *ex, slowdown)
                          : runtime::replay_summary(graph, layout, compute, network, eo, &resources.replay_buffers());
       label_peaks(graph);
     }
@@ -212,17 +214,19 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     throw InputError(Diagnostic{"", 0, "", "the simulated iteration lasts more than 53 days, beyond "
                                 "the range of the simulated clock: the model or plan sizes are out of range"});
   }
+  // The replay runs compute at its uncontended speed: the iteration lasts as long again as the
+  // critical device's compute loses to the communication beside it.
   const auto& breakdowns = replay.time;
+  const auto critical = static_cast<std::size_t>(replay.last_device);
 
   r.tasks = replay.tasks;
   r.events = replay.events;
-  r.iteration_time_s = replay.end.seconds();
+  r.iteration_time_s = (replay.end + breakdowns[critical][runtime::TimeCategory::kContention]).seconds();
   r.tokens_per_s = tokens / r.iteration_time_s;
   r.tflops_per_gpu = r.model_flops / r.iteration_time_s / static_cast<double>(sc.num_gpus) * 1e-12;
   r.mfu = r.tflops_per_gpu / sc.cluster.gpu.peak_bf16.tflops();
 
   // The breakdown shown is that of the device finishing last (the critical path's end).
-  const auto critical = static_cast<std::size_t>(replay.last_device);
   r.peak_memory = Bytes();
   for (std::size_t d = 0; d < replayed->devices.size(); ++d) {
     const auto& dev = replayed->devices[d];
@@ -273,6 +277,9 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
                      {"num_gpus", std::to_string(sc.num_gpus)},
                      {"status", status_name(r.status)},
                      {"iteration_time_s", std::to_string(r.iteration_time_s)},
+                     // The timeline runs compute at its uncontended speed; the iteration also
+                     // counts the compute lost to the communication beside it.
+                     {"comm_contention_s", std::to_string(r.time[runtime::TimeCategory::kContention].seconds())},
                      {"tokens_per_s", num(r.tokens_per_s)},
                      {"model_flops_per_iteration", num(r.model_flops)},
                      {"mfu", num(r.mfu)},

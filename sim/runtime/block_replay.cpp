@@ -113,11 +113,12 @@ using internal::BlockTemplate;
 class BlockReplay {
  public:
   BlockReplay(const BlockProgram& program, const parallel::Layout& layout, const compute::ComputeModel& compute,
-              const network::NetworkModel& network, ReplayBuffers& buffers)
+              const network::NetworkModel& network, ReplayBuffers& buffers, double slowdown)
       : p_(program),
         g_(program.graph),
         costs_(program.graph, layout, compute, network, &internal::cost_cache(buffers)),
-        st_(internal::block_storage(buffers)) {
+        st_(internal::block_storage(buffers)),
+        slowdown_(slowdown) {
     chains_.plan(g_, costs_);
     applies_ = prepare();
   }
@@ -407,7 +408,7 @@ class BlockReplay {
     for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
       streams[s] = {intervals[s].data(), intervals[s].data() + intervals[s].size()};
     }
-    return device_breakdown(streams, end, chains_.splits.data());
+    return device_breakdown(streams, end, chains_.splits.data(), slowdown_);
   }
 
   const BlockProgram& p_;
@@ -416,14 +417,16 @@ class BlockReplay {
   internal::ChainSchedules chains_;
   bool applies_ = false;
   internal::BlockStorage& st_;
+  double slowdown_;  // of compute under communication (ExecuteOptions::compute_slowdown_under_comm)
 };
 
 }  // namespace
 
 std::optional<ReplaySummary> replay_blocks(const BlockProgram& program, const parallel::Layout& layout,
                                            const compute::ComputeModel& compute,
-                                           const network::NetworkModel& network, ReplayBuffers& buffers) {
-  return BlockReplay(program, layout, compute, network, buffers).run();
+                                           const network::NetworkModel& network, ReplayBuffers& buffers,
+                                           double slowdown) {
+  return BlockReplay(program, layout, compute, network, buffers, slowdown).run();
 }
 
 }  // namespace ts::runtime

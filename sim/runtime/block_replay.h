@@ -21,9 +21,11 @@ namespace ts::runtime {
 // transfers between two simulated devices and collectives with one, transfers whose receiving
 // call waits for anything, a stream carrying transfers of more than one pair, a block receiving
 // twice, memory changes off the compute stream, or an evaluation order that stalls. `buffers`:
-// memory and network costs kept from the previous plans (one per thread).
+// memory and network costs kept from the previous plans (one per thread). `slowdown`: of compute
+// under communication (ExecuteOptions::compute_slowdown_under_comm).
 std::optional<ReplaySummary> replay_blocks(const parallel::BlockProgram& program, const parallel::Layout& layout,
                                            const compute::ComputeModel& compute,
-                                           const network::NetworkModel& network, ReplayBuffers& buffers);
+                                           const network::NetworkModel& network, ReplayBuffers& buffers,
+                                           double slowdown);
 
 }  // namespace ts::runtime

@@ -14,6 +14,7 @@ const char* time_category_name(TimeCategory c) {
     case TimeCategory::kBackward: return "backward";
     case TimeCategory::kRecompute: return "recompute";
     case TimeCategory::kOptimizer: return "optimizer";
+    case TimeCategory::kContention: return "comm_contention";
     case TimeCategory::kExposedTp: return "exposed_tp_comm";
     case TimeCategory::kExposedCp: return "exposed_cp_comm";
     case TimeCategory::kExposedPp: return "exposed_pp_comm";
@@ -93,10 +94,53 @@ std::int64_t unite(const std::vector<Span>& covered, const StreamInterval* first
   return length;
 }
 
+// The time compute loses to the communication kernels beside it (see device_breakdown).
+// Tensor-parallel traffic runs between the GEMMs it feeds, not beside them (pipelined with them
+// in chunks, the exposed chunk already stands for its cost). A chain's span counts with the share
+// of its length that its compute steps take.
+Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
+                    const TimeBreakdown* splits, double slowdown) {
+  SIM_ASSERT(slowdown >= 0 && slowdown < 1, "compute slowdown under communication out of [0, 1)");
+  if (slowdown == 0) return Duration();
+  std::vector<Span> comm, next;
+  for (Stream s : {Stream::kCpComm, Stream::kPpRecvPrev, Stream::kPpSendNext, Stream::kPpRecvNext,
+                   Stream::kPpSendPrev, Stream::kDpComm}) {
+    const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
+    if (intervals.first == intervals.last) continue;
+    unite(comm, intervals.first, intervals.last, next);
+    comm.swap(next);
+  }
+  const StreamIntervals& compute = streams[static_cast<std::size_t>(Stream::kCompute)];
+  const double stretch = slowdown / (1 - slowdown);
+  double lost = 0;
+  const StreamInterval* i = compute.first;
+  for (const Span& period : comm) {
+    double slowed = 0;        // compute under the period, chain spans by their compute share
+    std::int64_t under = 0;   // time in the period with compute running
+    while (i != compute.last && i->end.ps() <= period.start) ++i;
+    for (const StreamInterval* k = i; k != compute.last && k->start.ps() < period.end; ++k) {
+      const std::int64_t a = std::max(period.start, k->start.ps()), b = std::min(period.end, k->end.ps());
+      if (b <= a) continue;
+      under += b - a;
+      double share = 1;
+      if (k->split >= 0) {
+        const TimeBreakdown& split = splits[k->split];
+        const Duration computing = split[TimeCategory::kForward] + split[TimeCategory::kBackward] +
+                                   split[TimeCategory::kRecompute] + split[TimeCategory::kOptimizer];
+        share = std::min(1.0, computing.seconds() / (k->end - k->start).seconds());
+      }
+      slowed += static_cast<double>(b - a) * share;
+    }
+    const double alone = static_cast<double>(period.end - period.start - under);
+    lost += std::max(0.0, slowed * stretch - alone);
+  }
+  return Duration::from_ps(static_cast<std::int64_t>(lost));
+}
+
 }  // namespace
 
 TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
-                               SimTime end, const TimeBreakdown* splits) {
+                               SimTime end, const TimeBreakdown* splits, double slowdown) {
   // At each instant a device is computing (one compute task at a time), or else waiting on the
   // communication running by priority (TP, CP, PP, DP), or idle. So compute categories take the
   // compute tasks' lengths, and each communication category what its streams add to the time
@@ -131,10 +175,11 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
     covered.swap(next);
   }
   out[TimeCategory::kIdle] += Duration::from_ps(end.ps() - covered_length);
+  out[TimeCategory::kContention] = contention(streams, splits, slowdown);
   return out;
 }
 
-std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& g, const Execution& ex) {
+std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& g, const Execution& ex, double slowdown) {
   SIM_ASSERT(g.chains.empty(), "per-task timings of a coarse graph");
   // The intervals of each (device, stream) in program order (a counting sort).
   const std::size_t queues = g.devices.size() * parallel::kNumStreams;
@@ -159,14 +204,14 @@ std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& g, const Ex
       const std::size_t q = d * parallel::kNumStreams + s;
       streams[s] = {intervals.data() + begin[q], intervals.data() + begin[q + 1]};
     }
-    out[d] = device_breakdown(streams, ex.end);
+    out[d] = device_breakdown(streams, ex.end, nullptr, slowdown);
   }
   return out;
 }
 
-ReplaySummary summarize(const parallel::TaskGraph& g, const Execution& ex) {
+ReplaySummary summarize(const parallel::TaskGraph& g, const Execution& ex, double slowdown) {
   ReplaySummary out;
-  out.time = time_breakdown(g, ex);
+  out.time = time_breakdown(g, ex, slowdown);
   out.end = ex.end;
   SimTime last_end;
   for (std::size_t t = 0; t < g.tasks.size(); ++t) {

@@ -14,19 +14,23 @@ namespace ts::runtime {
 // Categories partition the iteration [0, end] of one device: at each instant the device is
 // computing (forward, backward, recompute or optimizer), or else waiting on the communication
 // that is running (exposed TP, CP, PP or DP traffic, in that priority when several run), or idle
-// (pipeline bubble and waiting for other stages).
+// (pipeline bubble and waiting for other stages). One more category lies beyond `end`: the time
+// the device's compute loses to the communication kernels running beside it (kContention, see
+// device_breakdown), which the replay, running every compute task at its uncontended speed, leaves
+// out; the iteration lasts `end` plus the contention of the device finishing last.
 enum class TimeCategory : std::uint8_t {
   kForward,
   kBackward,
   kRecompute,
   kOptimizer,
+  kContention,
   kExposedTp,
   kExposedCp,
   kExposedPp,
   kExposedDp,
   kIdle,
 };
-inline constexpr std::size_t kNumTimeCategories = 9;
+inline constexpr std::size_t kNumTimeCategories = 10;
 const char* time_category_name(TimeCategory c);
 
 struct TimeBreakdown {
@@ -35,8 +39,10 @@ struct TimeBreakdown {
   Duration operator[](TimeCategory c) const { return time[static_cast<std::size_t>(c)]; }
 };
 
-// One breakdown per simulated device over [0, execution.end].
-std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& graph, const Execution& execution);
+// One breakdown per simulated device over [0, execution.end], plus its contention (see
+// device_breakdown) for compute running `slowdown` slower under communication.
+std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& graph, const Execution& execution,
+                                          double slowdown);
 
 // What a task's running time counts as: its pass on the compute stream, else its stream's
 // communication category.
@@ -61,8 +67,14 @@ struct StreamIntervals {
 
 // The breakdown of one device over [0, end] from the intervals of its streams; merging the
 // streams' ordered intervals replaces a sort. `splits`: the splits that chain spans name.
+// Its contention: communication kernels (NCCL's collectives and transfers) hold SMs and memory
+// bandwidth while they run, so compute kernels beside them run `slowdown` slower (a fraction of
+// their speed; runtime::ExecuteOptions). Over each period in which CP, PP or DP communication is
+// in flight without a break, the compute under it takes slowdown/(1 − slowdown) of its length
+// longer, less the time the period's communication ran alone: there the compute waited on the
+// communication, which set the pace, and slower compute fills that wait first.
 TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
-                               SimTime end, const TimeBreakdown* splits = nullptr);
+                               SimTime end, const TimeBreakdown* splits, double slowdown);
 
 // What the reports of a replay need (ends, breakdowns, memory peaks) without per-task timings:
 // the sweep's replay. Same results as execute() followed by time_breakdown(); it also replays
@@ -75,8 +87,9 @@ struct ReplaySummary {
   std::uint64_t events = 0;
   std::int64_t tasks = 0;             // of the graph, a chain counting as its steps
 };
-// The summary of an execution (as replay_summary gives it).
-ReplaySummary summarize(const parallel::TaskGraph& graph, const Execution& execution);
+// The summary of an execution (as replay_summary gives it), with compute `slowdown` slower under
+// communication.
+ReplaySummary summarize(const parallel::TaskGraph& graph, const Execution& execution, double slowdown);
 // `buffers`: memory to reuse (none: the replay allocates its own).
 ReplaySummary replay_summary(const parallel::TaskGraph& graph, const parallel::Layout& layout,
                              const compute::ComputeModel& compute, const network::NetworkModel& network,

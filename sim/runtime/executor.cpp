@@ -493,7 +493,7 @@ class DirectReplay {
     return std::move(exec_);
   }
 
-  std::optional<ReplaySummary> summarize() {
+  std::optional<ReplaySummary> summarize(double slowdown) {
     std::optional<Execution> ex = run();
     if (!ex) return std::nullopt;
     ReplaySummary out;
@@ -509,7 +509,7 @@ class DirectReplay {
         const std::size_t q = d * parallel::kNumStreams + k;
         streams[k] = {s_.intervals.data() + s_.bounds[q], s_.intervals.data() + s_.queues[q].next_interval};
       }
-      out.time[d] = device_breakdown(streams, ex->end, s_.chains.splits.data());
+      out.time[d] = device_breakdown(streams, ex->end, s_.chains.splits.data(), slowdown);
     }
     return out;
   }
@@ -665,10 +665,13 @@ ReplaySummary replay_summary(const TaskGraph& graph, const parallel::Layout& lay
     ReplayBuffers local;
     DirectReplay direct(graph, layout, compute, network, true, buffers != nullptr ? *buffers : local);
     if (direct.applies()) {
-      if (std::optional<ReplaySummary> summary = direct.summarize()) return std::move(*summary);
+      if (std::optional<ReplaySummary> summary = direct.summarize(options.compute_slowdown_under_comm)) {
+        return std::move(*summary);
+      }
     }
   }
-  return summarize(graph, EventReplay(graph, layout, compute, network, options).run());
+  return summarize(graph, EventReplay(graph, layout, compute, network, options).run(),
+                   options.compute_slowdown_under_comm);
 }
 
 }  // namespace ts::runtime

@@ -55,6 +55,9 @@ struct ExecuteOptions {
   // Replay on the discrete-event engine even where the direct evaluation gives the same result
   // (see direct_replay_applies); tests compare the two.
   bool event_engine = false;
+  // How much slower compute kernels run while communication kernels run beside them (the GPU's
+  // compute_slowdown_under_comm): sets the breakdowns' contention (see device_breakdown).
+  double compute_slowdown_under_comm = 0;
 };
 
 struct Execution {

@@ -155,6 +155,24 @@ TEST_CASE("cluster value ranges") {
   REQUIRE(find_field(ds, "gpu.peak_fp8_tflops") != nullptr);
 }
 
+TEST_CASE("cluster: compute slowdown under communication is optional, at least 0 and below 1") {
+  test::TempDir dir;
+  CHECK(load_cluster(dir.write("c.textproto", std::string(test::kValidCluster))).gpu.compute_slowdown_under_comm == 0);
+  const std::string with = replace_line(test::kValidCluster, "kernel_launch_overhead_us:",
+                                        "  kernel_launch_overhead_us: 2\n  compute_slowdown_under_comm: 0.2");
+  CHECK(load_cluster(dir.write("c.textproto", with)).gpu.compute_slowdown_under_comm == 0.2);
+  for (const char* bad : {"1", "-0.1", "nan"}) {
+    const std::string text = replace_line(test::kValidCluster, "kernel_launch_overhead_us:",
+                                          std::string("  kernel_launch_overhead_us: 2\n  compute_slowdown_under_comm: ") + bad);
+    const auto ds = diagnostics_of([&] { load_cluster(dir.write("c.textproto", text)); });
+    INFO(bad << ": " << test::dump(ds));
+    REQUIRE(ds.size() == 1);
+    CHECK(ds[0].field == "gpu.compute_slowdown_under_comm");
+    CHECK(ds[0].line == 15);
+    CHECK(ds[0].message.find("must be in [0, 1)") == 0);
+  }
+}
+
 TEST_CASE("missing blocks and memory") {
   test::TempDir dir;
   std::string text = replace_line(test::kValidCluster, "memory_gib:", "");

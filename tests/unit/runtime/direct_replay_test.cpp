@@ -218,7 +218,7 @@ TEST_CASE("the direct replay and the coarse graph's replay match the event repla
       runtime::ExecuteOptions reference_options;
       reference_options.event_engine = true;
       const runtime::Execution reference = runtime::execute(fine, layout, *cm, net, reference_options);
-      const runtime::ReplaySummary expected = runtime::summarize(fine, reference);
+      const runtime::ReplaySummary expected = runtime::summarize(fine, reference, 0);
       REQUIRE(runtime::direct_replay_applies(fine, layout, *cm, net));
 
       // The direct evaluation of the fine graph: the same timings, task by task.
@@ -291,7 +291,7 @@ TEST_CASE("the block program's replay matches the coarse graph's replay exactly"
       const parallel::BlockProgram program = parallel::lower_blocks(m, plan, lowering(true));
       // Every micro-batch after the first few reuses a template.
       REQUIRE(program.graph.tasks.size() < coarse.tasks.size());
-      const std::optional<runtime::ReplaySummary> got = runtime::replay_blocks(program, layout, *cm, net, buffers);
+      const std::optional<runtime::ReplaySummary> got = runtime::replay_blocks(program, layout, *cm, net, buffers, 0);
       REQUIRE(got.has_value());
       REQUIRE(got->end == expected.end);
       REQUIRE(got->last_device == expected.last_device);

@@ -68,7 +68,7 @@ Replayed replay(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, doub
   const network::NetworkModel net(topo);
   Replayed r{parallel::lower(m, plan, lo), {}, {}};
   r.execution = runtime::execute(r.graph, parallel::Layout(plan), fm, net, {});
-  r.breakdown = runtime::time_breakdown(r.graph, r.execution);
+  r.breakdown = runtime::time_breakdown(r.graph, r.execution, 0);
   return r;
 }
 
@@ -221,4 +221,82 @@ TEST_CASE("ring attention passes one KV block per step, cp − 1 steps per layer
   CHECK(backward_steps == 2 * 3);
   // With a fast network every KV step hides behind the attention block it overlaps.
   CHECK(seconds(r, runtime::TimeCategory::kExposedCp) < 0.01 * r.execution.end.seconds());
+}
+
+namespace {
+
+// A device's streams from intervals in milliseconds: compute (forward) and data-parallel traffic.
+struct Streams {
+  std::vector<runtime::StreamInterval> compute, dp;
+  std::array<runtime::StreamIntervals, parallel::kNumStreams> view() const {
+    std::array<runtime::StreamIntervals, parallel::kNumStreams> s{};
+    s[static_cast<std::size_t>(Stream::kCompute)] = {compute.data(), compute.data() + compute.size()};
+    s[static_cast<std::size_t>(Stream::kDpComm)] = {dp.data(), dp.data() + dp.size()};
+    return s;
+  }
+};
+
+runtime::StreamInterval ms(double a, double b, runtime::TimeCategory c) {
+  return {SimTime() + Duration::from_seconds(a * 1e-3), SimTime() + Duration::from_seconds(b * 1e-3), c, -1};
+}
+
+double contention_ms(const Streams& s, double slowdown) {
+  const auto t = runtime::device_breakdown(s.view(), SimTime() + Duration::from_seconds(0.1), nullptr, slowdown);
+  return t[runtime::TimeCategory::kContention].seconds() * 1e3;
+}
+
+}  // namespace
+
+TEST_CASE("compute under communication runs slower, except where it waited on that communication") {
+  using runtime::TimeCategory;
+  Streams s;
+  // Communication hidden under compute: the 4 ms under it run 1/(1 − 0.2) as long.
+  s.compute = {ms(0, 10, TimeCategory::kBackward)};
+  s.dp = {ms(2, 6, TimeCategory::kExposedDp)};
+  CHECK(contention_ms(s, 0.2) == Approx(1.0));
+  CHECK(contention_ms(s, 0) == 0);
+  // Two separate periods under compute, then a tail of communication alone before the last
+  // computation (the optimizer waiting on the last bucket): the tail belongs to its own period,
+  // so it does not absorb the others' slowdown.
+  s.compute = {ms(0, 10, TimeCategory::kBackward), ms(12, 14, TimeCategory::kOptimizer)};
+  s.dp = {ms(1, 3, TimeCategory::kExposedDp), ms(5, 7, TimeCategory::kExposedDp), ms(10, 11.5, TimeCategory::kExposedDp)};
+  CHECK(contention_ms(s, 0.2) == Approx(1.0));
+  // Communication-bound: compute waits 4 ms on the traffic it overlaps 2 ms of, so slower compute
+  // fills the wait and the step does not lengthen.
+  s.compute = {ms(0, 4, TimeCategory::kForward), ms(8, 12, TimeCategory::kForward)};
+  s.dp = {ms(3, 9, TimeCategory::kExposedDp)};
+  CHECK(contention_ms(s, 0.2) == 0);
+  // Until the slowdown outgrows the wait: 2 ms × 0.8/(1 − 0.8) = 8 ms, less the 4 ms.
+  CHECK(contention_ms(s, 0.8) == Approx(4.0));
+}
+
+TEST_CASE("contention of a bucketed all-reduce: what hides under the backward slows it") {
+  parallel::ParallelPlan plan;
+  plan.dp = 2;
+  plan.global_batch = 2;
+  plan.seq_len = 4096;
+  plan.grad_bucket_params = 1;  // one bucket per layer
+  const ir::ModelSpec m = model(8);
+  const auto fast = replay(m, plan, 1000, 1);
+  const auto slow = replay(m, plan, 10, 1);
+  const auto with = [](const Replayed& r, double slowdown) {
+    return runtime::time_breakdown(r.graph, r.execution, slowdown)[0][runtime::TimeCategory::kContention].seconds();
+  };
+  CHECK(with(fast, 0) == 0);
+  // Fast network: every bucket but the last hides under the backward, whose compute under it
+  // (at most the traffic's length) takes a quarter longer at a 20 % slowdown.
+  double traffic = 0;
+  for (std::size_t t = 0; t < fast.graph.tasks.size(); ++t) {
+    const auto& task = fast.graph.tasks[t];
+    if (task.device == 0 && task.stream == Stream::kDpComm) {
+      traffic += (fast.execution.timings[t].end - fast.execution.timings[t].start).seconds();
+    }
+  }
+  INFO("traffic " << traffic << " fast " << with(fast, 0.2) << " slow " << with(slow, 0.2));
+  CHECK(with(fast, 0.2) > 0.5 * 0.25 * traffic);
+  CHECK(with(fast, 0.2) <= 0.25 * traffic + 1e-12);
+  // Slow network (communication-bound): the backward is short beside the traffic, which runs on
+  // alone after it; slower compute only fills that wait (all but a sliver before the traffic
+  // backs up).
+  CHECK(with(slow, 0.2) < 0.05 * with(fast, 0.2));
 }

@@ -99,7 +99,7 @@ TEST_CASE("1F1B and GPipe take (m + p − 1) stage slots; the bubble is (p − 1
       const double expected = static_cast<double>(m + p - 1) * slot;
       INFO("p=" << p << " m=" << m);
       CHECK(r.execution.end.seconds() == Approx(expected).epsilon(0.01));
-      const auto breakdown = runtime::time_breakdown(r.graph, r.execution);
+      const auto breakdown = runtime::time_breakdown(r.graph, r.execution, 0);
       const double idle = breakdown[0][runtime::TimeCategory::kIdle].seconds();
       CHECK(idle / r.execution.end.seconds() ==
             Approx(static_cast<double>(p - 1) / static_cast<double>(m + p - 1)).epsilon(0.02));
