@@ -155,12 +155,22 @@ TEST_CASE("symmetric mode and full mode agree within 0.5% for mixes of TP, PP, D
   }
 }
 
-TEST_CASE("bucketed data-parallel all-reduce hides behind a long enough backward") {
+namespace {
+
+// Two data-parallel ranks, one gradient bucket per layer.
+parallel::ParallelPlan bucketed_plan() {
   parallel::ParallelPlan plan;
   plan.dp = 2;
   plan.global_batch = 2;
   plan.seq_len = 4096;
   plan.grad_bucket_params = 1;  // one bucket per layer
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("bucketed data-parallel all-reduce hides behind a long enough backward") {
+  parallel::ParallelPlan plan = bucketed_plan();
   const ir::ModelSpec m = model(8);
   // Gradients: 8 layers × 12.6 M parameters × 4 B = 403 MB; at 1000 GB/s the whole all-reduce
   // takes ~0.4 ms against ~2.6 ms of backward, at 10 GB/s ~40 ms.
@@ -271,11 +281,7 @@ TEST_CASE("compute under communication runs slower, except where it waited on th
 }
 
 TEST_CASE("contention of a bucketed all-reduce: what hides under the backward slows it") {
-  parallel::ParallelPlan plan;
-  plan.dp = 2;
-  plan.global_batch = 2;
-  plan.seq_len = 4096;
-  plan.grad_bucket_params = 1;  // one bucket per layer
+  const parallel::ParallelPlan plan = bucketed_plan();
   const ir::ModelSpec m = model(8);
   const auto fast = replay(m, plan, 1000, 1);
   const auto slow = replay(m, plan, 10, 1);
