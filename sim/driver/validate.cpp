@@ -618,22 +618,24 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
     zoo = "hgx-h200";
     nominal_gb = 141;
   } else if ((has(g, "h100") || has(g, "h800")) && !pcie) {
-    zoo = "dgx-h100";
-    nominal_gb = 80;
+    // The 94/96 GB part is HBM2e (2.41 TB/s) where the 80 GB one is HBM3 (3.35 TB/s).
+    const bool hbm2e = gb == 94 || gb == 96 || has(g, "hbm2e");
+    zoo = hbm2e ? "dgx-h100-96gb" : "dgx-h100";
+    nominal_gb = hbm2e ? 96 : 80;
   } else if ((has(g, "a100") || has(g, "a800")) && !pcie) {
     nominal_gb = gb == 40 ? 40 : 80;
     zoo = gb == 40 ? "dgx-a100-40gb" : "dgx-a100";
   } else {
     reason = "no cluster model for GPU '" + r.gpu +
-             "' (known: A100/A800 SXM 40/80GB, H100/H800 SXM 80GB and its 94/96GB variant, H200 SXM; "
+             "' (known: A100/A800 SXM 40/80GB, H100/H800 SXM 80GB and its 94/96GB HBM2e variant, H200 SXM; "
              "PCIe and NVL cards are not modelled)";
     return std::nullopt;
   }
   config::Cluster c = config::load_cluster(zoo);
   std::string variant;
-  // Memory size variants of the same silicon (H100 SXM 94/96 GB): same compute, the capacity
-  // named in the GPU column ("GB" as marketed, which nvidia-smi shows as about that many GiB,
-  // e.g. 81920 MiB for the A100 80GB).
+  // A memory size other than the zoo GPU's (H100 SXM 94 GB on the 96 GB HBM2e cluster): same
+  // compute and bandwidth, the capacity named in the GPU column ("GB" as marketed, which
+  // nvidia-smi shows as about that many GiB, e.g. 81920 MiB for the A100 80GB).
   {
     if (gb > 0 && gb != nominal_gb && gb >= 16 && gb <= 1024) {
       c.gpu.memory_capacity = Bytes::gib(static_cast<double>(gb));

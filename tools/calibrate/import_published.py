@@ -591,6 +591,21 @@ def imports(gpu):
         imp("A100-SXM4-80GB", "memory", same + ". Assumption: the memory system reaches the same "
             "fraction of its spec bandwidth, so GB/s scale by 1555/2039. No A100-40GB stream "
             "measurement is in the sources.")
+    if gpu == "H100-SXM5-96GB":
+        same = ("H100-SXM5-96GB (HBM2e) and -80GB (HBM3) are the same GH100 die (132 SMs, 1830 MHz "
+                "tensor clock) with identical tensor peaks; only the HBM differs (2410 GB/s vs "
+                "3350 GB/s)")
+        imp("H100-SXM5-80GB", "gemm", same + "; GEMM efficiency transfers unchanged (peak ratio 1; "
+            "the HBM floor of the model uses each GPU's own bandwidth). No GEMM measurement of the "
+            "96GB part is in the sources.")
+        imp("H200-SXM-141GB", "gemm", same + "; like the 80GB part, it pools the H200's GEMM "
+            "points (the same tensor cores, peak ratio 1), so the two H100 parts fit the same "
+            "GEMM model.")
+        imp("H100-SXM5-80GB", "attention", same + "; FlashAttention is compute-bound, so its "
+            "TFLOP/s transfer unchanged. No attention measurement of the 96GB part is in the sources.")
+        imp("H100-SXM5-80GB", "memory", same + ". Assumption: the memory system reaches the same "
+            "fraction of its spec bandwidth, so GB/s scale by 2410/3350. No stream measurement of "
+            "the 96GB part is in the sources.")
     if gpu in ("A100-SXM4-40GB", "A100-SXM4-80GB"):
         imp("H100-SXM5-80GB", "gemm", "No FP32 (SIMT) GEMM measurement of an A100 is in the "
             "published sources. Assumption: cuBLAS SGEMM reaches the same fraction of the SIMT "
@@ -619,6 +634,7 @@ GPUS = [
     ("A100-SXM4-80GB", ["a100-sxm4-80gb", "a100-80gb", "a100-sxm", "a100"], ("A100", "SXM4-80GB"), "SXM4-40GB", False),
     ("H100-SXM5-80GB", ["h100-sxm5-80gb", "h100-sxm", "h100"], ("H100", "SXM5-80GB"), None, False),
     ("H200-SXM-141GB", ["h200-sxm-141gb", "h200-sxm", "h200"], ("H200", "SXM-141GB"), None, True),
+    ("H100-SXM5-96GB", ["h100-sxm5-96gb", "h100-96gb", "h100-hbm2e"], ("H100", "SXM5-96GB"), "SXM5-80GB", False),
 ]
 
 
@@ -628,6 +644,10 @@ def main():
         return 2
     src, out_dir = sys.argv[1], sys.argv[2]
     hw = read(os.path.join(src, "hardware.csv"))
+    extra_hw = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibration",
+                            "sources", "hardware.csv")
+    if os.path.exists(extra_hw):
+        hw += read(extra_hw)
     gemm = read(os.path.join(src, "gemm.csv"))
     extra = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibration",
                          "sources", "gemm.csv")

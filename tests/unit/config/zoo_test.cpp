@@ -26,7 +26,7 @@ TEST_CASE("zoo lists the required models and clusters") {
     CHECK(std::find(models.begin(), models.end(), m) != models.end());
   }
   const auto clusters = zoo_clusters();
-  for (const char* c : {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "hgx-h200"}) {
+  for (const char* c : {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h100-96gb", "hgx-h200"}) {
     INFO(c);
     CHECK(std::find(clusters.begin(), clusters.end(), c) != clusters.end());
   }
@@ -136,6 +136,16 @@ TEST_CASE("datasheet values and units of the cluster zoo") {
   CHECK(h100.cluster.node.nic_bandwidth.gbytes_per_s() == Approx(50));  // 400 Gb/s NDR
   CHECK(h100.cluster.fabric.switch_radix == 64);
   CHECK(h100.gpu.kernel_launch_overhead == Duration::from_us(3));
+
+  // The 96GB HBM2e part: the 80GB part's compute, slower and larger memory, the same nodes.
+  const auto h96 = load_cluster("dgx-h100-96gb");
+  CHECK(h96.gpu.name == "H100-SXM5-96GB");
+  CHECK(h96.gpu.peak_bf16.tflops() == h100.gpu.peak_bf16.tflops());
+  CHECK(h96.gpu.num_sms == h100.gpu.num_sms);
+  CHECK(h96.gpu.memory_bandwidth.gbytes_per_s() == Approx(2410));
+  CHECK(h96.gpu.memory_capacity.in_gib() == Approx(96));
+  CHECK(h96.cluster.node.nic_bandwidth == h100.cluster.node.nic_bandwidth);
+  CHECK(h96.gpu.compute_slowdown_under_comm == h100.gpu.compute_slowdown_under_comm);
 
   const auto h200 = load_cluster("hgx-h200");
   CHECK(h200.gpu.memory_bandwidth.gbytes_per_s() == Approx(4800));

@@ -180,9 +180,10 @@ TEST_CASE("mapping: the cluster follows the gpu and interconnect columns") {
   CHECK(cluster_of("A100-SXM4-80GB (400W)", "").gpu.name == "A100-SXM4-80GB");
   CHECK(cluster_of("A100-40GB", "").gpu.name == "A100-SXM4-40GB");
   CHECK(cluster_of("H200", "").gpu.name == "H200-SXM-141GB");
-  // The 94 GB H100: H100 compute with 94 GiB.
+  // The 94 GB H100: the HBM2e part (H100 compute, 2.41 TB/s) with 94 GiB.
   auto h94 = cluster_of("H100 SXM5 94GB HBM2e", "");
-  CHECK(h94.gpu.name == "H100-SXM5-80GB");
+  CHECK(h94.gpu.name == "H100-SXM5-96GB");
+  CHECK(h94.gpu.memory_bandwidth.gbytes_per_s() == Approx(2410));
   CHECK(h94.gpu.memory_capacity == Bytes::gib(94));
   // Empty interconnect: the DGX-class node.
   auto dgx = cluster_of("H100-80GB", "");

@@ -117,8 +117,10 @@ TEST_CASE("spelling: GPU names map to the cluster of that silicon") {
   CHECK(hbm3.gpu.name == "H100-SXM5-80GB");
   CHECK(hbm3.cluster.name == "dgx-h100");
   const auto h96 = gpu("H100 96GB HBM2e (500W power limit)");
-  CHECK(h96.gpu.name == "H100-SXM5-80GB");
+  CHECK(h96.gpu.name == "H100-SXM5-96GB");
+  CHECK(h96.cluster.name == "dgx-h100-96gb");
   CHECK(h96.gpu.memory_capacity == Bytes::gib(96));
+  CHECK(h96.gpu.memory_bandwidth.bytes_per_s() < hbm3.gpu.memory_bandwidth.bytes_per_s());
 
   // A800/H800: A100/H100 compute with NVLink at 400 GB/s (200 GB/s per direction).
   const auto h100 = gpu("H100 SXM");
