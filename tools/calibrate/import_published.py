@@ -581,31 +581,27 @@ def imports(gpu):
             out.append("  kernel: " + q(kernel))
         out.append("  relationship: " + q(relationship))
         out.append("}")
-    if gpu == "A100-SXM4-40GB":
-        same = ("A100-SXM4-40GB and -80GB are the same GA100 die (108 SMs, 1410 MHz boost) with "
-                "identical tensor peaks; only the HBM differs (HBM2 1555 GB/s vs HBM2e 2039 GB/s)")
-        imp("A100-SXM4-80GB", "gemm", same + "; compute-bound GEMM efficiency transfers "
-            "unchanged (peak ratio 1). No A100-40GB GEMM measurement is in the sources.")
-        imp("A100-SXM4-80GB", "attention", same + "; FlashAttention is compute-bound, so its "
-            "TFLOP/s transfer unchanged. No A100-40GB attention measurement is in the sources.")
-        imp("A100-SXM4-80GB", "memory", same + ". Assumption: the memory system reaches the same "
-            "fraction of its spec bandwidth, so GB/s scale by 1555/2039. No A100-40GB stream "
+    def memory_variant(src, same, name, ratio):
+        # A part with another HBM on the same die: everything from `src`, memory GB/s scaled.
+        imp(src, "gemm", same + "; compute-bound GEMM efficiency transfers unchanged (peak ratio "
+            "1). No " + name + " GEMM measurement is in the sources.")
+        imp(src, "attention", same + "; FlashAttention is compute-bound, so its TFLOP/s transfer "
+            "unchanged. No " + name + " attention measurement is in the sources.")
+        imp(src, "memory", same + ". Assumption: the memory system reaches the same fraction of "
+            "its spec bandwidth, so GB/s scale by " + ratio + ". No " + name + " stream "
             "measurement is in the sources.")
+    if gpu == "A100-SXM4-40GB":
+        memory_variant("A100-SXM4-80GB", "A100-SXM4-40GB and -80GB are the same GA100 die (108 SMs, "
+                       "1410 MHz boost) with identical tensor peaks; only the HBM differs (HBM2 "
+                       "1555 GB/s vs HBM2e 2039 GB/s)", "A100-40GB", "1555/2039")
     if gpu == "H100-SXM5-96GB":
         same = ("H100-SXM5-96GB (HBM2e) and -80GB (HBM3) are the same GH100 die (132 SMs, 1830 MHz "
                 "tensor clock) with identical tensor peaks; only the HBM differs (2410 GB/s vs "
                 "3350 GB/s)")
-        imp("H100-SXM5-80GB", "gemm", same + "; GEMM efficiency transfers unchanged (peak ratio 1; "
-            "the HBM floor of the model uses each GPU's own bandwidth). No GEMM measurement of the "
-            "96GB part is in the sources.")
+        memory_variant("H100-SXM5-80GB", same, "H100-SXM5-96GB", "2410/3350")
         imp("H200-SXM-141GB", "gemm", same + "; like the 80GB part, it pools the H200's GEMM "
             "points (the same tensor cores, peak ratio 1), so the two H100 parts fit the same "
             "GEMM model.")
-        imp("H100-SXM5-80GB", "attention", same + "; FlashAttention is compute-bound, so its "
-            "TFLOP/s transfer unchanged. No attention measurement of the 96GB part is in the sources.")
-        imp("H100-SXM5-80GB", "memory", same + ". Assumption: the memory system reaches the same "
-            "fraction of its spec bandwidth, so GB/s scale by 2410/3350. No stream measurement of "
-            "the 96GB part is in the sources.")
     if gpu in ("A100-SXM4-40GB", "A100-SXM4-80GB"):
         imp("H100-SXM5-80GB", "gemm", "No FP32 (SIMT) GEMM measurement of an A100 is in the "
             "published sources. Assumption: cuBLAS SGEMM reaches the same fraction of the SIMT "
