@@ -666,8 +666,8 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
     throw InputError(Diagnostic{"", 0, "", "the replayed iteration lasts more than 53 days, beyond the "
                                 "range of the simulated clock: the trace's durations or sizes are out of range"});
   }
-  // As simulate(): the compute each device loses to the communication beside it extends its
-  // breakdown, and the iteration by the critical device's.
+  // As simulate(): each device's breakdown carries the time its compute loses to the
+  // communication beside it, and the iteration adds the critical device's.
   const auto breakdowns = runtime::time_breakdown(g, ex, cluster.gpu.compute_slowdown_under_comm);
   SimTime last_end;
   std::size_t critical = 0;

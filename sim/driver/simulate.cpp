@@ -214,8 +214,8 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     throw InputError(Diagnostic{"", 0, "", "the simulated iteration lasts more than 53 days, beyond "
                                 "the range of the simulated clock: the model or plan sizes are out of range"});
   }
-  // The replay runs compute at its uncontended speed: the iteration lasts as long again as the
-  // critical device's compute loses to the communication beside it.
+  // The replay runs compute at its uncontended speed: the iteration is the replay's end plus the
+  // time the critical device's compute loses to the communication running beside it.
   const auto& breakdowns = replay.time;
   const auto critical = static_cast<std::size_t>(replay.last_device);
 
