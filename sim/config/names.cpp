@@ -50,9 +50,10 @@ E parse_flag(const std::array<std::pair<std::string_view, E>, N>& table, std::st
 // fp32 is a GPU peak but not a training precision trainsim models (mixed precision only).
 constexpr std::array<std::pair<std::string_view, ir::Dtype>, 3> kDtypes{{
     {"bf16", ir::Dtype::kBf16}, {"fp16", ir::Dtype::kFp16}, {"fp8", ir::Dtype::kFp8}}};
-constexpr std::array<std::pair<std::string_view, parallel::Recompute>, 3> kRecompute{{
+constexpr std::array<std::pair<std::string_view, parallel::Recompute>, 4> kRecompute{{
     {"none", parallel::Recompute::kNone},
     {"selective", parallel::Recompute::kSelective},
+    {"selective-op", parallel::Recompute::kSelectiveOp},
     {"full", parallel::Recompute::kFull}}};
 constexpr std::array<std::pair<std::string_view, parallel::Schedule>, 3> kSchedules{{
     {"gpipe", parallel::Schedule::kGpipe},

@@ -259,6 +259,17 @@ double megatron_hardware_flops(const ir::ModelSpec& m, std::int64_t seq, double 
                                 ((1.0 + kv_ratio + s / h) + static_cast<double>(m.ffn_hidden) / h * gated);
       return model + layer_part / 3.0;
     }
+    case parallel::Recompute::kSelectiveOp: {
+      // The matmuls the op policy reruns, per token and layer.
+      const auto policy = ir::op_policy_per_token(m, 1, true);
+      double rerun = 0;
+      for (const auto* ops : {&policy.attention, &policy.mlp}) {
+        for (const ir::Op& op : *ops) {
+          if (op.kind == ir::OpKind::kGemm) rerun += op.flops.value();
+        }
+      }
+      return model + rerun * sequences * s * layers;
+    }
     case parallel::Recompute::kSelective:
       // Korthikanti et al. 2022 print HFU/MFU pairs (their Table 5 rows, 22B to 1T) that add the
       // whole attention-score term again, 12·B·s²·h·L: e.g. 175B, 52.8/51.4 = 1 + 12(s/h) /
@@ -371,6 +382,9 @@ bool megatron_family(const PublishedRun& r) {
   const std::string f = framework_name(r);
   return any_of(f, {"megatron", "nemo"});
 }
+
+// PyTorch's torchtitan (FSDP2 by default, op-policy selective checkpointing).
+bool torchtitan(const PublishedRun& r) { return has(framework_name(r), "torchtitan"); }
 
 // Megatron-Core, NeMo (and its Megatron-Bridge) and Transformer Engine run Transformer Engine's
 // fused attention.
@@ -788,7 +802,7 @@ std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& n
     }
     return named;
   }
-  if (has(f, "torchtitan")) {
+  if (torchtitan(r)) {
     // torchtitan shards over every data-parallel rank unless told otherwise
     // (training.data_parallel_shard_degree = -1, torchtitan/config_manager.py; FSDP2).
     notes.push_back("ZeRO-3 (torchtitan's default: FSDP2 over all data-parallel ranks)");
@@ -813,14 +827,18 @@ std::optional<bool> parse_yes_no(const std::string& text) {
   return t == "1" || has(t, "yes") || first_word_in(t, {"y", "true", "on", "enabled", "sp"});
 }
 
-// "selective"; "full", "uniform", "block" (Megatron's --recompute-method with full granularity),
-// "activation checkpointing", "True" (a framework's checkpointing switch, which checkpoints
-// every layer: DeepSpeed --checkpoint-activations, Hugging Face gradient_checkpointing); "none",
-// "no …", "False", "off": none; empty or "not stated": nullopt.
+// "selective" (with the word "op" or "operator": PyTorch's op-policy selective checkpointing, as
+// torchtitan's "selective op"); "full", "uniform", "block" (Megatron's --recompute-method with full
+// granularity), "activation checkpointing", "True" (a framework's checkpointing switch, which
+// checkpoints every layer: DeepSpeed --checkpoint-activations, Hugging Face
+// gradient_checkpointing); "none", "no …", "False", "off": none; empty or "not stated": nullopt.
 std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
   const std::string t = lower(text);
   if (t.empty() || unstated(t)) return std::nullopt;
-  if (has(t, "selective")) return parallel::Recompute::kSelective;
+  if (has(t, "selective")) {
+    static const std::regex kOp(R"((^|[^a-z])(op|ops|operator|per-op)([^a-z]|$))");
+    return std::regex_search(t, kOp) ? parallel::Recompute::kSelectiveOp : parallel::Recompute::kSelective;
+  }
   if (first_word_in(t, {"none", "no", "false", "off", "disabled", "0", "without"})) return parallel::Recompute::kNone;
   if (has(t, "full") || has(t, "checkpoint") || has(t, "uniform") || has(t, "block") ||
       first_word_in(t, {"true", "yes", "y", "on", "enabled", "1"})) {
@@ -990,6 +1008,13 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   out.recompute_given = rc.has_value();
   p.recompute = rc.value_or(parallel::Recompute::kNone);
   const std::string rtext = lower(r.recompute);
+  if (p.recompute == parallel::Recompute::kSelective && torchtitan(r) && !has(rtext, "layer")) {
+    // torchtitan's selective checkpointing of its Llama training configurations is the op
+    // policy (train_configs/llama3_*.toml: selective_ac_option = "op"); "selective layer" (every
+    // n-th layer checkpointed whole) is the other option.
+    p.recompute = parallel::Recompute::kSelectiveOp;
+    notes.push_back("selective checkpointing by op policy (torchtitan's Llama configurations)");
+  }
   if (any_of(rtext, {"mst", "mini-seq", "mini seq"})) {
     // Mini-Sequence Transformer (Luo et al. 2024, arXiv 2407.15892) single-GPU benchmarks:
     // the MLP and LM head run on 8 mini-sequences, with pure bf16 Adam states and the optimizer
@@ -1159,6 +1184,7 @@ Choice search(const PublishedRun& row, const RowMapping& m, const config::Scenar
   } else {
     recomputes = {parallel::Recompute::kNone};
     if (megatron_family(row)) recomputes.push_back(parallel::Recompute::kSelective);
+    if (torchtitan(row)) recomputes.push_back(parallel::Recompute::kSelectiveOp);
     recomputes.push_back(parallel::Recompute::kFull);
   }
   std::vector<std::int64_t> mbs;

@@ -1,6 +1,7 @@
 #include "sim/ir/model_graph.h"
 
 #include <algorithm>
+#include <string>
 
 #include "sim/base/diagnostic.h"
 
@@ -183,6 +184,56 @@ SplitAttention split_attention(const Block& attention) {
   }
   for (Block* b : {&out.pre, &out.core, &out.post}) b->backward = backward_of(b->forward);
   return out;
+}
+
+OpPolicyRecompute op_policy_recompute(const ModelSpec& model, const LayerOps& layer) {
+  const bool llama = model.activation == Activation::kSwiglu;
+  OpPolicyRecompute out;
+  std::int64_t calls = 0;  // matmul calls of the layer so far
+  const auto walk = [&](const std::vector<Op>& forward, std::vector<Op>& rerun) {
+    for (const Op& op : forward) {
+      if (op.kind == OpKind::kAttention) continue;  // saved
+      if (op.kind != OpKind::kGemm || op.gemm.batch > 1) {
+        rerun.push_back(op);  // not in the save list (batched matmuls of an unfused core too)
+        continue;
+      }
+      // The projection's matmul calls: fused QKV and gate/up GEMMs are separate calls in a
+      // Llama layer, split by output features.
+      std::vector<std::int64_t> parts{op.gemm.n};
+      const std::string name = op.name;
+      if (llama && name == "qkv") {
+        // n = (h + 2·kv)/tp, of which Q has the share h/(h + 2·kv).
+        const std::int64_t q = op.gemm.n * model.hidden / (model.hidden + 2 * model.kv_hidden());
+        const std::int64_t kv = (op.gemm.n - q) / 2;
+        parts = {q, kv, op.gemm.n - q - kv};
+      } else if (llama && name == "mlp_gate_up") {
+        parts = {op.gemm.n / 2, op.gemm.n - op.gemm.n / 2};
+      }
+      for (const std::int64_t n : parts) {
+        if (++calls % 2 == 1) {
+          out.saved_matmul_features += n;
+          continue;
+        }
+        Op piece = op;
+        piece.gemm.n = n;
+        piece.flops = Flops(2.0 * static_cast<double>(op.gemm.m) * static_cast<double>(n) * static_cast<double>(op.gemm.k));
+        rerun.push_back(piece);
+      }
+    }
+  };
+  walk(layer.attention.forward, out.attention);
+  walk(layer.mlp.forward, out.mlp);
+  return out;
+}
+
+OpPolicyRecompute op_policy_per_token(const ModelSpec& model, std::int64_t tp, bool flash_attention) {
+  LayerShape one;
+  one.micro_batch = 1;
+  one.seq = 1;
+  one.full_seq = 1;
+  one.tp = tp;
+  one.flash_attention = flash_attention;
+  return op_policy_recompute(model, build_layer(model, one));
 }
 
 std::vector<Op> backward_of(const std::vector<Op>& forward) {

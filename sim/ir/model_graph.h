@@ -84,6 +84,24 @@ Block build_embedding(const ModelSpec& model, const LayerShape& shape);
 // Final norm, LM-head GEMM (vocabulary split over TP) and cross-entropy loss (last stage).
 Block build_lm_head(const ModelSpec& model, const LayerShape& shape);
 
+// PyTorch selective activation checkpointing with torchtitan's op policy (torchtitan
+// `activation_checkpoint.selective_ac_option = "op"`, models/llama3/parallelize: `_op_sac_save_list`
+// and `_custom_policy`): in each transformer layer the outputs of the attention kernel and of the
+// matrix multiplications are saved, except every second matmul of the layer (the 2nd, 4th, … call
+// in forward order); everything else (norms, rotary, activation, residual adds, and those matmuls)
+// is recomputed before the layer's backward. Llama-style layers (SwiGLU) call their projections
+// separately, as torchtitan's model does: Q, K, V, output, then gate (w1), up (w3), down (w2);
+// other layers call one fused QKV projection and one up projection. The ops of one layer that the
+// policy reruns, from the layer's forward lists (attention block, then MLP block) …
+struct OpPolicyRecompute {
+  std::vector<Op> attention;  // reruns before the attention block's backward
+  std::vector<Op> mlp;        // before the MLP block's
+  std::int64_t saved_matmul_features = 0;  // … and the output features per token the saved matmuls keep
+};
+OpPolicyRecompute op_policy_recompute(const ModelSpec& model, const LayerOps& layer);
+// The same for a layer of one token on a rank of `tp`: matmul FLOPs and saved features per token.
+OpPolicyRecompute op_policy_per_token(const ModelSpec& model, std::int64_t tp, bool flash_attention);
+
 // Backward counterpart of a forward op list, in backward execution order.
 std::vector<Op> backward_of(const std::vector<Op>& forward);
 

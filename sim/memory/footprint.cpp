@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/base/diagnostic.h"
+#include "sim/ir/model_graph.h"
 
 namespace ts::memory {
 
@@ -233,6 +234,17 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
       r.kept = Bytes::from_real(unsplit + split);
       r.rematerialized = Bytes::from_real(core);
       break;
+    case parallel::Recompute::kSelectiveOp: {
+      // The layer's input, the matmul outputs the op policy saves (bf16, per token: the output
+      // features of this rank's saved calls) and the flash attention kernel's output and
+      // log-sum-exp; the rest is rebuilt before the layer's backward.
+      const auto policy = ir::op_policy_per_token(m, plan.tp, o.flash_attention);
+      const double saved_matmuls = 2 * s * b * static_cast<double>(policy.saved_matmul_features);
+      const double attention = o.flash_attention ? 2 * sbh / t + 4 * a * b * s / t : 0.0;
+      r.kept = Bytes::from_real(2 * sbh * u + saved_matmuls + attention);
+      r.rematerialized = Bytes::from_real(std::max(0.0, all - r.kept.real()));
+      break;
+    }
     case parallel::Recompute::kFull:
       r.kept = r.input;
       r.rematerialized = Bytes::from_real(all) - r.input;

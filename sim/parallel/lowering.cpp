@@ -254,9 +254,16 @@ class Lowerer {
       }
       return bwd;
     };
+    // The op policy reruns part of each block before the block's backward.
+    const ir::OpPolicyRecompute op_policy = ir::op_policy_recompute(model_, layer);
+    auto with_op_policy = [&](std::vector<ir::Op> bwd, const std::vector<ir::Op>& rerun) {
+      if (plan_.recompute == Recompute::kSelectiveOp) bwd.insert(bwd.begin(), rerun.begin(), rerun.end());
+      return bwd;
+    };
     if (plan_.cp == 1) {
       lists_.attn_fwd = add_ops(layer.attention.forward);
-      lists_.attn_bwd = add_ops(with_selective(layer.attention.backward, layer.attention.forward));
+      lists_.attn_bwd = add_ops(with_op_policy(with_selective(layer.attention.backward, layer.attention.forward),
+                                               op_policy.attention));
     } else {
       const ir::SplitAttention split = ir::split_attention(layer.attention);
       lists_.pre_fwd = add_ops(split.pre.forward);
@@ -264,7 +271,8 @@ class Lowerer {
       lists_.core_fwd = add_ops(split.core.forward);
       lists_.core_bwd = add_ops(with_selective(split.core.backward, split.core.forward));
       lists_.post_fwd = add_ops(split.post.forward);
-      lists_.post_bwd = add_ops(split.post.backward);
+      // The block's backward starts with the part after the core: the rerun goes first.
+      lists_.post_bwd = add_ops(with_op_policy(split.post.backward, op_policy.attention));
     }
     if (plan_.mst_chunks > 1) {
       // Mini-Sequence Transformer (Luo et al. 2024): the MLP runs on K mini-sequences one after
@@ -291,7 +299,7 @@ class Lowerer {
       lists_.mlp_bwd = add_ops(bwd);
     } else {
       lists_.mlp_fwd = add_ops(layer.mlp.forward);
-      lists_.mlp_bwd = add_ops(layer.mlp.backward);
+      lists_.mlp_bwd = add_ops(with_op_policy(layer.mlp.backward, op_policy.mlp));
     }
     if (plan_.tp_comm_overlap && plan_.sequence_parallel && plan_.tp > 1) {
       // Transformer Engine overlaps the all-gather before a block with its first GEMM and the
@@ -807,8 +815,10 @@ class Lowerer {
     mem.mlp_release = full ? remat - remat_attn : kept - Bytes(kept.count() / 2);
     mem.attn_release = full ? remat_attn + kept : Bytes(kept.count() / 2);
     // Gradients mirror the activations each block works on (with Mini-Sequence chunking, those
-    // of one MLP chunk at a time).
-    const Bytes worked = full ? remat : kept;
+    // of one MLP chunk at a time); under the op policy, what the layer kept and what it reran.
+    const Bytes worked = full ? remat
+                              : plan_.recompute == Recompute::kSelectiveOp ? kept + options_.layer_rematerialized
+                                                                           : kept;
     mem.attn_grads = Bytes(worked.count() / 2);
     mem.mlp_grads = (worked - mem.attn_grads) / plan_.mst_chunks;
     const std::int64_t first = vfirst_[static_cast<std::size_t>(vs)];

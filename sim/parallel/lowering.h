@@ -17,8 +17,9 @@ struct LoweringOptions {
   // tensor-parallel collective has one simulated member.
   bool coarse = false;
   // Memory of one layer and micro-batch (from the memory model): what its forward keeps for the
-  // backward (under full recompute: only its input), what full recompute rebuilds, and the LM
-  // head's logits and loss buffers, live from the head's forward to its backward.
+  // backward (under full recompute: only its input), what recompute rebuilds (full: the rest of
+  // the layer; the op policy: the outputs it reruns), and the LM head's logits and loss buffers,
+  // live from the head's forward to its backward.
   Bytes layer_kept;
   Bytes layer_rematerialized;
   Bytes head_transient;

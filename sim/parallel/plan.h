@@ -10,7 +10,10 @@
 
 namespace ts::parallel {
 
-enum class Recompute { kNone, kSelective, kFull };
+// kSelective: Megatron's selective recompute (Korthikanti et al. 2022, the attention core);
+// kSelectiveOp: PyTorch selective checkpointing with torchtitan's op policy (every second matmul
+// and all non-matmul ops of a layer rerun, ir::op_policy_recompute); kFull: whole layers.
+enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
 enum class Schedule { kGpipe, k1F1B, kInterleaved };
 enum class CpAlgo { kRing, kAllGather, kUlysses };
 enum class OptimizerStates { kFp32, kBf16 };

@@ -70,7 +70,7 @@ void add_scenario_flags(po::options_description& o) {
       ("micro-batch", po::value<std::int64_t>()->default_value(1), "sequences per micro-batch")
       ("zero", po::value<int>()->default_value(0), "ZeRO stage 0-3 (1 = distributed optimizer)")
       ("sequence-parallel", po::bool_switch(), "Megatron sequence parallelism with TP")
-      ("recompute", po::value<std::string>()->default_value("none"), "none, selective or full")
+      ("recompute", po::value<std::string>()->default_value("none"), "none, selective, selective-op or full")
       ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b or interleaved")
       ("pp-layers", po::value<std::string>(), "layers per pipeline stage, e.g. 15,16,16,15")
       ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")

@@ -50,7 +50,7 @@ void add_axis_flags(po::options_description& o, const AxisDefaults& d) {
       ("zero", po::value<std::string>()->default_value(d.zero), "ZeRO stages 0-3 (all: 0,1,2,3)")
       ("sequence-parallel", po::value<std::string>()->default_value(d.sequence_parallel)->implicit_value("on"),
        "sequence parallelism: on, off or both (off,on)")
-      ("recompute", po::value<std::string>()->default_value(d.recompute), "none, selective, full, all")
+      ("recompute", po::value<std::string>()->default_value(d.recompute), "none, selective, selective-op, full, all")
       ("cp-algo", po::value<std::string>()->default_value(d.cp_algo), "ring, allgather, ulysses, all (only with cp > 1)")
       ("mst-chunks", po::value<std::string>()->default_value(d.mst_chunks), "Mini-Sequence Transformer chunks");
 }

@@ -11,7 +11,8 @@ TEST_CASE("every spelling parses back to its value") {
   for (auto s : {parallel::Schedule::kGpipe, parallel::Schedule::k1F1B, parallel::Schedule::kInterleaved}) {
     CHECK(try_parse_schedule(name(s)) == s);
   }
-  for (auto r : {parallel::Recompute::kNone, parallel::Recompute::kSelective, parallel::Recompute::kFull}) {
+  for (auto r : {parallel::Recompute::kNone, parallel::Recompute::kSelective, parallel::Recompute::kSelectiveOp,
+                 parallel::Recompute::kFull}) {
     CHECK(try_parse_recompute(name(r)) == r);
   }
   for (auto a : {parallel::CpAlgo::kRing, parallel::CpAlgo::kAllGather, parallel::CpAlgo::kUlysses}) {

@@ -140,3 +140,13 @@ TEST_CASE("flop_convention reads the family, hardware and causal halving from tf
   c = driver::flop_convention(r);
   CHECK(c.family == driver::FlopFamily::kMegatron);
 }
+
+TEST_CASE("hardware FLOPs under the op policy add the matmuls it reruns") {
+  // GPT layer: fused QKV (1st call, saved), output (2nd, rerun), up (3rd, saved), down (4th,
+  // rerun): 2·(h² + 4h·h) FLOPs per token and layer again.
+  const auto m = gpt(24, 2048, 16, 51200);
+  const double s = 2048, B = 4, L = 24, h = 2048;
+  const double extra = driver::megatron_hardware_flops(m, 2048, B, parallel::Recompute::kSelectiveOp) -
+                       driver::megatron_model_flops(m, 2048, B);
+  CHECK(extra == Approx(2 * B * s * L * (h * h + 4 * h * h)));
+}

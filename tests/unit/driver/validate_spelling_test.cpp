@@ -266,7 +266,17 @@ TEST_CASE("spelling: precision, recompute and sequence-parallel cells") {
     row["recompute"] = text;
     return map_row(row);
   };
-  CHECK(recompute("selective (op)").scenario->plan.recompute == parallel::Recompute::kSelective);
+  // "selective" is Megatron's selective recompute, unless the op policy is named or the row is
+  // torchtitan's (whose Llama configurations select by op).
+  CHECK(recompute("selective").scenario->plan.recompute == parallel::Recompute::kSelective);
+  CHECK(recompute("selective (op)").scenario->plan.recompute == parallel::Recompute::kSelectiveOp);
+  CHECK(recompute("selective op").scenario->plan.recompute == parallel::Recompute::kSelectiveOp);
+  CHECK(recompute("selective (operator-level)").scenario->plan.recompute == parallel::Recompute::kSelectiveOp);
+  CHECK(recompute("selective (optimized)").scenario->plan.recompute == parallel::Recompute::kSelective);
+  row["framework"] = "torchtitan";
+  CHECK(recompute("selective").scenario->plan.recompute == parallel::Recompute::kSelectiveOp);
+  CHECK(recompute("selective (layer, every 2nd)").scenario->plan.recompute == parallel::Recompute::kSelective);
+  row["framework"] = "PyTorch";
   CHECK(recompute("full").scenario->plan.recompute == parallel::Recompute::kFull);
   CHECK(recompute("Full AC").scenario->plan.recompute == parallel::Recompute::kFull);
   CHECK(recompute("True").scenario->plan.recompute == parallel::Recompute::kFull);

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "sim/ir/model_graph.h"
 
 using namespace ts;
@@ -184,4 +187,47 @@ TEST_CASE("FP8 linear layers cast input and weight first: 4 bytes moved per elem
   CHECK(casts == 2);  // gate/up and down projections
   s.gemm_dtype = Dtype::kBf16;
   for (const auto& op : build_layer(m, s).mlp.forward) CHECK(std::string(op.name) != "fp8_cast");
+}
+
+TEST_CASE("torchtitan's op policy reruns every second matmul call and every non-matmul op") {
+  LayerShape s;
+  s.micro_batch = 1;
+  s.seq = 1024;
+  s.full_seq = 1024;
+  const auto names = [](const std::vector<Op>& ops) {
+    std::vector<std::string> out;
+    for (const Op& op : ops) out.push_back(op.kind == OpKind::kGemm ? std::string(op.name) + ":" + std::to_string(op.gemm.n) : op.name);
+    return out;
+  };
+  SECTION("Llama: Q, K, V, output, gate, up, down are seven calls; K, output and up rerun") {
+    const ModelSpec m = llama3_8b();  // kv 1024, ffn 14336
+    const LayerOps layer = build_layer(m, s);
+    const OpPolicyRecompute p = op_policy_recompute(m, layer);
+    CHECK(names(p.attention) == std::vector<std::string>{"rmsnorm", "qkv:1024", "rotary", "attn_out:4096", "residual"});
+    CHECK(names(p.mlp) == std::vector<std::string>{"rmsnorm", "mlp_gate_up:14336", "swiglu", "residual"});
+    // Saved: Q 4096, V 1024, gate 14336, down 4096 output features per token.
+    CHECK(p.saved_matmul_features == 4096 + 1024 + 14336 + 4096);
+    // The rerun matmuls carry their own FLOPs: 2·tokens·n·k.
+    CHECK(p.attention[1].flops.value() == Approx(2.0 * 1024 * 1024 * 4096));
+    // Split by TP: the column-parallel calls keep 1/tp of their features, the row-parallel down
+    // projection its whole (partial-sum) output.
+    s.tp = 4;
+    CHECK(op_policy_recompute(m, build_layer(m, s)).saved_matmul_features == (4096 + 1024 + 14336) / 4 + 4096);
+  }
+  SECTION("GPT: one fused QKV call and one up projection; output and down projections rerun") {
+    const ModelSpec m = gpt(24, 2048, 16);
+    const OpPolicyRecompute p = op_policy_recompute(m, build_layer(m, s));
+    std::size_t rerun_gemms = 0;
+    for (const auto* ops : {&p.attention, &p.mlp}) {
+      for (const Op& op : *ops) {
+        if (op.kind == OpKind::kGemm) {
+          ++rerun_gemms;
+          CHECK((std::string(op.name) == "attn_out" || std::string(op.name) == "mlp_down"));
+        }
+        CHECK(op.kind != OpKind::kAttention);  // the attention kernel's output is saved
+      }
+    }
+    CHECK(rerun_gemms == 2);
+    CHECK(p.saved_matmul_features == 3 * 2048 + 4 * 2048);
+  }
 }

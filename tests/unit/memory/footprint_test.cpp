@@ -369,6 +369,11 @@ TEST_CASE("Llama activations: RMSNorm, GQA, SwiGLU, flash attention, no dropout"
     CHECK(ts::memory::layer_activation_bytes(m, activation_plan({s, b, h, a, t}, true, Recompute::kSelective),
                                              llama_options)
               .count() == (all - 4 * a * b * s) / t);
+    // torchtitan's op policy keeps the input 2sbh, the saved matmul calls' outputs (Q, V, gate,
+    // down: 2sb·(h + kv + f + h)), the attention output 2sbh and the log-sum-exp 4abs.
+    CHECK(ts::memory::layer_activation_bytes(m, activation_plan({s, b, h, a, 1}, false, Recompute::kSelectiveOp),
+                                             llama_options)
+              .count() == 2 * s * b * h + 2 * s * b * (h + kv + f + h) + 2 * s * b * h + 4 * a * b * s);
     // The model's defaults are these options (RMSNorm + SwiGLU: no dropout; flash attention).
     CHECK(ts::memory::layer_activation_bytes(m, activation_plan({s, b, h, a, t}, true, Recompute::kNone)).count() ==
           all / t);

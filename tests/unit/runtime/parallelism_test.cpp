@@ -306,3 +306,19 @@ TEST_CASE("contention of a bucketed all-reduce: what hides under the backward sl
   // backs up).
   CHECK(with(slow, 0.2) < 0.05 * with(fast, 0.2));
 }
+
+TEST_CASE("the op policy's reruns add their matmul FLOPs to each layer's backward") {
+  parallel::ParallelPlan plan;
+  plan.global_batch = 1;
+  plan.seq_len = 2048;
+  const ir::ModelSpec m = model(8);  // hidden 1024, 8 KV heads of 8: K is h wide; ffn 4096
+  const auto none = replay(m, plan);
+  plan.recompute = parallel::Recompute::kSelectiveOp;
+  const auto op = replay(m, plan);
+  // Reruns per layer: K (h×h), output (h×h) and up (h×ffn) projections; FLOP-rate compute model
+  // at 1e15 FLOP/s, memory-bound ops free.
+  const double rerun = 2.0 * 2048 * 8 * (1024.0 * 1024 + 1024.0 * 1024 + 1024.0 * 4096) / 1e15;
+  CHECK(seconds(op, runtime::TimeCategory::kBackward) - seconds(none, runtime::TimeCategory::kBackward) ==
+        Approx(rerun).epsilon(1e-6));
+  CHECK(seconds(op, runtime::TimeCategory::kForward) == Approx(seconds(none, runtime::TimeCategory::kForward)));
+}
