@@ -340,6 +340,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--unfused-attention", "unfused_attention"},
     {"--attention-kernel", "attention_kernel"},
     {"--tp-comm-overlap", "tp_comm_overlap"},
+    {"--no-fp8-weight-cache", "no_fp8_weight_cache"},
     {"--host-dispatch-us", "host_dispatch_us"},
 };
 
@@ -462,6 +463,7 @@ Scenario load_scenario(const std::string& path) {
   if (msg.has_unfused_attention()) plan.flash_attention = !msg.unfused_attention();
   if (msg.has_attention_kernel()) plan.attention_kernel = msg.attention_kernel();
   if (msg.has_tp_comm_overlap()) plan.tp_comm_overlap = msg.tp_comm_overlap();
+  if (msg.has_no_fp8_weight_cache()) plan.fp8_weight_cache = !msg.no_fp8_weight_cache();
   // A parse that throws InputError: its messages go to `field`, which is then reported.
   const auto parse_field = [&](const char* field, const auto& parse) {
     try {

@@ -32,6 +32,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["cp_algo"] = std::string(config::name(p.cp_algo));
   j["attention"] = p.attention_label();
   j["tp_comm_overlap"] = p.tp_comm_overlap;
+  j["fp8_weight_cache"] = p.fp8_weight_cache;
   j["order"] = config::format_order(p.order);
   return j;
 }

@@ -123,7 +123,7 @@ std::string quote(std::string_view s) {  // RFC 4180; newlines would break line-
 constexpr const char* kPlanColumns =
     "model,cluster,gpu,num_gpus,global_batch,seq_len,dtype,order,optimizer_states,"
     "optimizer_in_backward,overlap_grad_reduce,overlap_param_gather,tp,pp,dp,cp,vpp,micro_batch,schedule,zero,sequence_parallel,"
-    "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap,host_dispatch_us";
+    "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap,host_dispatch_us,fp8_weight_cache";
 
 std::size_t count_columns(std::string_view header) {
   return static_cast<std::size_t>(std::count(header.begin(), header.end(), ',')) + 1;
@@ -422,7 +422,8 @@ std::string sweep_plan_key(const SweepSpec& spec, const parallel::ParallelPlan& 
        (p.sequence_parallel ? "true" : "false") + ',' + std::string(config::name(p.recompute)) +
        ',' + std::string(config::name(p.cp_algo)) + ',' + i(p.mst_chunks) + ',' +
        quote(p.attention_label()) +
-       ',' + (p.tp_comm_overlap ? "true" : "false") + ',' + format_double("%.6g", p.host_dispatch.us());
+       ',' + (p.tp_comm_overlap ? "true" : "false") + ',' + format_double("%.6g", p.host_dispatch.us()) + ',' +
+       (p.fp8_weight_cache ? "true" : "false");
   return k;
 }
 

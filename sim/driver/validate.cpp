@@ -1045,6 +1045,14 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const bool fp16_named = has(prec, "fp16") || (has(prec, "float16") && !has(prec, "bfloat16"));
   if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
     p.dtype = ir::Dtype::kFp8;
+    if (!megatron_family(r)) {
+      // Megatron-Core and NeMo tell Transformer Engine which micro-batch is a step's first
+      // (is_first_microbatch), which casts the FP8 weights once and reuses them; other
+      // frameworks (Composer's TE autocast, torchao's float8 in torchtitan) cast them at every
+      // micro-batch.
+      p.fp8_weight_cache = false;
+      notes.push_back("FP8 weights cast at every micro-batch (" + r.framework + ")");
+    }
   } else if (fp16_named && !bf16_named) {
     p.dtype = ir::Dtype::kFp16;
   } else {

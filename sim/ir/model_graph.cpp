@@ -55,12 +55,15 @@ Op attention(const ModelSpec& model, const LayerShape& s) {
 // Engine's FP8 recipe (Micikevicius et al. 2022, "FP8 Formats for Deep Learning"; TE
 // cast_transpose) reads each bf16 operand and writes it in FP8 twice, as is and transposed for
 // the backward GEMMs: 4 bytes moved per element; the backward casts the output gradient alike.
-void linear(std::vector<Op>& ops, const char* name, std::int64_t m, std::int64_t n, std::int64_t k, Dtype dtype) {
-  if (dtype == Dtype::kFp8) {
-    const std::int64_t elems = m * k + k * n;  // input and weight
+// The weight's cast counts with the shape's share of it (cached across micro-batches).
+void linear(std::vector<Op>& ops, const char* name, std::int64_t m, std::int64_t n, std::int64_t k,
+            const LayerShape& s) {
+  if (s.gemm_dtype == Dtype::kFp8) {
+    const auto weight = static_cast<std::int64_t>(static_cast<double>(k * n) * s.fp8_weight_cast_share);
+    const std::int64_t elems = m * k + weight;  // input and weight
     ops.push_back(memory("fp8_cast", elems, elems));
   }
-  ops.push_back(gemm(name, m, n, k, dtype));
+  ops.push_back(gemm(name, m, n, k, s.gemm_dtype));
 }
 
 // The attention core without FlashAttention, as Megatron-LM's CoreAttention runs it: a batched
@@ -101,12 +104,11 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
   // With sequence parallelism, norms, dropout and residual adds run on 1/tp of the tokens.
   const std::int64_t sp_elems = s.sequence_parallel ? hidden_elems / s.tp : hidden_elems;
   const std::int64_t qkv_out = (h + 2 * model.kv_hidden()) / s.tp;
-  const Dtype g = s.gemm_dtype;
 
   LayerOps layer;
   auto& att = layer.attention.forward;
   att.push_back(memory(model.norm == Norm::kRmsNorm ? "rmsnorm" : "layernorm", sp_elems, sp_elems));
-  linear(att, "qkv", tokens, qkv_out, h, g);
+  linear(att, "qkv", tokens, qkv_out, h, s);
   if (model.position == Position::kRope) {
     const std::int64_t qk = tokens * (h + model.kv_hidden()) / s.tp;
     att.push_back(memory("rotary", qk, qk));
@@ -116,7 +118,7 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
   } else {
     append_unfused_attention(att, model, s);
   }
-  linear(att, "attn_out", tokens, h, h / s.tp, g);
+  linear(att, "attn_out", tokens, h, h / s.tp, s);
   // Residual add (reads branch and residual, writes the sum); GPT adds dropout on the branch.
   att.push_back(memory(model.activation == Activation::kGelu ? "dropout_residual" : "residual",
                        2 * sp_elems, sp_elems));
@@ -126,16 +128,16 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
   mlp.push_back(memory(model.norm == Norm::kRmsNorm ? "rmsnorm" : "layernorm", sp_elems, sp_elems));
   switch (model.activation) {
     case Activation::kGelu:
-      linear(mlp, "mlp_up", tokens, ffn, h, g);
+      linear(mlp, "mlp_up", tokens, ffn, h, s);
       mlp.push_back(memory("gelu", tokens * ffn, tokens * ffn));
       break;
     case Activation::kSwiglu:
       // Gate and up projections as one GEMM; SwiGLU reads both halves, writes their product.
-      linear(mlp, "mlp_gate_up", tokens, 2 * ffn, h, g);
+      linear(mlp, "mlp_gate_up", tokens, 2 * ffn, h, s);
       mlp.push_back(memory("swiglu", 2 * tokens * ffn, tokens * ffn));
       break;
   }
-  linear(mlp, "mlp_down", tokens, h, ffn, g);
+  linear(mlp, "mlp_down", tokens, h, ffn, s);
   mlp.push_back(memory(model.activation == Activation::kGelu ? "dropout_residual" : "residual",
                        2 * sp_elems, sp_elems));
 
@@ -162,7 +164,7 @@ Block build_lm_head(const ModelSpec& model, const LayerShape& s) {
   Block b;
   b.forward.push_back(memory(model.norm == Norm::kRmsNorm ? "final_rmsnorm" : "final_layernorm",
                              sp_elems, sp_elems));
-  linear(b.forward, "lm_head", tokens, vocab, model.hidden, s.gemm_dtype);
+  linear(b.forward, "lm_head", tokens, vocab, model.hidden, s);
   // Vocab-parallel cross-entropy (Megatron): max, exp-sum and loss over the logits in fp32,
   // read about three times and written once.
   Op ce = memory("cross_entropy", 2 * 3 * tokens * vocab, 2 * tokens * vocab);

@@ -45,6 +45,9 @@ struct LayerShape {
   std::int64_t tp = 1;
   bool sequence_parallel = false;
   Dtype gemm_dtype = Dtype::kBf16;  // fp8 runs GEMMs in FP8, everything else in bf16
+  // FP8: the share of its weight casts a micro-batch does (1/micro-batches per step when the
+  // casts are cached across them, ParallelPlan::fp8_weight_cache; else 1).
+  double fp8_weight_cast_share = 1.0;
   bool flash_attention = true;      // off: the attention core as separate kernels
   // Context parallelism: the attention core covers `attention_q` queries against `attention_kv`
   // keys per call, with `attention_heads_divisor` splitting the heads (Ulysses). Zero = defaults

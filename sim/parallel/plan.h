@@ -74,6 +74,10 @@ struct ParallelPlan {
   // Tensor-parallel all-gathers and reduce-scatters (sequence parallelism) pipelined in chunks
   // with the GEMM next to them (Megatron-Core --tp-comm-overlap, Transformer Engine userbuffers).
   bool tp_comm_overlap = false;
+  // FP8 (Transformer Engine): each linear layer's weight is cast to FP8 on the first micro-batch
+  // of a step and the cast reused by the others (TE's `is_first_microbatch`, which Megatron-Core
+  // and NeMo set); off = cast at every micro-batch (TE modules called without it).
+  bool fp8_weight_cache = true;
   std::int64_t grad_bucket_params = 40'000'000;  // Megatron-Core DDP default bucket size
   // Host time to issue one modeled operation (a GEMM, the attention core, a memory-bound op):
   // the eager framework's Python, autograd and dispatch work for the kernels it stands for. No

@@ -28,7 +28,8 @@ void add_fixed_plan_flags(po::options_description& o) {
        "host time per modeled operation of an eager framework (microseconds); no operation runs faster; "
        "0 for CUDA graphs or a compiled step")
       ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward, not in buckets during it")
-      ("no-overlap-param-gather", po::bool_switch(), "ZeRO 1/2: gather parameters after the step, not during the next forward");
+      ("no-overlap-param-gather", po::bool_switch(), "ZeRO 1/2: gather parameters after the step, not during the next forward")
+      ("no-fp8-weight-cache", po::bool_switch(), "FP8: cast weights at every micro-batch, not once per step (TE without is_first_microbatch)");
 }
 
 FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::ParallelPlan& p, DiagnosticList& problems) {
@@ -48,6 +49,7 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   p.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
   p.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
   p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
+  p.fp8_weight_cache = !vm["no-fp8-weight-cache"].as<bool>();
   problems.collect([&] {
     p.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
   });

@@ -30,7 +30,8 @@ TEST_CASE("a scenario with zoo names and plan fields") {
                               "dtype: \"fp8\"\n"
                               "optimizer_states: \"bf16\"\n"
                               "cp_algo: \"allgather\"\n"
-                              "mst_chunks: 4\n");
+                              "mst_chunks: 4\n"
+                              "no_fp8_weight_cache: true\n");
   const Scenario s = load_scenario(path);
   CHECK(s.model.name == "llama3-70b");
   CHECK(s.cluster.cluster.name == "dgx-h100");
@@ -51,6 +52,7 @@ TEST_CASE("a scenario with zoo names and plan fields") {
   CHECK(s.plan.optimizer_states == parallel::OptimizerStates::kBf16);
   CHECK(s.plan.cp_algo == parallel::CpAlgo::kAllGather);
   CHECK(s.plan.mst_chunks == 4);
+  CHECK_FALSE(s.plan.fp8_weight_cache);
 }
 
 TEST_CASE("scenario defaults follow the flags' defaults") {
@@ -65,6 +67,7 @@ TEST_CASE("scenario defaults follow the flags' defaults") {
   CHECK(s.plan.schedule == defaults.schedule);
   CHECK(s.plan.order == defaults.order);
   CHECK(s.plan.dtype == ir::Dtype::kBf16);
+  CHECK(s.plan.fp8_weight_cache);
 }
 
 TEST_CASE("inline model and cluster, and a model path relative to the scenario") {

@@ -246,6 +246,14 @@ TEST_CASE("mapping: sharding, sequence parallelism, precision and missing batch 
 
   row["precision"] = "fp8 (amp_fp8, TransformerEngine)";
   CHECK(plan_of().scenario->plan.dtype == ir::Dtype::kFp8);
+  // FP8 weights: cast once per step where Megatron drives Transformer Engine, at every
+  // micro-batch elsewhere.
+  CHECK(plan_of().scenario->plan.fp8_weight_cache);  // Megatron-LM
+  row["framework"] = "NeMo 24.05";
+  CHECK(plan_of().scenario->plan.fp8_weight_cache);
+  row["framework"] = "Composer + PyTorch FSDP";
+  CHECK_FALSE(plan_of().scenario->plan.fp8_weight_cache);
+  row["framework"] = "Megatron-LM";
   row["precision"] = "16-bit mixed (fp16/bf16 not stated)";
   CHECK(plan_of().scenario->plan.dtype == ir::Dtype::kBf16);
 

@@ -185,6 +185,15 @@ TEST_CASE("FP8 linear layers cast input and weight first: 4 bytes moved per elem
     ++casts;
   }
   CHECK(casts == 2);  // gate/up and down projections
+  // Weights cast once per step of 4 micro-batches: each micro-batch carries a quarter of the
+  // weight's cast, all of its input's.
+  s.fp8_weight_cast_share = 0.25;
+  const auto cached = build_layer(m, s).mlp.forward;
+  REQUIRE(cached.size() == mlp.size());
+  for (std::size_t i = 0; i < cached.size(); ++i) {
+    if (cached[i].kind != OpKind::kGemm) continue;
+    CHECK(cached[i - 1].moved.count() == 4 * (cached[i].gemm.m * cached[i].gemm.k + cached[i].gemm.k * cached[i].gemm.n / 4));
+  }
   s.gemm_dtype = Dtype::kBf16;
   for (const auto& op : build_layer(m, s).mlp.forward) CHECK(std::string(op.name) != "fp8_cast");
 }
