@@ -219,7 +219,9 @@ class Lowerer {
     shape.sequence_parallel = plan_.sequence_parallel;
     shape.gemm_dtype = plan_.dtype;
     // Every micro-batch of a step uses each layer's weights once; the first casts them.
-    if (plan_.fp8_weight_cache) shape.fp8_weight_cast_share = 1.0 / static_cast<double>(std::max<std::int64_t>(1, plan_.num_micro_batches()));
+    if (plan_.fp8_weight_cache) {
+      shape.fp8_weight_cast_share = 1.0 / static_cast<double>(std::max<std::int64_t>(1, plan_.num_micro_batches()));
+    }
     shape.flash_attention = plan_.flash_attention;
     return shape;
   }
@@ -278,7 +280,8 @@ class Lowerer {
     }
     if (plan_.mst_chunks > 1) {
       // Mini-Sequence Transformer (Luo et al. 2024): the MLP runs on K mini-sequences one after
-      // another, and its backward recomputes each chunk's intermediate before using it.
+      // another, and its backward recomputes each chunk's intermediate before using it (its own
+      // recompute of the MLP, in place of the op policy's).
       ir::LayerShape mini = shape;
       mini.seq = shape.seq / plan_.mst_chunks;
       const ir::LayerOps chunk = ir::build_layer(model_, mini);
