@@ -463,13 +463,19 @@ std::set<std::string> calibrated_attention_kernels(const std::string& gpu, confi
 // Llama-style (RMSNorm, SwiGLU, rotary positions, no biases, untied head) or GPT-style
 // (LayerNorm, GELU, learned positions, biases, tied head). Family names decide first; then GQA
 // (kv heads fewer than heads) and an MLP narrower than 3.5h (SwiGLU's 8h/3) mean Llama-style.
-bool llama_style(const PublishedRun& r, std::vector<std::string>& notes) {
+// The style a model family's name says; nullopt for a name of no known family.
+std::optional<bool> llama_family(const PublishedRun& r) {
   const std::string name = lower(r.model);
   if (any_of(name, {"gpt", "mpt", "opt-", "opt ", "bloom", "falcon", "pythia", "neox", "starcoder"})) return false;
   if (any_of(name, {"llama", "mistral", "mixtral", "qwen", "gemma", "yi-", "deepseek", "internlm",
                     "baichuan", "olmo"})) {
     return true;
   }
+  return std::nullopt;
+}
+
+bool llama_style(const PublishedRun& r, std::vector<std::string>& notes) {
+  if (const auto family = llama_family(r)) return *family;
   if (r.n_heads && r.n_kv_heads && *r.n_kv_heads < *r.n_heads) {
     notes.push_back("Llama-style layers (grouped-query attention)");
     return true;
@@ -580,6 +586,22 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
     m.tied_embeddings = true;
     m.linear_bias = true;
     m.max_seq_len = seq;
+  }
+  // A model of no known family whose printed size fits the other MLP: gated (SwiGLU, three
+  // matrices) or not (two, as GELU or Nemotron's squared ReLU). GQA alone does not make the MLP
+  // gated.
+  if (!llama_family(r) && r.n_params_b && *r.n_params_b > 0) {
+    ir::ModelSpec other = m;
+    other.activation = llama ? ir::Activation::kGelu : ir::Activation::kSwiglu;
+    const double printed = *r.n_params_b * 1e9;
+    const auto off = [&](const ir::ModelSpec& s) {
+      return std::abs(static_cast<double>(ir::parameter_count(s)) / printed - 1);
+    };
+    if (off(other) < 0.05 && off(m) > 0.15) {
+      m.activation = other.activation;
+      notes.push_back(std::string(other.activation == ir::Activation::kSwiglu ? "gated (SwiGLU)" : "non-gated") +
+                      " MLP: its parameter count matches the printed n_params_b");
+    }
   }
   const auto problems = config::check_model(m);
   if (!problems.empty()) {
@@ -692,7 +714,9 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   static const std::regex kNicCount(
       R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×)?\s*(?:(?!gpus?\b|per\b|and\b|with\b)[a-z0-9][^\s,;()]*\s+){0,4}(?:hcas?|nics?|adapters?|links|ports|rails)\b)");
   static const std::regex kNum(R"((\d{1,3}(?:,\d{3}){1,3}|\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|tb/s|tbps|tbit/s))");
-  static const std::regex kPerNode(R"(^[^;.]*(per node|/node|node-node|node-to-node|per server|per instance|per host))");
+  static const std::regex kPerNode(
+      R"(^[^;.]*(per node|/node|node-node|node-to-node|inter-node|internode|inter node|per server|per instance|per host))");
+  static const std::regex kPerGpu(R"(^\s*(per gpu|/gpu|per device|each gpu|per nic|/nic))");
   static const std::regex kIb(R"(\b(ndr|hdr|edr|xdr)(\d{3})?\b)");
   if (std::regex_search(ic, m, kCountRate)) {
     nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
@@ -716,10 +740,12 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
       rate = rate_gbits(m[1].str(), m[2].str());
       const std::string after = m.suffix().str();
       std::smatch pn;
-      // A per-node aggregate: "1600 Gbps per node"; an AWS EFA rate, which AWS quotes per
-      // instance (p4d 400 Gbps over 4 EFA adapters, p5 3200 Gbps over 32); or a rate no single
-      // NIC port reaches (above 800 Gb/s, XDR).
-      per_node = std::regex_search(after, pn, kPerNode) || has(ic, "efa") || *rate > 800;
+      // A per-node aggregate: "1600 Gbps per node", "800Gbps inter-node interconnect" (the
+      // node's links to the others) unless the rate is said to be per GPU; an AWS EFA rate,
+      // which AWS quotes per instance (p4d 400 Gbps over 4 EFA adapters, p5 3200 Gbps over 32);
+      // or a rate no single NIC port reaches (above 800 Gb/s, XDR).
+      per_node = (std::regex_search(after, pn, kPerNode) && !std::regex_search(after, pn, kPerGpu)) ||
+                 has(ic, "efa") || *rate > 800;
     } else if (std::regex_search(ic, m, kIb)) {
       rate = m[2].matched ? std::stod(m[2].str()) : ib_rate_gbits(m[1].str());
     }
@@ -789,8 +815,10 @@ std::optional<int> zero_stage_named(std::string_view text) {
 // names, or its documented default); nullopt when neither gives one.
 std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& notes) {
   if (!unstated(r.zero_fsdp)) {
-    // "none", "no", "False", "off", "DDP": no sharding.
+    // "none", "no", "False", "off", "DDP": no sharding; a bare stage number: that stage.
     if (first_word_in(r.zero_fsdp, {"none", "no", "false", "off", "disabled", "0"})) return 0;
+    const std::string t = trim(r.zero_fsdp);
+    if (t == "1" || t == "2" || t == "3") return t[0] - '0';
     return zero_stage_named(r.zero_fsdp).value_or(0);
   }
   const std::string f = framework_name(r);

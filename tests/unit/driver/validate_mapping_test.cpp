@@ -165,6 +165,26 @@ TEST_CASE("mapping: Llama-style layers from the name, GQA or a narrow MLP; famil
   CHECK(m.scenario->model.activation == ir::Activation::kGelu);
   CHECK(m.scenario->model.num_heads == 20);
   CHECK(m.scenario->model.vocab == 50257);
+
+  // GQA in a model of no known family makes the layers Llama-style, but the printed size
+  // decides the MLP: Nemotron-4 340B (96 layers, h 18432, 96 heads, 8 KV heads, ffn 73728,
+  // vocab 256000) has two MLP matrices (squared ReLU), 341 B parameters; gated it would be 462 B.
+  row["model"] = "Nemotron-340B";
+  row["n_layers"] = "96";
+  row["hidden"] = "18432";
+  row["n_heads"] = "96";
+  row["n_kv_heads"] = "8";
+  row["ffn_hidden"] = "73728";
+  row["vocab"] = "256000";
+  row["n_params_b"] = "340";
+  m = driver::map_run(one(row));
+  REQUIRE(m.scenario.has_value());
+  CHECK(m.scenario->model.activation == ir::Activation::kGelu);
+  CHECK(m.scenario->model.position == ir::Position::kRope);  // the rest stays Llama-style
+  row["n_params_b"] = "462";
+  CHECK(driver::map_run(one(row)).scenario->model.activation == ir::Activation::kSwiglu);
+  row["n_params_b"] = "400";  // matches neither: the shape's reading stands
+  CHECK(driver::map_run(one(row)).scenario->model.activation == ir::Activation::kSwiglu);
 }
 
 TEST_CASE("mapping: the cluster follows the gpu and interconnect columns") {
