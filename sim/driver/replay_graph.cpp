@@ -662,10 +662,13 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
   const runtime::Execution ex = runtime::execute(g, layout, compute, network, eo);
   // Time arithmetic saturates at the int64 picosecond range (106 days): only absurd recorded
   // durations or sizes get near it.
-  if (ex.end.ps() >= (std::int64_t{1} << 62)) {
-    throw InputError(Diagnostic{"", 0, "", "the replayed iteration lasts more than 53 days, beyond the "
-                                "range of the simulated clock: the trace's durations or sizes are out of range"});
-  }
+  const auto out_of_range = [](SimTime t) {
+    if (t.ps() >= (std::int64_t{1} << 62)) {
+      throw InputError(Diagnostic{"", 0, "", "the replayed iteration lasts more than 53 days, beyond the "
+                                  "range of the simulated clock: the trace's durations or sizes are out of range"});
+    }
+  };
+  out_of_range(ex.end);
   // As simulate(): each device's breakdown carries the time its compute loses to the
   // communication beside it, and the iteration adds the critical device's.
   const auto breakdowns = runtime::time_breakdown(g, ex, cluster.gpu.compute_slowdown_under_comm);
@@ -678,6 +681,7 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
     }
   }
   const Duration contention = breakdowns.empty() ? Duration() : breakdowns[critical][runtime::TimeCategory::kContention];
+  out_of_range(ex.end + contention);
 
   r.tasks = static_cast<std::int64_t>(g.tasks.size());
   r.events = ex.events;

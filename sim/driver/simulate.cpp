@@ -208,20 +208,21 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
     if (memo) options.replay_memo->add(key, replayed);
   }
   const runtime::ReplaySummary& replay = replayed->replay;
-  // Time arithmetic saturates at the int64 picosecond range (106 days); an iteration anywhere
-  // near it comes only from absurd sizes (a hidden size of 10^5 on one GPU, …).
-  if (replay.end.ps() >= (std::int64_t{1} << 62)) {
-    throw InputError(Diagnostic{"", 0, "", "the simulated iteration lasts more than 53 days, beyond "
-                                "the range of the simulated clock: the model or plan sizes are out of range"});
-  }
   // The replay runs compute at its uncontended speed: the iteration is the replay's end plus the
   // time the critical device's compute loses to the communication running beside it.
   const auto& breakdowns = replay.time;
   const auto critical = static_cast<std::size_t>(replay.last_device);
+  const SimTime end = replay.end + breakdowns[critical][runtime::TimeCategory::kContention];
+  // Time arithmetic saturates at the int64 picosecond range (106 days); an iteration anywhere
+  // near it comes only from absurd sizes (a hidden size of 10^5 on one GPU, …).
+  if (replay.end.ps() >= (std::int64_t{1} << 62) || end.ps() >= (std::int64_t{1} << 62)) {
+    throw InputError(Diagnostic{"", 0, "", "the simulated iteration lasts more than 53 days, beyond "
+                                "the range of the simulated clock: the model or plan sizes are out of range"});
+  }
 
   r.tasks = replay.tasks;
   r.events = replay.events;
-  r.iteration_time_s = (replay.end + breakdowns[critical][runtime::TimeCategory::kContention]).seconds();
+  r.iteration_time_s = end.seconds();
   r.tokens_per_s = tokens / r.iteration_time_s;
   r.tflops_per_gpu = r.model_flops / r.iteration_time_s / static_cast<double>(sc.num_gpus) * 1e-12;
   r.mfu = r.tflops_per_gpu / sc.cluster.gpu.peak_bf16.tflops();

@@ -134,7 +134,8 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
     const double alone = static_cast<double>(period.end - period.start - under);
     lost += std::max(0.0, slowed * stretch - alone);
   }
-  return Duration::from_ps(static_cast<std::int64_t>(lost));
+  // Saturates as the clock does (a slowdown near 1 stretches without bound).
+  return Duration::from_ps(static_cast<std::int64_t>(std::min(lost, static_cast<double>(std::int64_t{1} << 62))));
 }
 
 }  // namespace

@@ -278,6 +278,12 @@ TEST_CASE("compute under communication runs slower, except where it waited on th
   CHECK(contention_ms(s, 0.2) == 0);
   // Until the slowdown outgrows the wait: 2 ms × 0.8/(1 − 0.8) = 8 ms, less the 4 ms.
   CHECK(contention_ms(s, 0.8) == Approx(4.0));
+  // A slowdown near 1 over a long overlap saturates at the clock's range instead of overflowing.
+  const SimTime far = SimTime::from_ps(std::int64_t{1} << 61);
+  s.compute = {{SimTime(), far, TimeCategory::kBackward, -1}};
+  s.dp = {{SimTime(), far, TimeCategory::kExposedDp, -1}};
+  const auto t = runtime::device_breakdown(s.view(), far, nullptr, 0.9999);
+  CHECK(t[TimeCategory::kContention].ps() == std::int64_t{1} << 62);
 }
 
 TEST_CASE("contention of a bucketed all-reduce: what hides under the backward slows it") {
