@@ -15,7 +15,8 @@ struct AxisDefaults {
   std::string schedule = "1f1b,interleaved";
   std::string zero = "all";
   std::string sequence_parallel = "off,on";
-  std::string recompute = "all";
+  // Megatron's modes; "all" adds PyTorch's op-policy selective checkpointing (selective-op).
+  std::string recompute = "none,selective,full";
   std::string cp_algo = "all";
   std::string mst_chunks = "1";
 };
