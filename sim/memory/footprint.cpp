@@ -195,6 +195,12 @@ ActivationOptions default_activation_options(const ir::ModelSpec& m) {
 // to 8sbh·u + (4sbh + 4sb·kv + 6sbf + 4abs)/t. Per-token norm statistics (fp32 mean and rstd,
 // 4–8 bytes per token) are left out, as in Korthikanti's accounting.
 //
+// FP8. A linear layer running in FP8 keeps the FP8 cast of its input for the weight-gradient
+// GEMM, one byte per element instead of two (Transformer Engine's Linear and LayerNormLinear save
+// the cast input when FP8 is on; torchao's float8 linear alike): the QKV and fc1 inputs (the norm
+// outputs), the output projection's input (the attention output) and fc2's input (the GELU
+// output or the SwiGLU product) are halved.
+//
 // Recompute. Selective (Korthikanti Sec. 5) recomputes the core attention: its internal tensors
 // (the s² terms, or the log-sum-exp) are dropped and rebuilt in the backward pass; Q, K, V and
 // the output are the checkpoint's inputs and output and stay. Full recompute keeps only each
@@ -214,11 +220,14 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
   const double sbh = s * b * h;
   const double drop = o.dropout ? 1.0 : 0.0;
 
+  // Bytes per element of a linear layer's saved input: 1 in FP8, else 2.
+  const double in = plan.dtype == ir::Dtype::kFp8 ? 1.0 : 2.0;
   // Outside the TP regions: two norm inputs, two GEMM inputs, two dropout masks.
-  const double unsplit = sbh * (2 + 2 + 2 + 2 + 2 * drop) * u;
-  // Inside: Q, K, V, attention output, MLP intermediates.
+  const double unsplit = sbh * (2 + 2 + in + in + 2 * drop) * u;
+  // Inside: Q, K, V, attention output (a GEMM input), MLP intermediates (the last a GEMM input).
   const double mlp_parts = m.activation == ir::Activation::kSwiglu ? 3.0 : 2.0;
-  const double split = (2 * s * b * h + 4 * s * b * kv + 2 * s * b * h + mlp_parts * 2 * s * b * f) / t;
+  const double split =
+      (2 * s * b * h + 4 * s * b * kv + in * s * b * h + ((mlp_parts - 1) * 2 + in) * s * b * f) / t;
   // Core-attention internals: what selective recompute drops.
   const double core = o.flash_attention ? 4 * a * b * s / t : (2 + 3 * drop) * a * b * s * full_s / t;
 

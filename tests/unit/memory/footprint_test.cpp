@@ -374,6 +374,12 @@ TEST_CASE("Llama activations: RMSNorm, GQA, SwiGLU, flash attention, no dropout"
     CHECK(ts::memory::layer_activation_bytes(m, activation_plan({s, b, h, a, 1}, false, Recompute::kSelectiveOp),
                                              llama_options)
               .count() == 2 * s * b * h + 2 * s * b * (h + kv + f + h) + 2 * s * b * h + 4 * a * b * s);
+    // FP8 linear layers keep their FP8 input (1 byte): the QKV and fc1 inputs, the attention
+    // output and the SwiGLU product lose half, 2sbh + sbh + sbf in all.
+    ParallelPlan fp8 = activation_plan({s, b, h, a, 1}, false, Recompute::kNone);
+    fp8.dtype = ts::ir::Dtype::kFp8;
+    CHECK(ts::memory::layer_activation_bytes(m, fp8, llama_options).count() ==
+          all - (2 * s * b * h + s * b * h + s * b * f));
     // The model's defaults are these options (RMSNorm + SwiGLU: no dropout; flash attention).
     CHECK(ts::memory::layer_activation_bytes(m, activation_plan({s, b, h, a, t}, true, Recompute::kNone)).count() ==
           all / t);
