@@ -260,14 +260,9 @@ double megatron_hardware_flops(const ir::ModelSpec& m, std::int64_t seq, double 
       return model + layer_part / 3.0;
     }
     case parallel::Recompute::kSelectiveOp: {
-      // The matmuls the op policy reruns, per token and layer.
+      // The matmuls the op policy reruns, per token and layer (its other reruns carry no FLOPs).
       const auto policy = ir::op_policy_per_token(m, 1, true);
-      double rerun = 0;
-      for (const auto* ops : {&policy.attention, &policy.mlp}) {
-        for (const ir::Op& op : *ops) {
-          if (op.kind == ir::OpKind::kGemm) rerun += op.flops.value();
-        }
-      }
+      const double rerun = (ir::total_flops(policy.attention) + ir::total_flops(policy.mlp)).value();
       return model + rerun * sequences * s * layers;
     }
     case parallel::Recompute::kSelective:
@@ -365,15 +360,20 @@ bool unstated(std::string_view text) {
 
 // The framework column in lower case, with the spellings of the Megatron code bases reduced to
 // one each: "Megatron LM", "MegatronLM", "megatron_lm" → "megatron-lm"; "Megatron DeepSpeed" →
-// "megatron-deepspeed"; "Megatron Core", "MCore", "megatron_core" → "megatron-core".
+// "megatron-deepspeed"; "Megatron Core", "MCore", "megatron_core" → "megatron-core"; "Megatron
+// Bridge" → "megatron-bridge"; "TransformerEngine", "transformer_engine" → "transformer engine".
 std::string framework_name(const PublishedRun& r) {
   std::string f = lower(r.framework);
   static const std::regex kLm(R"(megatron[\s_]?lm)");
   static const std::regex kDs(R"(megatron[\s_]deepspeed)");
   static const std::regex kCore(R"(megatron[\s_]core|\bm-?core\b)");
+  static const std::regex kBridge(R"(megatron[\s_]bridge)");
+  static const std::regex kTe(R"(transformer[\s_-]?engine)");
   f = std::regex_replace(f, kLm, "megatron-lm");
   f = std::regex_replace(f, kDs, "megatron-deepspeed");
   f = std::regex_replace(f, kCore, "megatron-core");
+  f = std::regex_replace(f, kBridge, "megatron-bridge");
+  f = std::regex_replace(f, kTe, "transformer engine");
   return f;
 }
 
@@ -389,8 +389,7 @@ bool torchtitan(const PublishedRun& r) { return has(framework_name(r), "torchtit
 // Megatron-Core, NeMo (and its Megatron-Bridge) and Transformer Engine run Transformer Engine's
 // fused attention.
 bool te_attention(const PublishedRun& r) {
-  return any_of(framework_name(r), {"megatron-core", "nemo", "megatron-bridge", "megatron bridge", "transformer engine",
-                                    "transformer_engine", "transformer-engine", "transformerengine"});
+  return any_of(framework_name(r), {"megatron-core", "nemo", "megatron-bridge", "transformer engine"});
 }
 
 // The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
@@ -836,7 +835,7 @@ std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& n
     notes.push_back("ZeRO-3 (torchtitan's default: FSDP2 over all data-parallel ranks)");
     return 3;
   }
-  if (any_of(f, {"nemo", "megatron-bridge", "megatron bridge"})) {
+  if (any_of(f, {"nemo", "megatron-bridge"})) {
     // NeMo's training configs use the distributed optimizer: optim.name distributed_fused_adam
     // (NeMo-Megatron-Launcher conf/training/*/*.yaml) and, in NeMo 2.0 recipes,
     // distributed_fused_adam_with_cosine_annealing with use_distributed_optimizer=True

@@ -216,10 +216,7 @@ OpPolicyRecompute op_policy_recompute(const ModelSpec& model, const LayerOps& la
           out.saved_matmul_features += n;
           continue;
         }
-        Op piece = op;
-        piece.gemm.n = n;
-        piece.flops = Flops(2.0 * static_cast<double>(op.gemm.m) * static_cast<double>(n) * static_cast<double>(op.gemm.k));
-        rerun.push_back(piece);
+        rerun.push_back(gemm(op.name, op.gemm.m, n, op.gemm.k, op.dtype));
       }
     }
   };
