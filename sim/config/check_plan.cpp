@@ -111,6 +111,12 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
     fail("--micro-batch", "micro_batch·seq = " + str(p.micro_batch) + "·" + str(p.seq_len) +
                               " tokens must be <= " + str(kMaxMicroBatchTokens));
   }
+  if (p.recompute_layers < 0) {
+    fail("--recompute-layers", "must be >= 0 (got " + str(p.recompute_layers) + ")");
+  } else if (p.recompute_layers > 0 && p.recompute != parallel::Recompute::kFull) {
+    fail("--recompute-layers", "counts layers of full recompute: needs --recompute full (got " +
+                                   std::string(name(p.recompute)) + ")");
+  }
   if (p.zero_stage < 0 || p.zero_stage > 3) {
     fail("--zero", "must be 0, 1, 2 or 3 (got " + std::to_string(p.zero_stage) + ")");
   }

@@ -28,6 +28,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["zero_stage"] = p.zero_stage;
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = std::string(config::name(p.recompute));
+  j["recompute_layers"] = p.recompute_layers;
   j["schedule"] = std::string(config::name(p.schedule));
   j["cp_algo"] = std::string(config::name(p.cp_algo));
   j["attention"] = p.attention_label();
@@ -185,7 +186,9 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
     t.row({"", std::string(config::name(p.schedule)) + (p.vpp > 1 ? " (vpp " + std::to_string(p.vpp) + ")" : "") +
                    ", ZeRO " + std::to_string(p.zero_stage) +
                    (p.sequence_parallel ? ", sequence parallel" : "") + ", recompute " +
-                   std::string(config::name(p.recompute)) + ", " + std::string(config::name(p.dtype))});
+                   std::string(config::name(p.recompute)) +
+                   (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per chunk)" : "") +
+                   ", " + std::string(config::name(p.dtype))});
     t.row({"status", std::string(status_name(r.status)) + (r.reason.empty() ? "" : " (" + r.reason + ")")});
     out += t.str("");
   }

@@ -64,6 +64,7 @@ parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full
   const memory::LayerActivations act = memory::layer_activations(sc.model, plan, ao);
   lo.layer_kept = act.kept;
   lo.layer_rematerialized = act.rematerialized;
+  if (plan.recompute_layers > 0) lo.layer_kept_whole = memory::whole_layer_activation_bytes(sc.model, plan, ao);
   lo.head_transient = memory::lm_head_logits_bytes(sc.model, plan);
   // Adam step with fp32 states: reads fp32 gradient, master weight, m and v (16 B), writes master,
   // m and v (12 B) and the bf16 weight (2 B): 30 bytes of HBM traffic per parameter.
@@ -84,7 +85,7 @@ std::uint64_t ReplayMemo::bucket(const Key& key) {
   const auto& p = key.plan;
   std::uint64_t h = 1469598103934665603ull;
   for (std::int64_t v : {p.tp, p.pp, p.dp, p.cp, p.vpp, p.micro_batch, p.mst_chunks, std::int64_t{p.zero_stage},
-                         static_cast<std::int64_t>(p.schedule), static_cast<std::int64_t>(p.recompute),
+                         static_cast<std::int64_t>(p.schedule), static_cast<std::int64_t>(p.recompute), p.recompute_layers,
                          static_cast<std::int64_t>(p.cp_algo), static_cast<std::int64_t>(p.sequence_parallel)}) {
     h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
   }
@@ -115,9 +116,13 @@ InspectResult inspect(const config::Scenario& sc, bool full) {
   const auto layers = parallel::stage_layers(sc.plan, sc.model);
   Resources resources;
   const compute::MemoryOverheads& overheads = resources.memory_overheads(sc.cluster.gpu);
+  memory::ActivationOptions ao = memory::default_activation_options(sc.model);
+  ao.flash_attention = sc.plan.flash_attention;
+  const std::int64_t chunks = sc.plan.model_chunks();
   for (std::int64_t s = 0; s < sc.plan.pp; ++s) {
     MemoryBreakdown m = static_memory(sc, overheads, layers, s);
-    set_activations(m, lo.layer_kept * layers[static_cast<std::size_t>(s)], overheads);
+    const double chunk_layers = static_cast<double>(layers[static_cast<std::size_t>(s)]) / static_cast<double>(chunks);
+    set_activations(m, memory::chunk_activation_bytes(sc.model, sc.plan, chunk_layers, ao) * chunks, overheads);
     r.stage_static_memory.push_back(m);
   }
   r.micro_batches = sc.plan.num_micro_batches();

@@ -16,10 +16,12 @@
 #include <thread>
 
 #include "sim/base/diagnostic.h"
+#include "sim/base/format.h"
 #include "sim/config/calibration_loader.h"
 #include "sim/config/names.h"
 #include "sim/driver/csv.h"
 #include "sim/ir/model_graph.h"
+#include "sim/parallel/lowering.h"
 
 namespace ts::driver {
 
@@ -243,7 +245,7 @@ double megatron_model_flops(const ir::ModelSpec& m, std::int64_t seq, double seq
 }
 
 double megatron_hardware_flops(const ir::ModelSpec& m, std::int64_t seq, double sequences,
-                               parallel::Recompute recompute) {
+                               parallel::Recompute recompute, double recomputed_share) {
   const double h = static_cast<double>(m.hidden);
   const double s = static_cast<double>(seq);
   const double layers = static_cast<double>(m.num_layers);
@@ -257,7 +259,7 @@ double megatron_hardware_flops(const ir::ModelSpec& m, std::int64_t seq, double 
       const double kv_ratio = static_cast<double>(m.num_kv_heads) / static_cast<double>(m.num_heads);
       const double layer_part = 12.0 * sequences * s * layers * h * h *
                                 ((1.0 + kv_ratio + s / h) + static_cast<double>(m.ffn_hidden) / h * gated);
-      return model + layer_part / 3.0;
+      return model + recomputed_share * layer_part / 3.0;
     }
     case parallel::Recompute::kSelectiveOp: {
       // The matmuls the op policy reruns, per token and layer (its other reruns carry no FLOPs).
@@ -275,11 +277,18 @@ double megatron_hardware_flops(const ir::ModelSpec& m, std::int64_t seq, double 
 }
 
 double six_n_flops(double parameters, const ir::ModelSpec& m, std::int64_t seq, double tokens,
-                   bool causal_halved, bool hardware_full_recompute) {
+                   bool causal_halved, double recomputed_share) {
   const double attention = (causal_halved ? 6.0 : 12.0) * static_cast<double>(m.num_layers) *
                            static_cast<double>(m.hidden) * static_cast<double>(seq);
   const double per_token = 6.0 * parameters + attention;
-  return tokens * per_token * (hardware_full_recompute ? 4.0 / 3.0 : 1.0);
+  return tokens * per_token * (1.0 + recomputed_share / 3.0);
+}
+
+double recomputed_layer_share(const parallel::ParallelPlan& plan, const ir::ModelSpec& model) {
+  if (model.num_layers <= 0) return 0;
+  std::int64_t recomputed = 0;
+  for (const std::int64_t layers : parallel::virtual_stage_layers(plan, model)) recomputed += plan.recomputed_layers(layers);
+  return static_cast<double>(recomputed) / static_cast<double>(model.num_layers);
 }
 
 FlopConvention flop_convention(const PublishedRun& run) {
@@ -854,11 +863,51 @@ std::optional<bool> parse_yes_no(const std::string& text) {
   return t == "1" || has(t, "yes") || first_word_in(t, {"y", "true", "on", "enabled", "sp"});
 }
 
+// The share of layers that run full recompute when a recompute cell names only some: a count
+// ("full, 4 layers per stage", "recompute_num_layers 4": Megatron-LM's block method, per model
+// chunk) or a share ("every 2nd layer", "every other block", "half", "50%", "ratio 0.5": layer
+// checkpointing of torchtitan's layer policy or fms-fsdp's selective_checkpointing). Nothing
+// when the cell names none.
+struct PartialRecompute {
+  std::int64_t layers = 0;  // per model chunk
+  double share = 0;         // of each chunk's layers
+};
+std::optional<PartialRecompute> parse_partial_recompute(const std::string& text) {
+  const std::string t = lower(text);
+  std::smatch m;
+  static const std::regex kCount(R"((\d+)\s*(transformer\s+)?(layers?|blocks?)([^a-z]|$))");
+  static const std::regex kNumLayers(R"(num[_ -]?layers[^0-9]{0,3}(\d+))");
+  if (std::regex_search(t, m, kNumLayers) || std::regex_search(t, m, kCount)) {
+    const std::int64_t n = std::stoll(m[1].str().substr(0, 9));
+    if (n > 0) return PartialRecompute{n, 0};
+  }
+  static const std::regex kEvery(R"(every\s+(other|second|third|fourth|(\d+)(st|nd|rd|th)?)([^a-z0-9]|$))");
+  if (std::regex_search(t, m, kEvery)) {
+    const std::string w = m[1].str();
+    const double n = w == "other" || w == "second" ? 2 : w == "third" ? 3 : w == "fourth" ? 4
+                                                                      : std::stod(m[2].str().substr(0, 9));
+    if (n >= 1) return PartialRecompute{0, 1.0 / n};
+  }
+  static const std::regex kPercent(R"((\d+(\.\d+)?)\s*%)");
+  static const std::regex kRatio(R"((ratio|fraction|share)[^0-9]{0,3}(0?\.\d+|1(\.0+)?)([^0-9]|$))");
+  if (std::regex_search(t, m, kPercent)) {
+    const double share = std::stod(m[1].str()) / 100.0;
+    if (share > 0 && share <= 1) return PartialRecompute{0, share};
+  } else if (std::regex_search(t, m, kRatio)) {
+    const double share = std::stod(m[2].str());
+    if (share > 0 && share <= 1) return PartialRecompute{0, share};
+  } else if (std::regex_search(t, std::regex(R"((^|[^a-z])half([^a-z]|$))"))) {
+    return PartialRecompute{0, 0.5};
+  }
+  return std::nullopt;
+}
+
 // "selective" (with the word "op" or "operator": PyTorch's op-policy selective checkpointing, as
 // torchtitan's "selective op"); "full", "uniform", "block" (Megatron's --recompute-method with full
 // granularity), "activation checkpointing", "True" (a framework's checkpointing switch, which
 // checkpoints every layer: DeepSpeed --checkpoint-activations, Hugging Face
-// gradient_checkpointing); "none", "no …", "False", "off": none; empty or "not stated": nullopt.
+// gradient_checkpointing), or a count or share of layers (parse_partial_recompute); "none",
+// "no …", "False", "off": none; empty or "not stated": nullopt.
 std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
   const std::string t = lower(text);
   if (t.empty() || unstated(t)) return std::nullopt;
@@ -868,7 +917,7 @@ std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
   }
   if (first_word_in(t, {"none", "no", "false", "off", "disabled", "0", "without"})) return parallel::Recompute::kNone;
   if (has(t, "full") || has(t, "checkpoint") || has(t, "uniform") || has(t, "block") ||
-      first_word_in(t, {"true", "yes", "y", "on", "enabled", "1"})) {
+      first_word_in(t, {"true", "yes", "y", "on", "enabled", "1"}) || parse_partial_recompute(t)) {
     return parallel::Recompute::kFull;
   }
   return parallel::Recompute::kNone;
@@ -1041,6 +1090,30 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     // n-th layer checkpointed whole) is the other option.
     p.recompute = parallel::Recompute::kSelectiveOp;
     notes.push_back("selective checkpointing by op policy (torchtitan's Llama configurations)");
+  }
+  if (p.recompute != parallel::Recompute::kNone && p.recompute != parallel::Recompute::kSelectiveOp &&
+      !any_of(rtext, {"mst", "mini-seq", "mini seq"})) {
+    // Selective checkpointing of whole layers (a framework other than Megatron's, whose
+    // "selective" recomputes the attention core in every layer): a row with both HFU and MFU
+    // tells the share, as full recompute of a share f of the layers adds f/3 to the model FLOPs
+    // (the forward again: 8N instead of 6N per token with every layer).
+    std::optional<PartialRecompute> partial = parse_partial_recompute(rtext);
+    if (!partial && p.recompute == parallel::Recompute::kSelective && !megatron_family(r) && r.hfu_pct &&
+        r.mfu_pct && *r.mfu_pct > 0) {
+      const double share = 3.0 * (*r.hfu_pct / *r.mfu_pct - 1.0);
+      if (share >= 0.1 && share < 0.95) partial = PartialRecompute{0, share};
+    }
+    if (partial) {
+      const std::int64_t chunk_layers = (model->num_layers + p.pp * p.model_chunks() - 1) / (p.pp * p.model_chunks());
+      const std::int64_t n = partial->layers > 0
+                                 ? partial->layers
+                                 : std::max<std::int64_t>(1, std::llround(partial->share * static_cast<double>(chunk_layers)));
+      p.recompute = parallel::Recompute::kFull;
+      p.recompute_layers = n < chunk_layers ? n : 0;
+      notes.push_back("full recompute of " + (n < chunk_layers ? str(n) + " of the " + str(chunk_layers) : "all " + str(chunk_layers)) +
+                      " layers of each model chunk" +
+                      (partial->layers > 0 ? "" : " (share " + format_double("%.2f", partial->share) + ")"));
+    }
   }
   if (any_of(rtext, {"mst", "mini-seq", "mini seq"})) {
     // Mini-Sequence Transformer (Luo et al. 2024, arXiv 2407.15892) single-GPU benchmarks:
@@ -1323,10 +1396,10 @@ std::optional<Comparison> compare_throughput(const PublishedRun& r, const config
   const auto flops = [&](bool hardware) {
     if (conv.family == FlopFamily::kSixN) {
       return six_n_flops(params, sc.model, p.seq_len, tokens, conv.causal_halved,
-                         hardware && p.recompute == parallel::Recompute::kFull);
+                         hardware ? recomputed_layer_share(p, sc.model) : 0.0);
     }
     const double seqs = static_cast<double>(p.global_batch);
-    return hardware ? megatron_hardware_flops(sc.model, p.seq_len, seqs, p.recompute)
+    return hardware ? megatron_hardware_flops(sc.model, p.seq_len, seqs, p.recompute, recomputed_layer_share(p, sc.model))
                     : megatron_model_flops(sc.model, p.seq_len, seqs);
   };
   if (r.tflops_per_gpu && *r.tflops_per_gpu > 0) {
@@ -1569,6 +1642,7 @@ std::string plan_text(const config::Scenario& sc) {
   out += " zero" + std::to_string(p.zero_stage);
   if (p.sequence_parallel) out += " sp";
   out += " rc=" + std::string(config::name(p.recompute));
+  if (p.recompute_layers > 0) out += ":" + str(p.recompute_layers);
   out += " " + std::string(ir::dtype_name(p.dtype));
   if (p.optimizer_states == parallel::OptimizerStates::kBf16) out += " bf16-states";
   return out;

@@ -58,15 +58,19 @@ double megatron_model_flops(const ir::ModelSpec& model, std::int64_t seq, double
 // Megatron's hardware FLOPs: model FLOPs plus what recompute adds. Full recompute reruns every
 // layer's forward (one third of the layer FLOPs): 96·B·s·L·h²·(1 + s/6h + V/16hL) (Narayanan et
 // al. SC'21, Sec. 5.1); selective recompute reruns the attention scores (one third of the s/h
-// term, Korthikanti et al. 2022, Sec. 6.3 HFU).
+// term, Korthikanti et al. 2022, Sec. 6.3 HFU). Full recompute of only a share of the layers
+// (ParallelPlan::recompute_layers) adds that share of the rerun.
 double megatron_hardware_flops(const ir::ModelSpec& model, std::int64_t seq, double sequences,
-                               parallel::Recompute recompute);
+                               parallel::Recompute recompute, double recomputed_share = 1.0);
 // The "6N" convention of MosaicML llm-foundry and FlashAttention (Dao 2023, Table 1):
 // (6·N + 12·L·h·s) per token, N the parameter count, attention not halved for causal masks
 // (6·L·h·s when `causal_halved`). Hardware FLOPs with full recompute use 8·N + 16·L·h·s
-// (llm-foundry benchmarking README, "MFU and HFU").
+// (llm-foundry benchmarking README, "MFU and HFU"); with a share f of the layers recomputed
+// (`recomputed_share`, 0 for model FLOPs or no recompute), (6 + 2f)·N + (12 + 4f)·L·h·s.
 double six_n_flops(double parameters, const ir::ModelSpec& model, std::int64_t seq, double tokens,
-                   bool causal_halved, bool hardware_full_recompute);
+                   bool causal_halved, double recomputed_share);
+// The share of the model's layers that full recompute reruns under `plan` (0 without it).
+double recomputed_layer_share(const parallel::ParallelPlan& plan, const ir::ModelSpec& model);
 
 enum class FlopFamily { kMegatron, kSixN };
 struct FlopConvention {

@@ -296,11 +296,29 @@ std::int64_t in_flight_micro_batches(const parallel::ParallelPlan& plan, std::in
   return m;
 }
 
+Bytes whole_layer_activation_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan,
+                                   const ActivationOptions& options) {
+  parallel::ParallelPlan none = plan;
+  none.recompute = parallel::Recompute::kNone;
+  none.recompute_layers = 0;
+  return layer_activations(m, none, options).kept;
+}
+
+Bytes chunk_activation_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, double chunk_layers,
+                             const ActivationOptions& options) {
+  const double per_layer = layer_activations(m, plan, options).kept.real();
+  if (plan.recompute != parallel::Recompute::kFull || plan.recompute_layers == 0) {
+    return Bytes::from_real(per_layer * chunk_layers);
+  }
+  const double recomputed = std::min(static_cast<double>(plan.recompute_layers), chunk_layers);
+  const double whole = whole_layer_activation_bytes(m, plan, options).real();
+  return Bytes::from_real(per_layer * recomputed + whole * (chunk_layers - recomputed));
+}
+
 Bytes stage_activation_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage,
                              std::int64_t stage_layers, const ActivationOptions& options) {
-  const double per_layer = layer_activations(m, plan, options).kept.real();
   const double chunk_layers = static_cast<double>(stage_layers) / static_cast<double>(chunks_per_stage(plan));
-  return Bytes::from_real(per_layer * chunk_layers * static_cast<double>(in_flight_micro_batches(plan, stage)));
+  return chunk_activation_bytes(m, plan, chunk_layers, options) * in_flight_micro_batches(plan, stage);
 }
 
 }  // namespace ts::memory

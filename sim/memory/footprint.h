@@ -158,9 +158,20 @@ Bytes layer_activation_bytes(const ir::ModelSpec& model, const parallel::Paralle
 //     p·(1 + (p − 1)/(p·v)) stages' worth, as Korthikanti et al. 2022 Sec. 4.2.3 state.
 std::int64_t in_flight_micro_batches(const parallel::ParallelPlan& plan, std::int64_t stage);
 
-// The kept activations of stage `stage` at its peak: layer_activations(...).kept ×
-// (stage_layers / v) × in_flight_micro_batches(plan, stage). Layers of the embedding and LM head
-// are not included (see transients.h for the logits).
+// What one layer keeps without recompute (the layers that ParallelPlan::recompute_layers leaves
+// out of full recompute).
+Bytes whole_layer_activation_bytes(const ir::ModelSpec& model, const parallel::ParallelPlan& plan,
+                                   const ActivationOptions& options);
+
+// What one micro-batch keeps on a model chunk of `chunk_layers` layers: layer_activations(...).kept
+// per layer, or with full recompute of only plan.recompute_layers of them, those layers' inputs
+// and everything of the others.
+Bytes chunk_activation_bytes(const ir::ModelSpec& model, const parallel::ParallelPlan& plan, double chunk_layers,
+                             const ActivationOptions& options);
+
+// The kept activations of stage `stage` at its peak: chunk_activation_bytes(..., stage_layers / v)
+// × in_flight_micro_batches(plan, stage). Layers of the embedding and LM head are not included
+// (see transients.h for the logits).
 Bytes stage_activation_bytes(const ir::ModelSpec& model, const parallel::ParallelPlan& plan,
                              std::int64_t stage, std::int64_t stage_layers,
                              const ActivationOptions& options);

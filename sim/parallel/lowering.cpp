@@ -735,6 +735,32 @@ class Lowerer {
     Bytes mlp_grads, attn_grads;      // activation gradients live during each block's backward
   };
 
+  // What a layer's forward keeps: under full recompute (`full`) its input, else all the plan's
+  // recompute mode leaves (with recompute of only some layers, everything).
+  Bytes layer_kept(bool full) const {
+    if (full || plan_.recompute != Recompute::kFull) return options_.layer_kept;
+    return options_.layer_kept_whole;
+  }
+
+  // Backward releases what the forward kept; full recompute (`full`) first rebuilds the
+  // activations (half per block), which the backward then releases with the kept input.
+  BackwardMemory backward_memory(bool full) const {
+    const Bytes kept = layer_kept(full);
+    const Bytes remat = full ? options_.layer_rematerialized : Bytes();
+    const Bytes remat_attn(remat.count() / 2);
+    BackwardMemory mem;
+    mem.mlp_release = full ? remat - remat_attn : kept - Bytes(kept.count() / 2);
+    mem.attn_release = full ? remat_attn + kept : Bytes(kept.count() / 2);
+    // Gradients mirror the activations each block works on (with Mini-Sequence chunking, those
+    // of one MLP chunk at a time); under the op policy, what the layer kept and what it reran.
+    const Bytes worked = full ? remat
+                              : plan_.recompute == Recompute::kSelectiveOp ? kept + options_.layer_rematerialized
+                                                                           : kept;
+    mem.attn_grads = Bytes(worked.count() / 2);
+    mem.mlp_grads = (worked - mem.attn_grads) / plan_.mst_chunks;
+    return mem;
+  }
+
   std::int32_t layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem) {
     const std::int32_t gathered = gather_layer(l);
     dep = tp_before({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
@@ -783,11 +809,13 @@ class Lowerer {
     if (vs == 0) dep = compute(emb_fwd_, {Pass::kForward, Part::kEmbedding, -1, mb}, {dep});
     // The attention and MLP blocks each allocate half of what the layer keeps; under full
     // recompute the layer keeps only its input, allocated with the attention block.
-    const bool full = plan_.recompute == Recompute::kFull;
-    const Bytes kept = options_.layer_kept;
-    const Bytes attn_alloc = full ? kept : Bytes(kept.count() / 2);
     const std::int64_t first = vfirst_[static_cast<std::size_t>(vs)];
-    for (std::int64_t i = 0; i < vlayers_[static_cast<std::size_t>(vs)]; ++i) {
+    const std::int64_t layers = vlayers_[static_cast<std::size_t>(vs)];
+    const std::int64_t recomputed = plan_.recomputed_layers(layers);
+    for (std::int64_t i = 0; i < layers; ++i) {
+      const bool full = i < recomputed;
+      const Bytes kept = layer_kept(full);
+      const Bytes attn_alloc = full ? kept : Bytes(kept.count() / 2);
       const Label ll{Pass::kForward, Part::kAttention, static_cast<std::int32_t>(first + i), mb};
       dep = layer_forward(ll, dep, attn_alloc, kept - attn_alloc);
     }
@@ -810,24 +838,14 @@ class Lowerer {
     } else {
       dep = p2p(Stream::kPpRecvNext, next_stage(), stage_, kTagGradients, l, kNone);
     }
-    // Backward releases what the forward kept; full recompute first rebuilds the activations
-    // (half per block), which the backward then releases with the kept input.
-    const bool full = plan_.recompute == Recompute::kFull;
-    const Bytes kept = options_.layer_kept;
-    const Bytes remat = full ? options_.layer_rematerialized : Bytes();
-    const Bytes remat_attn(remat.count() / 2);
-    BackwardMemory mem;
-    mem.mlp_release = full ? remat - remat_attn : kept - Bytes(kept.count() / 2);
-    mem.attn_release = full ? remat_attn + kept : Bytes(kept.count() / 2);
-    // Gradients mirror the activations each block works on (with Mini-Sequence chunking, those
-    // of one MLP chunk at a time); under the op policy, what the layer kept and what it reran.
-    const Bytes worked = full ? remat
-                              : plan_.recompute == Recompute::kSelectiveOp ? kept + options_.layer_rematerialized
-                                                                           : kept;
-    mem.attn_grads = Bytes(worked.count() / 2);
-    mem.mlp_grads = (worked - mem.attn_grads) / plan_.mst_chunks;
     const std::int64_t first = vfirst_[static_cast<std::size_t>(vs)];
-    for (std::int64_t i = vlayers_[static_cast<std::size_t>(vs)] - 1; i >= 0; --i) {
+    const std::int64_t layers = vlayers_[static_cast<std::size_t>(vs)];
+    const std::int64_t recomputed = plan_.recomputed_layers(layers);
+    for (std::int64_t i = layers - 1; i >= 0; --i) {
+      const bool full = i < recomputed;
+      const BackwardMemory mem = backward_memory(full);
+      const Bytes remat = full ? options_.layer_rematerialized : Bytes();
+      const Bytes remat_attn(remat.count() / 2);
       const Label ll{Pass::kBackward, Part::kAttention, static_cast<std::int32_t>(first + i), mb};
       if (full) {
         dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, mb}, dep, remat_attn, remat - remat_attn);

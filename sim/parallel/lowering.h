@@ -22,6 +22,9 @@ struct LoweringOptions {
   // live from the head's forward to its backward.
   Bytes layer_kept;
   Bytes layer_rematerialized;
+  // With full recompute of only some layers of each chunk (ParallelPlan::recompute_layers): what
+  // a layer that does not recompute keeps (all its activations).
+  Bytes layer_kept_whole;
   Bytes head_transient;
   std::int64_t grad_reduce_bytes_per_param = 4;  // DP gradient reduction precision
   Bytes optimizer_bytes_per_param;  // HBM traffic of the optimizer step per local parameter

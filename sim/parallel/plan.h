@@ -1,6 +1,7 @@
 // ParallelPlan: the 4D mapping and training options of one run, validated against model and GPUs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,6 +51,13 @@ struct ParallelPlan {
   int zero_stage = 0;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
+  // Full recompute of only the first `recompute_layers` layers of each model chunk (a pipeline
+  // stage, or each virtual stage when interleaved); the others keep all their activations.
+  // Megatron-LM's --recompute-method block --recompute-num-layers N, NeMo's
+  // activations_checkpoint_num_layers; a checkpointed fraction of the layers (every k-th layer,
+  // as torchtitan's layer policy and fms-fsdp do) costs the same time and peak memory with the
+  // same count. Zero: every layer (with Recompute::kFull; other modes take no count).
+  std::int64_t recompute_layers = 0;
   Schedule schedule = Schedule::k1F1B;
   std::vector<std::int64_t> pp_layers;  // explicit layers per stage; empty = even split
   std::vector<Axis> order = {Axis::kTp, Axis::kCp, Axis::kDp, Axis::kPp};  // innermost first
@@ -98,6 +106,11 @@ struct ParallelPlan {
   std::int64_t model_chunks() const { return interleaved() ? vpp : 1; }
   // Micro-batches each pipeline runs per iteration.
   std::int64_t num_micro_batches() const { return global_batch / (dp * micro_batch); }
+  // Layers of a model chunk of `chunk_layers` layers that run again in the backward pass.
+  std::int64_t recomputed_layers(std::int64_t chunk_layers) const {
+    if (recompute != Recompute::kFull) return 0;
+    return recompute_layers > 0 ? std::min(recompute_layers, chunk_layers) : chunk_layers;
+  }
   bool operator==(const ParallelPlan&) const = default;
 };
 

@@ -73,6 +73,8 @@ void add_scenario_flags(po::options_description& o) {
       ("zero", po::value<int>()->default_value(0), "ZeRO stage 0-3 (1 = distributed optimizer)")
       ("sequence-parallel", po::bool_switch(), "Megatron sequence parallelism with TP")
       ("recompute", po::value<std::string>()->default_value("none"), "none, selective, selective-op or full")
+      ("recompute-layers", po::value<std::int64_t>()->default_value(0),
+       "full recompute of only the first N layers of each model chunk (Megatron's block method); 0: all")
       ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b or interleaved")
       ("pp-layers", po::value<std::string>(), "layers per pipeline stage, e.g. 15,16,16,15")
       ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")
@@ -96,6 +98,7 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.zero_stage = vm["zero"].as<int>();
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   p.mst_chunks = vm["mst-chunks"].as<std::int64_t>();
+  p.recompute_layers = vm["recompute-layers"].as<std::int64_t>();
   if (vm.count("dp")) {
     p.dp = vm["dp"].as<std::int64_t>();
   } else {

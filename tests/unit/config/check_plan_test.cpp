@@ -312,6 +312,21 @@ TEST_CASE("plan rule --mst-chunks at least 1 and at most the tokens of a cp rank
   only(f.check(), "--mst-chunks");
 }
 
+TEST_CASE("plan rule --recompute-layers counts layers of full recompute") {
+  Fixture f;
+  f.plan.recompute_layers = 2;
+  const auto d = only(f.check(), "--recompute-layers");
+  CHECK(d.message.find("--recompute full") != std::string::npos);
+  f.plan.recompute = parallel::Recompute::kSelective;
+  only(f.check(), "--recompute-layers");
+  f.plan.recompute = parallel::Recompute::kFull;
+  CHECK(f.check().empty());
+  f.plan.recompute_layers = 100;  // more than a stage holds: every layer
+  CHECK(f.check().empty());
+  f.plan.recompute_layers = -1;
+  only(f.check(), "--recompute-layers");
+}
+
 TEST_CASE("plan rule --order is a permutation of tp, cp, dp, pp") {
   Fixture f;
   using parallel::Axis;

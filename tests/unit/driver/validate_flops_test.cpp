@@ -100,13 +100,13 @@ TEST_CASE("6N convention: MosaicML's MFU = (6N + 12·L·d·s)·tokens/s / (GPUs 
   // llm-foundry benchmarking README, MPT-70B on 256 H100 at seq 2048: 265,149 tokens/s,
   // NumParams 64,862,437,376, MFU 42.42 % of 989 TF (public validation set row 74).
   auto m = gpt(80, 8192, 64, 50368);
-  const double per_s = driver::six_n_flops(64862437376.0, m, 2048, 265149, false, false);
+  const double per_s = driver::six_n_flops(64862437376.0, m, 2048, 265149, false, 0.0);
   CHECK(per_s / (256 * 989e12) * 100 == Approx(42.42).margin(0.05));
   // HFU with activation checkpointing: 8N + 16·L·d·s, i.e. 4/3 of the MFU FLOPs (printed 56.56).
-  const double hw = driver::six_n_flops(64862437376.0, m, 2048, 265149, false, true);
+  const double hw = driver::six_n_flops(64862437376.0, m, 2048, 265149, false, 1.0);
   CHECK(hw / (256 * 989e12) * 100 == Approx(56.56).margin(0.05));
   // Halving the attention term for causal masks leaves 6·L·d·s.
-  const double halved = driver::six_n_flops(1e9, m, 2048, 1, true, false);
+  const double halved = driver::six_n_flops(1e9, m, 2048, 1, true, 0.0);
   CHECK(halved == Approx(6e9 + 6.0 * 80 * 8192 * 2048).epsilon(1e-12));
 }
 

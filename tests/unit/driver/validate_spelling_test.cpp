@@ -282,7 +282,10 @@ TEST_CASE("spelling: precision, recompute and sequence-parallel cells") {
   CHECK(recompute("selective (optimized)").scenario->plan.recompute == parallel::Recompute::kSelective);
   row["framework"] = "torchtitan";
   CHECK(recompute("selective").scenario->plan.recompute == parallel::Recompute::kSelectiveOp);
-  CHECK(recompute("selective (layer, every 2nd)").scenario->plan.recompute == parallel::Recompute::kSelective);
+  // torchtitan's layer policy checkpoints every n-th layer whole: full recompute of 12 of 24.
+  const auto every_2nd = recompute("selective (layer, every 2nd)").scenario->plan;
+  CHECK(every_2nd.recompute == parallel::Recompute::kFull);
+  CHECK(every_2nd.recompute_layers == 12);
   row["framework"] = "PyTorch";
   CHECK(recompute("full").scenario->plan.recompute == parallel::Recompute::kFull);
   CHECK(recompute("Full AC").scenario->plan.recompute == parallel::Recompute::kFull);
@@ -294,6 +297,33 @@ TEST_CASE("spelling: precision, recompute and sequence-parallel cells") {
   CHECK(recompute("False").scenario->plan.recompute == parallel::Recompute::kNone);
   CHECK(recompute("none").scenario->plan.recompute == parallel::Recompute::kNone);
   CHECK(recompute("no activation checkpointing").scenario->plan.recompute == parallel::Recompute::kNone);
+  // Full recompute of some layers: a count per model chunk, or a share of its layers.
+  const auto layers = [&](const std::string& text) {
+    const auto p = recompute(text).scenario->plan;
+    CHECK(p.recompute == parallel::Recompute::kFull);
+    return p.recompute_layers;
+  };
+  CHECK(layers("full, 4 layers per stage") == 4);
+  CHECK(layers("block (recompute_num_layers 2)") == 2);
+  CHECK(layers("full (uniform, num_layers=1)") == 1);
+  CHECK(layers("every other layer") == 12);
+  CHECK(layers("checkpointing every 3rd block") == 8);
+  CHECK(layers("selective_checkpointing 50%") == 12);
+  CHECK(layers("activation checkpointing, ratio 0.25") == 6);
+  CHECK(layers("full, 24 layers") == 0);  // every layer
+  CHECK(layers("full") == 0);
+  // A "selective" row of a framework without Megatron's selective recompute, with HFU and MFU:
+  // full recompute of the share f of the layers that HFU/MFU = 1 + f/3 implies.
+  row["hfu_pct"] = "0.59";
+  row["mfu_pct"] = "0.51";
+  CHECK(layers("Selective") == 11);  // f = 3·(0.59/0.51 − 1) = 0.47 of 24
+  row["framework"] = "Megatron-LM";
+  CHECK(recompute("Selective").scenario->plan.recompute == parallel::Recompute::kSelective);
+  row["framework"] = "PyTorch";
+  row["hfu_pct"] = "0.52";  // f = 0.06: the attention core of Megatron's selective, not layers
+  CHECK(recompute("Selective").scenario->plan.recompute == parallel::Recompute::kSelective);
+  row.erase("hfu_pct");
+  row.erase("mfu_pct");
   const auto unknown = recompute("not stated");
   CHECK_FALSE(unknown.recompute_given);  // left to the search, as an empty cell
 
