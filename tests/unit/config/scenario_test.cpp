@@ -171,6 +171,20 @@ TEST_CASE("plan messages in a scenario name its fields, not flags") {
   CHECK(ds[0].message.find("--") == std::string::npos);
 }
 
+TEST_CASE("a scenario's recompute_layers counts layers of full recompute") {
+  test::TempDir dir;
+  const std::string head = "model: \"llama2-7b\"\ncluster: \"dgx-a100\"\nnum_gpus: 8\nglobal_batch: 16\n";
+  const Scenario s = load_scenario(dir.write("a.textproto", head + "recompute: \"full\"\nrecompute_layers: 3\n"));
+  CHECK(s.plan.recompute == parallel::Recompute::kFull);
+  CHECK(s.plan.recompute_layers == 3);
+  const auto ds = diagnostics_of(
+      [&] { load_scenario(dir.write("b.textproto", head + "recompute: \"selective\"\nrecompute_layers: 3\n")); });
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].field == "recompute_layers");
+  CHECK(ds[0].line == 6);
+  CHECK(ds[0].message.find("needs recompute full") != std::string::npos);
+}
+
 TEST_CASE("dp that cannot be derived is reported once") {
   test::TempDir dir;
   const auto path = dir.write("s.textproto",
