@@ -5,6 +5,7 @@
 #include "sim/config/loader.h"
 #include "sim/config/names.h"
 #include "sim/config/plan_rules.h"
+#include "sim/parallel/layout.h"
 
 namespace ts::config {
 namespace detail {
@@ -116,6 +117,15 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   } else if (p.recompute_layers > 0 && p.recompute != parallel::Recompute::kFull) {
     fail("--recompute-layers", "counts layers of full recompute: needs --recompute full (got " +
                                    std::string(name(p.recompute)) + ")");
+  }
+  if (p.zero_shard_group < 0) {
+    fail("--zero-shard-group", "must be >= 0 (got " + str(p.zero_shard_group) + ")");
+  } else if (p.zero_shard_group > 0 && at_most(p.zero_shard_group, parallel::kMaxSplit, "--zero-shard-group")) {
+    if (p.zero_stage != 3) {
+      fail("--zero-shard-group", "shards parameters in groups: needs --zero 3 (got " + std::to_string(p.zero_stage) + ")");
+    } else if (dp_ok && cp_ok && (p.dp * p.cp) % p.zero_shard_group != 0) {
+      fail("--zero-shard-group", str(p.zero_shard_group) + " must divide dp·cp = " + str(p.dp * p.cp));
+    }
   }
   if (p.zero_stage < 0 || p.zero_stage > 3) {
     fail("--zero", "must be 0, 1, 2 or 3 (got " + std::to_string(p.zero_stage) + ")");

@@ -327,6 +327,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--seq", "seq_len"},
     {"--dtype", "dtype"},
     {"--zero", "zero_stage"},
+    {"--zero-shard-group", "zero_shard_group"},
     {"--sequence-parallel", "sequence_parallel"},
     {"--recompute", "recompute"},
     {"--recompute-layers", "recompute_layers"},
@@ -461,6 +462,7 @@ Scenario load_scenario(const std::string& path) {
   if (msg.has_sequence_parallel()) plan.sequence_parallel = msg.sequence_parallel();
   if (msg.has_mst_chunks()) plan.mst_chunks = msg.mst_chunks();
   if (msg.has_recompute_layers()) plan.recompute_layers = msg.recompute_layers();
+  if (msg.has_zero_shard_group()) plan.zero_shard_group = msg.zero_shard_group();
   if (msg.has_optimizer_in_backward()) plan.optimizer_in_backward = msg.optimizer_in_backward();
   if (msg.has_unfused_attention()) plan.flash_attention = !msg.unfused_attention();
   if (msg.has_attention_kernel()) plan.attention_kernel = msg.attention_kernel();

@@ -26,6 +26,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["seq_len"] = p.seq_len;
   j["dtype"] = ir::dtype_name(p.dtype);
   j["zero_stage"] = p.zero_stage;
+  j["zero_shard_group"] = p.zero_shard_group;
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = std::string(config::name(p.recompute));
   j["recompute_layers"] = p.recompute_layers;
@@ -185,6 +186,7 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
                        ", global batch " + std::to_string(p.global_batch) + ", seq " + std::to_string(p.seq_len)});
     t.row({"", std::string(config::name(p.schedule)) + (p.vpp > 1 ? " (vpp " + std::to_string(p.vpp) + ")" : "") +
                    ", ZeRO " + std::to_string(p.zero_stage) +
+                   (p.zero_shard_group > 0 ? " (shard groups of " + std::to_string(p.zero_shard_group) + ")" : "") +
                    (p.sequence_parallel ? ", sequence parallel" : "") + ", recompute " +
                    std::string(config::name(p.recompute)) +
                    (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per chunk)" : "") +

@@ -85,7 +85,7 @@ std::uint64_t ReplayMemo::bucket(const Key& key) {
   const auto& p = key.plan;
   std::uint64_t h = 1469598103934665603ull;
   for (std::int64_t v : {p.tp, p.pp, p.dp, p.cp, p.vpp, p.micro_batch, p.mst_chunks, std::int64_t{p.zero_stage},
-                         static_cast<std::int64_t>(p.schedule), static_cast<std::int64_t>(p.recompute), p.recompute_layers,
+                         static_cast<std::int64_t>(p.schedule), static_cast<std::int64_t>(p.recompute), p.recompute_layers, p.zero_shard_group,
                          static_cast<std::int64_t>(p.cp_algo), static_cast<std::int64_t>(p.sequence_parallel)}) {
     h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
   }

@@ -132,7 +132,7 @@ StaticFootprint static_footprint(const ir::ModelSpec& m, const parallel::Paralle
                                  std::int64_t stage_layers) {
   const std::int64_t params = stage_parameters(m, plan, stage, stage_layers);
   const BytesPerParameter bpp = bytes_per_parameter(plan);
-  const std::int64_t shards = plan.dp * plan.cp;
+  const std::int64_t shards = plan.zero_shards();
   // Parameters of this rank whose state ZeRO stage `needed` (or higher) shards.
   auto sharded = [&](int needed) { return plan.zero_stage >= needed ? ceil_div(params, shards) : params; };
 

@@ -47,7 +47,33 @@ std::vector<std::vector<std::int32_t>> Layout::all_groups(Axis axis) const {
   return all_groups(axis_bit(axis));
 }
 
+namespace {
+
+// The sub-groups of `full` that `axes` names (shard_groups, replica_groups), in order.
+std::vector<std::vector<std::int32_t>> split_group(const std::vector<std::int32_t>& full, unsigned axes) {
+  const auto k = static_cast<std::size_t>(split_size(axes));
+  SIM_ASSERT(k > 0 && full.size() % k == 0, "a sub-group size must divide its group");
+  const std::size_t blocks = full.size() / k;
+  std::vector<std::vector<std::int32_t>> out;
+  if (axes & kReplicaBit) {
+    out.resize(k);
+    for (std::size_t i = 0; i < full.size(); ++i) out[i % k].push_back(full[i]);
+  } else {
+    out.resize(blocks);
+    for (std::size_t i = 0; i < full.size(); ++i) out[i / k].push_back(full[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::int32_t> Layout::group(std::int64_t rank_in, unsigned axes) const {
+  if (split_size(axes) > 0) {
+    for (auto& g : split_group(group(rank_in, axes & kAxesMask), axes)) {
+      if (std::find(g.begin(), g.end(), static_cast<std::int32_t>(rank_in)) != g.end()) return g;
+    }
+    SIM_ASSERT(false, "a rank outside its group");
+  }
   // Enumerate the masked axes in layout order (innermost first), like an odometer.
   const Coord base = coord(rank_in);
   std::vector<std::size_t> dims;
@@ -75,6 +101,12 @@ std::vector<std::int32_t> Layout::group(std::int64_t rank_in, unsigned axes) con
 
 std::vector<std::vector<std::int32_t>> Layout::all_groups(unsigned axes) const {
   std::vector<std::vector<std::int32_t>> out;
+  if (split_size(axes) > 0) {
+    for (const auto& full : all_groups(axes & kAxesMask)) {
+      for (auto& g : split_group(full, axes)) out.push_back(std::move(g));
+    }
+    return out;
+  }
   for (std::int64_t r = 0; r < num_ranks_; ++r) {
     const Coord c = coord(r);
     bool leader = true;

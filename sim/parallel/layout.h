@@ -31,7 +31,8 @@ class Layout {
   // Every group along `axis` (all communicators of that kind; they run concurrently).
   std::vector<std::vector<std::int32_t>> all_groups(Axis axis) const;
   // Groups spanning several axes at once (e.g. DP × CP for gradient reduction), as bit masks of
-  // axis_bit(); ranks in mixed-radix order of the masked axes.
+  // axis_bit(); ranks in mixed-radix order of the masked axes; a mask with a split (shard_groups,
+  // replica_groups) gives the rank's sub-group.
   std::vector<std::int32_t> group(std::int64_t rank, unsigned axes) const;
   std::vector<std::vector<std::int32_t>> all_groups(unsigned axes) const;
 
@@ -43,5 +44,18 @@ class Layout {
 
 const char* axis_name(Axis a);
 constexpr unsigned axis_bit(Axis a) { return 1u << static_cast<unsigned>(a); }
+
+// A group of several axes cut into sub-groups (ParallelPlan::zero_shard_group), in the same mask:
+// bits 8–30 hold the sub-group size k, bit 31 which cut. Shard groups: consecutive blocks of k
+// ranks of the axes' group; replica groups: the ranks k apart (one of each block).
+constexpr unsigned kAxesMask = 0xfu;
+constexpr unsigned kSplitShift = 8;
+constexpr unsigned kReplicaBit = 1u << 31;
+constexpr std::int64_t kMaxSplit = (std::int64_t{1} << 23) - 1;
+constexpr unsigned shard_groups(unsigned axes, std::int64_t k) {
+  return (axes & kAxesMask) | (static_cast<unsigned>(k) << kSplitShift);
+}
+constexpr unsigned replica_groups(unsigned axes, std::int64_t k) { return shard_groups(axes, k) | kReplicaBit; }
+constexpr std::int64_t split_size(unsigned axes) { return (axes & ~kReplicaBit) >> kSplitShift; }
 
 }  // namespace ts::parallel

@@ -705,9 +705,16 @@ class Lowerer {
   std::int64_t replicas() const { return plan_.dp * plan_.cp; }
   unsigned dp_axes() const { return axis_bit(Axis::kDp) | axis_bit(Axis::kCp); }
 
+  // ZeRO-3's groups: all data-parallel ranks, or with hybrid sharding (zero_shard_group) the
+  // rank's shard group, whose gradient shards are then all-reduced across the replica group.
+  unsigned shard_axes() const {
+    return plan_.zero_shard_group > 0 ? shard_groups(dp_axes(), plan_.zero_shard_group) : dp_axes();
+  }
+  std::int64_t shard_replicas() const { return replicas() / plan_.zero_shards(); }
+
   std::int32_t gather_layer(const Label& l) {
     if (!zero3()) return kNone;
-    const std::int32_t g = collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather,
+    const std::int32_t g = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather,
                                       Bytes(layer_params_ * 2), l, {read(kGateRegister)});
     return g;
   }
@@ -771,9 +778,14 @@ class Lowerer {
     dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, mem.attn_release,
                              mem.attn_grads);
     if (zero3()) {
-      collective(Stream::kDpComm, dp_axes(), CommOp::kReduceScatter,
-                 Bytes(layer_params_ * options_.grad_reduce_bytes_per_param),
-                 {Pass::kBackward, Part::kGradients, l.layer, l.mb}, {dep});
+      const Label grads{Pass::kBackward, Part::kGradients, l.layer, l.mb};
+      const std::int32_t rs = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
+                                         Bytes(layer_params_ * options_.grad_reduce_bytes_per_param), grads, {dep});
+      if (shard_replicas() > 1) {
+        const std::int64_t shard = (layer_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
+        collective(Stream::kDpComm, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
+                   Bytes(shard * options_.grad_reduce_bytes_per_param), grads, {rs});
+      }
     }
     return dep;
   }
@@ -868,7 +880,7 @@ class Lowerer {
     const std::int64_t params = stage_parameters(model_, plan_, stage_);
     if (!zero3()) gradients_ready(0, read(kLastBackwardRegister), true);
     std::int64_t updated = params;
-    if (replicas() > 1 && plan_.zero_stage > 0) updated = (params + replicas() - 1) / replicas();
+    if (replicas() > 1 && plan_.zero_stage > 0) updated = (params + plan_.zero_shards() - 1) / plan_.zero_shards();
     ir::Op step;
     step.name = "adam_step";
     step.kind = ir::OpKind::kMemoryBound;

@@ -49,6 +49,12 @@ struct ParallelPlan {
   std::int64_t seq_len = 2048;
   ir::Dtype dtype = ir::Dtype::kBf16;  // GEMM precision (fp8: FP8 GEMMs, bf16 elsewhere)
   int zero_stage = 0;
+  // ZeRO-3 sharding within groups of this many data-parallel ranks (consecutive in the DP × CP
+  // order), replicated across the groups: PyTorch FSDP's HYBRID_SHARD (HSDP), torchtitan's
+  // dp_shard × dp_replicate, DeepSpeed MiCS, SageMaker's sharded data parallelism degree. Each
+  // layer's parameters are gathered and its gradients reduce-scattered within the group, and the
+  // gradient shards all-reduced across the groups. Zero: one group of all dp·cp ranks.
+  std::int64_t zero_shard_group = 0;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   // Full recompute of only the first `recompute_layers` layers of each model chunk (a pipeline
@@ -106,6 +112,8 @@ struct ParallelPlan {
   std::int64_t model_chunks() const { return interleaved() ? vpp : 1; }
   // Micro-batches each pipeline runs per iteration.
   std::int64_t num_micro_batches() const { return global_batch / (dp * micro_batch); }
+  // Ranks over which ZeRO shards parameters, gradients and optimizer states.
+  std::int64_t zero_shards() const { return zero_shard_group > 0 ? zero_shard_group : dp * cp; }
   // Layers of a model chunk of `chunk_layers` layers that run again in the backward pass.
   std::int64_t recomputed_layers(std::int64_t chunk_layers) const {
     if (recompute != Recompute::kFull) return 0;

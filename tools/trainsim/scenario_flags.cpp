@@ -71,6 +71,8 @@ void add_scenario_flags(po::options_description& o) {
       ("vpp", po::value<std::int64_t>()->default_value(1), "virtual pipeline stages per rank")
       ("micro-batch", po::value<std::int64_t>()->default_value(1), "sequences per micro-batch")
       ("zero", po::value<int>()->default_value(0), "ZeRO stage 0-3 (1 = distributed optimizer)")
+      ("zero-shard-group", po::value<std::int64_t>()->default_value(0),
+       "ZeRO-3 sharding within groups of N data-parallel ranks, replicated across them (FSDP HYBRID_SHARD); 0: all")
       ("sequence-parallel", po::bool_switch(), "Megatron sequence parallelism with TP")
       ("recompute", po::value<std::string>()->default_value("none"), "none, selective, selective-op or full")
       ("recompute-layers", po::value<std::int64_t>()->default_value(0),
@@ -99,6 +101,7 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.sequence_parallel = vm["sequence-parallel"].as<bool>();
   p.mst_chunks = vm["mst-chunks"].as<std::int64_t>();
   p.recompute_layers = vm["recompute-layers"].as<std::int64_t>();
+  p.zero_shard_group = vm["zero-shard-group"].as<std::int64_t>();
   if (vm.count("dp")) {
     p.dp = vm["dp"].as<std::int64_t>();
   } else {

@@ -327,6 +327,19 @@ TEST_CASE("plan rule --recompute-layers counts layers of full recompute") {
   only(f.check(), "--recompute-layers");
 }
 
+TEST_CASE("plan rule --zero-shard-group: ZeRO-3 groups dividing dp·cp") {
+  Fixture f;  // dp 2
+  f.plan.zero_shard_group = 2;
+  const auto d = only(f.check(), "--zero-shard-group");
+  CHECK(d.message.find("--zero 3") != std::string::npos);
+  f.plan.zero_stage = 3;
+  CHECK(f.check().empty());
+  f.plan.zero_shard_group = 4;
+  only(f.check(), "--zero-shard-group");
+  f.plan.zero_shard_group = -1;
+  only(f.check(), "--zero-shard-group");
+}
+
 TEST_CASE("plan rule --order is a permutation of tp, cp, dp, pp") {
   Fixture f;
   using parallel::Axis;

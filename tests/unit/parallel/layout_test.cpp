@@ -53,3 +53,24 @@ TEST_CASE("a custom order changes which ranks are neighbours") {
   CHECK(l.group(0, Axis::kDp) == std::vector<std::int32_t>{0, 1, 2, 3});
   CHECK(l.group(0, Axis::kTp) == std::vector<std::int32_t>{0, 4});
 }
+
+TEST_CASE("hybrid sharding cuts a data-parallel group into shard and replica groups") {
+  const Layout l(plan(2, 1, 8, 1));  // DP group of rank 0: 0, 2, …, 14
+  const unsigned dp = axis_bit(Axis::kDp);
+  CHECK(split_size(shard_groups(dp, 4)) == 4);
+  CHECK(l.group(0, dp) == std::vector<std::int32_t>{0, 2, 4, 6, 8, 10, 12, 14});
+  CHECK(l.group(6, shard_groups(dp, 4)) == std::vector<std::int32_t>{0, 2, 4, 6});
+  CHECK(l.group(10, shard_groups(dp, 4)) == std::vector<std::int32_t>{8, 10, 12, 14});
+  CHECK(l.group(10, replica_groups(dp, 4)) == std::vector<std::int32_t>{2, 10});
+  for (const unsigned axes : {shard_groups(dp, 4), replica_groups(dp, 4), shard_groups(dp, 2)}) {
+    const auto groups = l.all_groups(axes);
+    std::vector<int> seen(16, 0);
+    for (const auto& g : groups) {
+      CHECK(g == l.group(g.front(), axes));  // each rank's group is one of them
+      for (auto r : g) ++seen[static_cast<std::size_t>(r)];
+    }
+    for (int s : seen) CHECK(s == 1);  // they partition the ranks
+  }
+  CHECK(l.all_groups(shard_groups(dp, 4)).size() == 4);    // 2 TP ranks × 2 blocks of 4
+  CHECK(l.all_groups(replica_groups(dp, 4)).size() == 8);  // 2 TP ranks × 4 pairs
+}

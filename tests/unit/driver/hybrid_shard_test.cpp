@@ -1,0 +1,61 @@
+// ZeRO-3 sharding within groups of data-parallel ranks, replicated across the groups
+// (ParallelPlan::zero_shard_group, FSDP's HYBRID_SHARD).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+#include "sim/driver/simulate.h"
+#include "tests/unit/config/config_test_util.h"
+
+using namespace ts;
+
+namespace {
+
+// Llama 2 7B, FSDP over 32 A100s (4 nodes) with full recompute, micro-batch 2, no gradient
+// accumulation, on an inter-node network slow enough to set the pace (a sixteenth of the DGX
+// A100's NIC rate: 12.5 Gb/s per GPU). Per layer, full sharding moves three bf16 gathers and an
+// fp32 reduce-scatter of its parameters across the nodes; sharding within the node moves only
+// the fp32 all-reduce of each GPU's eighth of them: 6 instead of 10 bytes per parameter per node.
+config::Scenario llama2_7b_fsdp(std::int64_t shard_group) {
+  config::Scenario sc;
+  sc.model = config::load_model("llama2-7b");
+  sc.cluster = config::load_cluster("dgx-a100");
+  sc.cluster.cluster.node.nic_bandwidth = sc.cluster.cluster.node.nic_bandwidth * (1.0 / 16);
+  sc.num_gpus = 32;
+  sc.plan.dp = 32;
+  sc.plan.micro_batch = 2;
+  sc.plan.global_batch = 64;
+  sc.plan.seq_len = 4096;
+  sc.plan.zero_stage = 3;
+  sc.plan.recompute = parallel::Recompute::kFull;
+  sc.plan.zero_shard_group = shard_group;
+  return sc;
+}
+
+driver::RunResult run(const config::Scenario& sc) {
+  driver::RunResult r = driver::simulate(sc, driver::RunOptions{});
+  REQUIRE(r.status == driver::Status::kOk);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("hybrid sharding keeps the gathers in the node and shards the states over the group",
+          "[driver][zero]") {
+  const auto whole = run(llama2_7b_fsdp(0));
+  const auto all = run(llama2_7b_fsdp(32));  // one group of every rank: the same plan
+  CHECK(all.iteration_time_s == whole.iteration_time_s);
+  CHECK(all.peak_memory == whole.peak_memory);
+
+  const auto node = run(llama2_7b_fsdp(8));  // shard within each node, replicate across the 4
+  // Weights, gradients and Adam states sharded 8 ways instead of 32: 4× the bytes.
+  CHECK(node.memory.weights.real() == Approx(whole.memory.weights.real() * 4).epsilon(1e-3));
+  CHECK(node.memory.optimizer_states.real() == Approx(whole.memory.optimizer_states.real() * 4).epsilon(1e-3));
+  // Each layer's gathers and reduce-scatters run over NVLink; only the gradient shards cross the
+  // slow network: less exposed data-parallel time and a shorter iteration.
+  const auto dp_s = [](const driver::RunResult& r) {
+    return r.time.time[static_cast<std::size_t>(runtime::TimeCategory::kExposedDp)].seconds();
+  };
+  CHECK(dp_s(node) < dp_s(whole));
+  CHECK(node.iteration_time_s < whole.iteration_time_s);
+}
