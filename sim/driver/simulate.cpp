@@ -55,12 +55,18 @@ std::string describe(const config::Scenario& sc) {
          " cp" + std::to_string(p.cp);
 }
 
+// The memory model's activation options for the scenario's model and attention kernel.
+memory::ActivationOptions activation_options(const config::Scenario& sc) {
+  memory::ActivationOptions ao = memory::default_activation_options(sc.model);
+  ao.flash_attention = sc.plan.flash_attention;
+  return ao;
+}
+
 parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full) {
   const auto& plan = sc.plan;
   parallel::LoweringOptions lo;
   lo.full = full;
-  memory::ActivationOptions ao = memory::default_activation_options(sc.model);
-  ao.flash_attention = plan.flash_attention;
+  const memory::ActivationOptions ao = activation_options(sc);
   const memory::LayerActivations act = memory::layer_activations(sc.model, plan, ao);
   lo.layer_kept = act.kept;
   lo.layer_rematerialized = act.rematerialized;
@@ -116,8 +122,7 @@ InspectResult inspect(const config::Scenario& sc, bool full) {
   const auto layers = parallel::stage_layers(sc.plan, sc.model);
   Resources resources;
   const compute::MemoryOverheads& overheads = resources.memory_overheads(sc.cluster.gpu);
-  memory::ActivationOptions ao = memory::default_activation_options(sc.model);
-  ao.flash_attention = sc.plan.flash_attention;
+  const memory::ActivationOptions ao = activation_options(sc);
   const std::int64_t chunks = sc.plan.model_chunks();
   for (std::int64_t s = 0; s < sc.plan.pp; ++s) {
     MemoryBreakdown m = static_memory(sc, overheads, layers, s);

@@ -893,13 +893,14 @@ std::optional<PartialRecompute> parse_partial_recompute(const std::string& text)
   }
   static const std::regex kPercent(R"((\d+(\.\d+)?)\s*%)");
   static const std::regex kRatio(R"((ratio|fraction|share)[^0-9]{0,3}(0?\.\d+|1(\.0+)?)([^0-9]|$))");
+  static const std::regex kHalf(R"((^|[^a-z])half([^a-z]|$))");
   if (std::regex_search(t, m, kPercent)) {
     const double share = std::stod(m[1].str()) / 100.0;
     if (share > 0 && share <= 1) return PartialRecompute{0, share};
   } else if (std::regex_search(t, m, kRatio)) {
     const double share = std::stod(m[2].str());
     if (share > 0 && share <= 1) return PartialRecompute{0, share};
-  } else if (std::regex_search(t, std::regex(R"((^|[^a-z])half([^a-z]|$))"))) {
+  } else if (std::regex_search(t, kHalf)) {
     return PartialRecompute{0, 0.5};
   }
   return std::nullopt;
@@ -1094,8 +1095,8 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.recompute = parallel::Recompute::kSelectiveOp;
     notes.push_back("selective checkpointing by op policy (torchtitan's Llama configurations)");
   }
-  if (p.recompute != parallel::Recompute::kNone && p.recompute != parallel::Recompute::kSelectiveOp &&
-      !any_of(rtext, {"mst", "mini-seq", "mini seq"})) {
+  const bool mst = any_of(rtext, {"mst", "mini-seq", "mini seq"});
+  if (p.recompute != parallel::Recompute::kNone && p.recompute != parallel::Recompute::kSelectiveOp && !mst) {
     // Selective checkpointing of whole layers (a framework other than Megatron's, whose
     // "selective" recomputes the attention core in every layer): a row with both HFU and MFU
     // tells the share, as full recompute of a share f of the layers adds f/3 to the model FLOPs
@@ -1118,7 +1119,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
                       (partial->layers > 0 ? "" : " (share " + format_double("%.2f", partial->share) + ")"));
     }
   }
-  if (any_of(rtext, {"mst", "mini-seq", "mini seq"})) {
+  if (mst) {
     // Mini-Sequence Transformer (Luo et al. 2024, arXiv 2407.15892) single-GPU benchmarks:
     // the MLP and LM head run on 8 mini-sequences, with pure bf16 Adam states and the optimizer
     // step applied per parameter in the backward (no whole-model gradient buffer).

@@ -575,12 +575,14 @@ class Lowerer {
     t.bytes = bytes;
     // The group of this rank along `axes` is the same for every collective of the device:
     // look it up once (building and comparing groups of hundreds of ranks dominated lowering).
-    if (axes < group_comm_.size()) {
-      std::int32_t& cached = group_comm_[axes];
-      if (cached < 0) cached = communicator(layout_.group(rank_, axes), axes, 0);
-      t.communicator = cached;
+    // A device uses a handful of masks (TP, CP, DP × CP, hybrid sharding's two cuts).
+    const auto cached = std::find_if(group_comm_.begin(), group_comm_.end(),
+                                     [axes](const auto& entry) { return entry.first == axes; });
+    if (cached != group_comm_.end()) {
+      t.communicator = cached->second;
     } else {
       t.communicator = communicator(layout_.group(rank_, axes), axes, 0);
+      group_comm_.emplace_back(axes, t.communicator);
     }
     return emit(t, deps);
   }
@@ -1071,7 +1073,7 @@ class Lowerer {
     device_ = d;
     const SimDevice& dev = g_.devices[static_cast<std::size_t>(d)];
     rank_ = dev.rank;
-    group_comm_.fill(-1);
+    group_comm_.clear();
     p2p_comm_.fill(P2pComm{});
     stage_ = dev.stage;
     last_backward_ = kNone;
@@ -1155,7 +1157,7 @@ class Lowerer {
   // Per-device lowering state.
   std::int32_t device_ = 0;
   std::int64_t rank_ = 0;
-  std::array<std::int32_t, 16> group_comm_{};  // communicator of rank_'s group by axes, -1: not yet
+  std::vector<std::pair<unsigned, std::int32_t>> group_comm_;  // communicator of rank_'s group by axes mask
   struct P2pComm {
     std::int64_t src_stage = -1, dst_stage = -1;
     std::int32_t tag = 0;

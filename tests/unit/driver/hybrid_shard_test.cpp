@@ -54,7 +54,7 @@ TEST_CASE("hybrid sharding keeps the gathers in the node and shards the states o
   // Each layer's gathers and reduce-scatters run over NVLink; only the gradient shards cross the
   // slow network: less exposed data-parallel time and a shorter iteration.
   const auto dp_s = [](const driver::RunResult& r) {
-    return r.time.time[static_cast<std::size_t>(runtime::TimeCategory::kExposedDp)].seconds();
+    return r.time[runtime::TimeCategory::kExposedDp].seconds();
   };
   CHECK(dp_s(node) < dp_s(whole));
   CHECK(node.iteration_time_s < whole.iteration_time_s);

@@ -38,7 +38,7 @@ driver::RunResult run(const config::Scenario& sc) {
 }
 
 double recompute_s(const driver::RunResult& r) {
-  return r.time.time[static_cast<std::size_t>(runtime::TimeCategory::kRecompute)].seconds();
+  return r.time[runtime::TimeCategory::kRecompute].seconds();
 }
 
 }  // namespace
