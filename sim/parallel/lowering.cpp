@@ -21,6 +21,7 @@ const char* stream_name(Stream s) {
     case Stream::kPpSendNext: return "pp send next";
     case Stream::kPpRecvNext: return "pp recv next";
     case Stream::kPpSendPrev: return "pp send prev";
+    case Stream::kDpReplica: return "dp replica comm";
   }
   return "?";
 }
@@ -785,7 +786,7 @@ class Lowerer {
                                          Bytes(layer_params_ * options_.grad_reduce_bytes_per_param), grads, {dep});
       if (shard_replicas() > 1) {
         const std::int64_t shard = (layer_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
-        collective(Stream::kDpComm, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
+        collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
                    Bytes(shard * options_.grad_reduce_bytes_per_param), grads, {rs});
       }
     }

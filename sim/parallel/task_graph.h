@@ -23,8 +23,11 @@ enum class Stream : std::uint8_t {
   kPpSendNext,
   kPpRecvNext,  // gradients from the next stage
   kPpSendPrev,
+  // Hybrid sharding's all-reduce of gradient shards across replicas: its own process group,
+  // so its own NCCL stream beside the shard group's gathers and reduce-scatters.
+  kDpReplica,
 };
-inline constexpr std::size_t kNumStreams = 8;
+inline constexpr std::size_t kNumStreams = 9;
 const char* stream_name(Stream s);
 
 enum class TaskKind : std::uint8_t { kCompute, kCollective, kP2p };

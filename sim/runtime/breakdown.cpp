@@ -42,7 +42,8 @@ TimeCategory comm_category(Stream s) {
     case Stream::kCompute: return TimeCategory::kIdle;
     case Stream::kTpComm: return TimeCategory::kExposedTp;
     case Stream::kCpComm: return TimeCategory::kExposedCp;
-    case Stream::kDpComm: return TimeCategory::kExposedDp;
+    case Stream::kDpComm:
+    case Stream::kDpReplica: return TimeCategory::kExposedDp;
     case Stream::kPpRecvPrev:
     case Stream::kPpSendNext:
     case Stream::kPpRecvNext:
@@ -104,7 +105,7 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
   if (slowdown == 0) return Duration();
   std::vector<Span> comm, next;
   for (Stream s : {Stream::kCpComm, Stream::kPpRecvPrev, Stream::kPpSendNext, Stream::kPpRecvNext,
-                   Stream::kPpSendPrev, Stream::kDpComm}) {
+                   Stream::kPpSendPrev, Stream::kDpComm, Stream::kDpReplica}) {
     const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
     if (intervals.first == intervals.last) continue;
     unite(comm, intervals.first, intervals.last, next);
@@ -167,7 +168,7 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
   std::int64_t covered_length = unite(covered, compute.first, compute.last, next);
   covered.swap(next);
   for (Stream s : {Stream::kTpComm, Stream::kCpComm, Stream::kPpRecvPrev, Stream::kPpSendNext,
-                   Stream::kPpRecvNext, Stream::kPpSendPrev, Stream::kDpComm}) {
+                   Stream::kPpRecvNext, Stream::kPpSendPrev, Stream::kDpComm, Stream::kDpReplica}) {
     const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
     if (intervals.first == intervals.last) continue;
     const std::int64_t length = unite(covered, intervals.first, intervals.last, next);

@@ -50,6 +50,7 @@ const char* thread_name(Stream s) {
     case Stream::kTpComm: return "TP comm";
     case Stream::kCpComm: return "CP comm";
     case Stream::kDpComm: return "DP comm";
+    case Stream::kDpReplica: return "DP replica comm";
     case Stream::kPpRecvPrev: return "PP recv from prev";
     case Stream::kPpSendNext: return "PP send to next";
     case Stream::kPpRecvNext: return "PP recv from next";
@@ -67,8 +68,9 @@ int thread_order(Stream s) {
     case Stream::kPpRecvNext: return 5;
     case Stream::kPpSendPrev: return 6;
     case Stream::kDpComm: return 7;
+    case Stream::kDpReplica: return 8;
   }
-  return 8;
+  return 9;
 }
 
 struct Names {

@@ -16,7 +16,8 @@ const char* stream_group(Stream s) {
     case Stream::kCompute: return "compute";
     case Stream::kTpComm: return "TP comm";
     case Stream::kCpComm: return "CP comm";
-    case Stream::kDpComm: return "DP comm";
+    case Stream::kDpComm:
+    case Stream::kDpReplica: return "DP comm";
     case Stream::kPpRecvPrev:
     case Stream::kPpSendNext:
     case Stream::kPpRecvNext:
@@ -30,7 +31,8 @@ const char* stream_prefix(Stream s) {
     case Stream::kCompute: return "compute";
     case Stream::kTpComm: return "TP";
     case Stream::kCpComm: return "CP";
-    case Stream::kDpComm: return "DP";
+    case Stream::kDpComm:
+    case Stream::kDpReplica: return "DP";
     case Stream::kPpRecvPrev:
     case Stream::kPpSendNext:
     case Stream::kPpRecvNext:

@@ -59,3 +59,27 @@ TEST_CASE("hybrid sharding keeps the gathers in the node and shards the states o
   CHECK(dp_s(node) < dp_s(whole));
   CHECK(node.iteration_time_s < whole.iteration_time_s);
 }
+
+TEST_CASE("hybrid sharding reduces across replicas beside the shard group's gathers", "[driver][zero]") {
+  // FSDP runs the replicas' all-reduce through its own (inter-node) process group, so NCCL runs
+  // it on a stream of its own, concurrently with the next layers' gathers and reduce-scatters on
+  // the shard group's. With NVLink slowed as much as the network (a 64th of its rate), the
+  // in-node gathers and reduce-scatters and the cross-node all-reduces both set the pace; the
+  // data-parallel collectives together then run longer than the iteration, which they can only
+  // by overlapping (on one stream they would queue: 18.7 s of them in a 20.1 s iteration).
+  config::Scenario sc = llama2_7b_fsdp(8);
+  sc.cluster.cluster.node.nvlink_bandwidth = sc.cluster.cluster.node.nvlink_bandwidth * (1.0 / 64);
+  driver::RunOptions options;
+  options.stats = true;
+  const driver::RunResult r = driver::simulate(sc, options);
+  REQUIRE(r.status == driver::Status::kOk);
+  double dp_busy = 0;
+  bool replica_all_reduce = false;
+  for (const auto& c : r.stats.exposed_comm) {
+    if (c.stream != "DP comm") continue;
+    dp_busy += c.time.seconds();
+    replica_all_reduce = replica_all_reduce || c.name.find("all_reduce") != std::string::npos;
+  }
+  CHECK(replica_all_reduce);
+  CHECK(dp_busy > 1.05 * r.iteration_time_s);
+}
