@@ -782,13 +782,16 @@ class Lowerer {
                              mem.attn_grads);
     if (zero3()) {
       const Label grads{Pass::kBackward, Part::kGradients, l.layer, l.mb};
-      const std::int32_t rs = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
-                                         Bytes(layer_params_ * options_.grad_reduce_bytes_per_param), grads, {dep});
+      std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
+                                        Bytes(layer_params_ * options_.grad_reduce_bytes_per_param), grads, {dep});
       if (shard_replicas() > 1) {
         const std::int64_t shard = (layer_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
-        collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
-                   Bytes(shard * options_.grad_reduce_bytes_per_param), grads, {rs});
+        reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
+                             Bytes(shard * options_.grad_reduce_bytes_per_param), grads, {reduced});
       }
+      // The step waits for the last layer's gradients (each stream runs its collectives in
+      // order, and every replica all-reduce follows its reduce-scatter).
+      last_grad_reduce_ = held(reduced);
     }
     return dep;
   }
