@@ -671,21 +671,15 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
   out_of_range(ex.end);
   // As simulate(): each device's breakdown carries the time its compute loses to the
   // communication beside it, and the iteration adds the critical device's.
-  const auto breakdowns = runtime::time_breakdown(g, ex, cluster.gpu.compute_slowdown_under_comm);
-  SimTime last_end;
-  std::size_t critical = 0;
-  for (std::size_t t = 0; t < g.tasks.size(); ++t) {
-    if (ex.timings[t].end > last_end) {
-      last_end = ex.timings[t].end;
-      critical = static_cast<std::size_t>(g.tasks[t].device);
-    }
-  }
-  const Duration contention = breakdowns.empty() ? Duration() : breakdowns[critical][runtime::TimeCategory::kContention];
-  out_of_range(ex.end + contention);
+  const runtime::ReplaySummary summary = runtime::summarize(g, ex, cluster.gpu.compute_slowdown_under_comm);
+  const auto& breakdowns = summary.time;
+  const auto critical = static_cast<std::size_t>(summary.last_device);
+  const SimTime end = summary.iteration_end();
+  out_of_range(end);
 
   r.tasks = static_cast<std::int64_t>(g.tasks.size());
   r.events = ex.events;
-  r.iteration_time_s = (ex.end + contention).seconds();
+  r.iteration_time_s = end.seconds();
   if (r.iteration_time_s > 0) {
     r.tokens_per_s = w.tokens / r.iteration_time_s;
     r.tflops_per_gpu = r.model_flops / r.iteration_time_s / static_cast<double>(num_gpus) * 1e-12;
@@ -729,7 +723,7 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
     }
     info.metadata = {{"scenario", w.description},
                      {"iteration_time_s", std::to_string(r.iteration_time_s)},
-                     {"comm_contention_s", std::to_string(contention.seconds())},
+                     {"comm_contention_s", std::to_string(r.time[runtime::TimeCategory::kContention].seconds())},
                      {"status", status_name(r.status)}};
     trace::write_chrome_trace(*options.trace, g, ex, info);
   }

@@ -222,7 +222,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   // time the critical device's compute loses to the communication running beside it.
   const auto& breakdowns = replay.time;
   const auto critical = static_cast<std::size_t>(replay.last_device);
-  const SimTime end = replay.end + breakdowns[critical][runtime::TimeCategory::kContention];
+  const SimTime end = replay.iteration_end();
   // Time arithmetic saturates at the int64 picosecond range (106 days); an iteration anywhere
   // near it comes only from absurd sizes (a hidden size of 10^5 on one GPU, …).
   if (replay.end.ps() >= (std::int64_t{1} << 62) || end.ps() >= (std::int64_t{1} << 62)) {

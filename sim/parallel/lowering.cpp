@@ -743,6 +743,7 @@ class Lowerer {
   struct BackwardMemory {
     Bytes mlp_release, attn_release;  // activations freed at the end of each block's backward
     Bytes mlp_grads, attn_grads;      // activation gradients live during each block's backward
+    Bytes remat_attn, remat_mlp;      // what full recompute's forward allocates in each block
   };
 
   // What a layer's forward keeps: under full recompute (`full`) its input, else all the plan's
@@ -757,10 +758,11 @@ class Lowerer {
   BackwardMemory backward_memory(bool full) const {
     const Bytes kept = layer_kept(full);
     const Bytes remat = full ? options_.layer_rematerialized : Bytes();
-    const Bytes remat_attn(remat.count() / 2);
     BackwardMemory mem;
-    mem.mlp_release = full ? remat - remat_attn : kept - Bytes(kept.count() / 2);
-    mem.attn_release = full ? remat_attn + kept : Bytes(kept.count() / 2);
+    mem.remat_attn = Bytes(remat.count() / 2);
+    mem.remat_mlp = remat - mem.remat_attn;
+    mem.mlp_release = full ? mem.remat_mlp : kept - Bytes(kept.count() / 2);
+    mem.attn_release = full ? mem.remat_attn + kept : Bytes(kept.count() / 2);
     // Gradients mirror the activations each block works on (with Mini-Sequence chunking, those
     // of one MLP chunk at a time); under the op policy, what the layer kept and what it reran.
     const Bytes worked = full ? remat
@@ -862,11 +864,9 @@ class Lowerer {
     for (std::int64_t i = layers - 1; i >= 0; --i) {
       const bool full = i < recomputed;
       const BackwardMemory mem = backward_memory(full);
-      const Bytes remat = full ? options_.layer_rematerialized : Bytes();
-      const Bytes remat_attn(remat.count() / 2);
       const Label ll{Pass::kBackward, Part::kAttention, static_cast<std::int32_t>(first + i), mb};
       if (full) {
-        dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, mb}, dep, remat_attn, remat - remat_attn);
+        dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, mb}, dep, mem.remat_attn, mem.remat_mlp);
       }
       dep = layer_backward(ll, dep, mem);
       if (last_micro_batch) gradients_ready(layer_params_, dep, false);

@@ -1,6 +1,7 @@
 #include "sim/runtime/breakdown.h"
 
 #include <algorithm>
+#include <array>
 
 #include "sim/base/diagnostic.h"
 
@@ -35,6 +36,13 @@ TimeCategory compute_category(parallel::Pass p) {
   }
   return TimeCategory::kForward;
 }
+
+// The communication streams, in the priority by which a device waiting on several is charged
+// (TP, CP, PP, DP; see device_breakdown).
+constexpr std::array kCommStreams = {Stream::kTpComm,     Stream::kCpComm,     Stream::kPpRecvPrev,
+                                     Stream::kPpSendNext, Stream::kPpRecvNext, Stream::kPpSendPrev,
+                                     Stream::kDpComm,     Stream::kDpReplica};
+static_assert(kCommStreams.size() + 1 == parallel::kNumStreams, "every stream but compute");
 
 // Communication category of a stream; compute streams map to kIdle (not communication).
 TimeCategory comm_category(Stream s) {
@@ -104,8 +112,8 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
   SIM_ASSERT(slowdown >= 0 && slowdown < 1, "compute slowdown under communication out of [0, 1)");
   if (slowdown == 0) return Duration();
   std::vector<Span> comm, next;
-  for (Stream s : {Stream::kCpComm, Stream::kPpRecvPrev, Stream::kPpSendNext, Stream::kPpRecvNext,
-                   Stream::kPpSendPrev, Stream::kDpComm, Stream::kDpReplica}) {
+  for (Stream s : kCommStreams) {
+    if (s == Stream::kTpComm) continue;
     const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
     if (intervals.first == intervals.last) continue;
     unite(comm, intervals.first, intervals.last, next);
@@ -167,8 +175,7 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
   std::vector<Span> covered, next;
   std::int64_t covered_length = unite(covered, compute.first, compute.last, next);
   covered.swap(next);
-  for (Stream s : {Stream::kTpComm, Stream::kCpComm, Stream::kPpRecvPrev, Stream::kPpSendNext,
-                   Stream::kPpRecvNext, Stream::kPpSendPrev, Stream::kDpComm, Stream::kDpReplica}) {
+  for (Stream s : kCommStreams) {
     const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
     if (intervals.first == intervals.last) continue;
     const std::int64_t length = unite(covered, intervals.first, intervals.last, next);

@@ -86,6 +86,11 @@ struct ReplaySummary {
   std::vector<DeviceMemory> memory;   // per simulated device, without timeline
   std::uint64_t events = 0;
   std::int64_t tasks = 0;             // of the graph, a chain counting as its steps
+  // The iteration's end: the replay's, plus the compute the device finishing last loses to the
+  // communication beside it (its kContention).
+  SimTime iteration_end() const {
+    return time.empty() ? end : end + time[static_cast<std::size_t>(last_device)][TimeCategory::kContention];
+  }
 };
 // The summary of an execution (as replay_summary gives it), with compute `slowdown` slower under
 // communication.
