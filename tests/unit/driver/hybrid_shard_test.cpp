@@ -6,6 +6,7 @@
 
 #include "sim/driver/simulate.h"
 #include "tests/unit/config/config_test_util.h"
+#include "tests/unit/driver/run_ok.h"
 
 using namespace ts;
 
@@ -32,22 +33,18 @@ config::Scenario llama2_7b_fsdp(std::int64_t shard_group) {
   return sc;
 }
 
-driver::RunResult run(const config::Scenario& sc) {
-  driver::RunResult r = driver::simulate(sc, driver::RunOptions{});
-  REQUIRE(r.status == driver::Status::kOk);
-  return r;
-}
+using testing::run_ok;
 
 }  // namespace
 
 TEST_CASE("hybrid sharding keeps the gathers in the node and shards the states over the group",
           "[driver][zero]") {
-  const auto whole = run(llama2_7b_fsdp(0));
-  const auto all = run(llama2_7b_fsdp(32));  // one group of every rank: the same plan
+  const auto whole = run_ok(llama2_7b_fsdp(0));
+  const auto all = run_ok(llama2_7b_fsdp(32));  // one group of every rank: the same plan
   CHECK(all.iteration_time_s == whole.iteration_time_s);
   CHECK(all.peak_memory == whole.peak_memory);
 
-  const auto node = run(llama2_7b_fsdp(8));  // shard within each node, replicate across the 4
+  const auto node = run_ok(llama2_7b_fsdp(8));  // shard within each node, replicate across the 4
   // Weights, gradients and Adam states sharded 8 ways instead of 32: 4× the bytes.
   CHECK(node.memory.weights.real() == Approx(whole.memory.weights.real() * 4).epsilon(1e-3));
   CHECK(node.memory.optimizer_states.real() == Approx(whole.memory.optimizer_states.real() * 4).epsilon(1e-3));
@@ -71,8 +68,7 @@ TEST_CASE("hybrid sharding reduces across replicas beside the shard group's gath
   sc.cluster.cluster.node.nvlink_bandwidth = sc.cluster.cluster.node.nvlink_bandwidth * (1.0 / 64);
   driver::RunOptions options;
   options.stats = true;
-  const driver::RunResult r = driver::simulate(sc, options);
-  REQUIRE(r.status == driver::Status::kOk);
+  const driver::RunResult r = run_ok(sc, options);
   double dp_busy = 0;
   bool replica_all_reduce = false;
   for (const auto& c : r.stats.exposed_comm) {

@@ -6,6 +6,7 @@
 
 #include "sim/driver/simulate.h"
 #include "tests/unit/config/config_test_util.h"
+#include "tests/unit/driver/run_ok.h"
 
 using namespace ts;
 
@@ -52,8 +53,7 @@ TEST_CASE("the peak counts the CUDA context, NCCL buffers and allocator fragment
           "[driver][memory]") {
   config::Scenario sc = llama3_8b_one_a100(parallel::Recompute::kFull, 8);
   sc.plan.seq_len = 8192;
-  const driver::RunResult one = driver::simulate(sc, driver::RunOptions{});
-  REQUIRE(one.status == driver::Status::kOk);
+  const driver::RunResult one = testing::run_ok(sc);
   CHECK(one.memory.cuda_context == Bytes::gb(0.5));  // calibration/A100-SXM4-80GB.textproto
   CHECK(one.memory.nccl_buffers == Bytes());          // one GPU: no communicator
   // 15 % of the reserved dynamic memory is fragmentation: reserve = activations · 0.15 / 0.85.

@@ -8,6 +8,7 @@
 #include "sim/driver/simulate.h"
 #include "sim/memory/footprint.h"
 #include "tests/unit/config/config_test_util.h"
+#include "tests/unit/driver/run_ok.h"
 
 using namespace ts;
 
@@ -31,11 +32,7 @@ config::Scenario llama2_7b(parallel::Recompute recompute, std::int64_t layers) {
   return sc;
 }
 
-driver::RunResult run(const config::Scenario& sc) {
-  driver::RunResult r = driver::simulate(sc, driver::RunOptions{});
-  REQUIRE(r.status == driver::Status::kOk);
-  return r;
-}
+using testing::run_ok;
 
 double recompute_s(const driver::RunResult& r) {
   return r.time[runtime::TimeCategory::kRecompute].seconds();
@@ -45,10 +42,10 @@ double recompute_s(const driver::RunResult& r) {
 
 TEST_CASE("recomputing some layers of each stage costs their share of full recompute's time",
           "[driver][recompute]") {
-  const auto none = run(llama2_7b(parallel::Recompute::kNone, 0));
-  const auto full = run(llama2_7b(parallel::Recompute::kFull, 0));
-  const auto quarter = run(llama2_7b(parallel::Recompute::kFull, 4));  // of 16 layers per stage
-  const auto half = run(llama2_7b(parallel::Recompute::kFull, 8));
+  const auto none = run_ok(llama2_7b(parallel::Recompute::kNone, 0));
+  const auto full = run_ok(llama2_7b(parallel::Recompute::kFull, 0));
+  const auto quarter = run_ok(llama2_7b(parallel::Recompute::kFull, 4));  // of 16 layers per stage
+  const auto half = run_ok(llama2_7b(parallel::Recompute::kFull, 8));
   CHECK(recompute_s(none) == 0);
   REQUIRE(recompute_s(full) > 0);
   // Every layer's recompute is the same work: 4 and 8 of 16 layers are a quarter and a half.
@@ -58,7 +55,7 @@ TEST_CASE("recomputing some layers of each stage costs their share of full recom
   CHECK(quarter.iteration_time_s < half.iteration_time_s);
   CHECK(half.iteration_time_s < full.iteration_time_s);
   // A count of at least the chunk's layers is full recompute.
-  const auto all = run(llama2_7b(parallel::Recompute::kFull, 16));
+  const auto all = run_ok(llama2_7b(parallel::Recompute::kFull, 16));
   CHECK(all.iteration_time_s == full.iteration_time_s);
   CHECK(all.peak_memory == full.peak_memory);
 }
@@ -79,8 +76,8 @@ TEST_CASE("the layers left out of recompute keep all their activations", "[drive
 
   // The replay's peak falls by the same per-layer step as layers are added to the recompute:
   // stage 0 holds two micro-batches' activations at its peak (1F1B, pp 2).
-  const auto four = run(sc);
-  const auto eight = run(llama2_7b(parallel::Recompute::kFull, 8));
+  const auto four = run_ok(sc);
+  const auto eight = run_ok(llama2_7b(parallel::Recompute::kFull, 8));
   const double step = (whole - input).real();
   CHECK((four.memory.activations - eight.memory.activations).real() == Approx(2 * 4 * step).epsilon(0.01));
 }
