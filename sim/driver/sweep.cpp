@@ -122,7 +122,8 @@ std::string quote(std::string_view s) {  // RFC 4180; newlines would break line-
 
 constexpr const char* kPlanColumns =
     "model,cluster,gpu,num_gpus,global_batch,seq_len,dtype,order,optimizer_states,"
-    "optimizer_in_backward,overlap_grad_reduce,overlap_param_gather,tp,pp,dp,cp,vpp,micro_batch,schedule,zero,sequence_parallel,"
+    "optimizer_in_backward,overlap_grad_reduce,overlap_param_gather,tp,pp,dp,cp,vpp,micro_batch,schedule,zero,"
+    "zero_shard_group,sequence_parallel,"
     "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap,host_dispatch_us,fp8_weight_cache";
 
 std::size_t count_columns(std::string_view header) {
@@ -247,6 +248,32 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
   const auto cp_algos = ascending_enum(ax.cp_algo, "--cp-algo");
   if (ax.mst_chunks.empty()) bad_flag("--mst-chunks", "needs at least one value");
   const auto msts = ascending(ax.mst_chunks, "--mst-chunks");
+  // Shard group sizes, ascending, 0 (all ranks) first; empty: every divisor (see SweepAxes).
+  std::vector<std::int64_t> groups_given;
+  for (const auto g : ax.zero_shard_group) {
+    if (g < 0) bad_flag("--zero-shard-group", "values must be >= 0 (got " + std::to_string(g) + ")");
+    if (g > 0) groups_given.push_back(g);
+  }
+  groups_given = ascending(groups_given, "--zero-shard-group");
+  if (std::find(ax.zero_shard_group.begin(), ax.zero_shard_group.end(), 0) != ax.zero_shard_group.end()) {
+    groups_given.insert(groups_given.begin(), 0);
+  }
+  // The shard groups of one zero stage over `ranks` = dp·cp data-parallel ranks. ZeRO-3 writes
+  // a group of all the ranks as 0 (the same plan); other stages have no groups: 0, once.
+  const auto shard_groups = [&](int zero, std::int64_t ranks) {
+    std::vector<std::int64_t> out;
+    if (zero != 3) {
+      out.assign(std::max<std::size_t>(1, groups_given.size()), 0);
+    } else if (ax.zero_shard_group.empty()) {
+      out.push_back(0);
+      for (const auto g : divisors(ranks)) {
+        if (g > 1 && g < ranks) out.push_back(g);
+      }
+    } else {
+      for (const auto g : groups_given) out.push_back(g == ranks ? 0 : g);
+    }
+    return out;
+  };
 
   Enumeration en;
   ReasonCounter reasons;
@@ -297,39 +324,47 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
             }
             for (const auto vpp : vpps) {
               for (const auto zero : zeros) {
-                for (const bool sp : sps) {
-                  for (const auto recompute : recomputes) {
-                    for (const auto cp_algo : cp_algos) {
-                      for (const auto mst : msts) {
-                        ++en.combinations;
-                        // Axes without effect on this plan take their first value only.
-                        if ((dp == 1 && zero != zeros.front()) || (tp == 1 && sp != sps.front()) ||
-                            (cp == 1 && cp_algo != cp_algos.front())) {
-                          ++en.equivalent;
-                          continue;
+                const auto groups = shard_groups(zero, dp * cp);
+                for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+                  const std::int64_t group = groups[gi];
+                  const bool same_group =
+                      std::find(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(gi), group) !=
+                      groups.begin() + static_cast<std::ptrdiff_t>(gi);
+                  for (const bool sp : sps) {
+                    for (const auto recompute : recomputes) {
+                      for (const auto cp_algo : cp_algos) {
+                        for (const auto mst : msts) {
+                          ++en.combinations;
+                          // Axes without effect on this plan take their first value only.
+                          if ((dp == 1 && zero != zeros.front()) || same_group ||
+                              (tp == 1 && sp != sps.front()) || (cp == 1 && cp_algo != cp_algos.front())) {
+                            ++en.equivalent;
+                            continue;
+                          }
+                          p.tp = tp;
+                          p.pp = pp;
+                          p.cp = cp;
+                          p.dp = dp;
+                          p.micro_batch = mb;
+                          p.schedule = schedule;
+                          p.vpp = vpp;
+                          p.zero_stage = zero;
+                          p.zero_shard_group = group;
+                          p.sequence_parallel = sp;
+                          // TP overlap pipelines sequence parallelism's collectives: plans
+                          // without them run as they are.
+                          p.tp_comm_overlap = spec.base.tp_comm_overlap && sp && tp > 1;
+                          p.recompute = recompute;
+                          p.cp_algo = cp_algo;
+                          p.mst_chunks = mst;
+                          const auto diags = config::check_plan(p, spec.model, spec.cluster, n);
+                          if (diags.empty()) {
+                            en.plans.push_back(p);
+                            continue;
+                          }
+                          ++en.rejected;
+                          for (const auto& d : diags) reasons.add(rule_of(d), d.to_string());
                         }
-                        p.tp = tp;
-                        p.pp = pp;
-                        p.cp = cp;
-                        p.dp = dp;
-                        p.micro_batch = mb;
-                        p.schedule = schedule;
-                        p.vpp = vpp;
-                        p.zero_stage = zero;
-                        p.sequence_parallel = sp;
-                        // TP overlap pipelines sequence parallelism's collectives: plans
-                        // without them run as they are.
-                        p.tp_comm_overlap = spec.base.tp_comm_overlap && sp && tp > 1;
-                        p.recompute = recompute;
-                        p.cp_algo = cp_algo;
-                        p.mst_chunks = mst;
-                        const auto diags = config::check_plan(p, spec.model, spec.cluster, n);
-                        if (diags.empty()) {
-                          en.plans.push_back(p);
-                          continue;
-                        }
-                        ++en.rejected;
-                        for (const auto& d : diags) reasons.add(rule_of(d), d.to_string());
                       }
                     }
                   }
@@ -418,7 +453,7 @@ std::string sweep_plan_key(const SweepSpec& spec, const parallel::ParallelPlan& 
        (p.overlap_grad_reduce ? "true" : "false") + ',' + (p.overlap_param_gather ? "true" : "false") +
        ',' + i(p.tp) + ',' + i(p.pp) + ',' +
        i(p.dp) + ',' + i(p.cp) + ',' + i(p.vpp) + ',' + i(p.micro_batch) + ',' +
-       std::string(config::name(p.schedule)) + ',' + i(p.zero_stage) + ',' +
+       std::string(config::name(p.schedule)) + ',' + i(p.zero_stage) + ',' + i(p.zero_shard_group) + ',' +
        (p.sequence_parallel ? "true" : "false") + ',' + std::string(config::name(p.recompute)) +
        ',' + std::string(config::name(p.cp_algo)) + ',' + i(p.mst_chunks) + ',' +
        quote(p.attention_label()) +
@@ -736,12 +771,14 @@ std::vector<SweepRecord> top_records(const std::vector<SweepRecord>& records, st
 }
 
 std::string format_top_table(const std::vector<SweepRecord>& records) {
+  // ZeRO-3's shard group: "all" data-parallel ranks, or the group size.
+  const auto shard_text = [](const std::string& group) { return group == "0" ? std::string("all") : group; };
   const auto cols = split_csv_line(sweep_csv_header());
   std::map<std::string, std::size_t> at;
   for (std::size_t i = 0; i < cols.size(); ++i) at[cols[i]] = i;
   const std::vector<std::string> heads = {"rank", "tokens/s", "MFU", "iter s", "peak GiB", "tp",
                                           "pp", "dp", "cp", "vpp", "mb", "schedule", "zero",
-                                          "sp", "recompute", "cp-algo", "mst", "plan"};
+                                          "shard", "sp", "recompute", "cp-algo", "mst", "plan"};
   std::vector<std::vector<std::string>> table = {heads};
   std::size_t rank = 0;
   for (const auto& r : records) {
@@ -752,7 +789,8 @@ std::string format_top_table(const std::vector<SweepRecord>& records) {
                      format_double("%.3f", parse_double(get("iteration_time_s"))),
                      format_double("%.1f", parse_double(get("peak_memory_bytes")) / 1073741824.0), get("tp"),
                      get("pp"), get("dp"), get("cp"), get("vpp"), get("micro_batch"),
-                     get("schedule"), get("zero"), get("sequence_parallel") == "true" ? "on" : "off",
+                     get("schedule"), get("zero"), shard_text(get("zero_shard_group")),
+                     get("sequence_parallel") == "true" ? "on" : "off",
                      get("recompute"), get("cp_algo"), get("mst_chunks"), std::to_string(r.plan_id)});
   }
   std::vector<std::size_t> width(heads.size(), 0);
@@ -763,7 +801,7 @@ std::string format_top_table(const std::vector<SweepRecord>& records) {
   for (const auto& row : table) {
     for (std::size_t c = 0; c < row.size(); ++c) {
       // Numbers right-aligned, words left-aligned.
-      const bool left = c >= 11 && c <= 15;
+      const bool left = c == 11 || (c >= 14 && c <= 16);
       const std::string pad(width[c] - row[c].size(), ' ');
       s += left ? row[c] + pad : pad + row[c];
       s += c + 1 < row.size() ? "  " : "\n";

@@ -29,6 +29,10 @@ struct SweepAxes {
   std::vector<std::int64_t> vpp;
   std::vector<parallel::Schedule> schedule = {parallel::Schedule::k1F1B};
   std::vector<int> zero = {0};
+  // ZeRO-3 shard group sizes (FSDP HYBRID_SHARD: shard within groups of g data-parallel ranks,
+  // replicate across them), tried with ZeRO-3 only; 0 shards over all of dp·cp, as does
+  // g = dp·cp. Empty: 0 and every divisor g of dp·cp with 1 < g < dp·cp.
+  std::vector<std::int64_t> zero_shard_group = {0};
   std::vector<bool> sequence_parallel = {false};
   std::vector<parallel::Recompute> recompute = {parallel::Recompute::kNone};
   std::vector<parallel::CpAlgo> cp_algo = {parallel::CpAlgo::kRing};
@@ -57,16 +61,17 @@ struct Enumeration {
   std::vector<parallel::ParallelPlan> plans;  // valid plans; a plan's id is its index here
   std::int64_t combinations = 0;  // every combination of the axes considered
   // Combinations equal to an earlier one because an axis has no effect on them (sequence
-  // parallelism without tp, the CP algorithm without cp, ZeRO without dp, vpp without the
-  // interleaved schedule): each such axis takes only its first value.
+  // parallelism without tp, the CP algorithm without cp, ZeRO without dp, shard groups without
+  // ZeRO-3 or equal to all of dp·cp, vpp without the interleaved schedule): each such axis takes
+  // only its first value.
   std::int64_t equivalent = 0;
   std::int64_t rejected = 0;           // invalid plans, in total
   std::vector<RejectReason> reasons;   // most frequent first
 };
 
 // Every valid plan in a fixed order: nested loops over tp, pp, cp, dp, micro_batch, schedule
-// (with vpp), zero, sequence_parallel, recompute, cp_algo, mst_chunks, outermost first, each
-// list in ascending order. Throws InputError (naming the flag) for an empty enumerated list or
+// (with vpp), zero, zero_shard_group, sequence_parallel, recompute, cp_algo, mst_chunks,
+// outermost first, each list in ascending order. Throws InputError (naming the flag) for an empty enumerated list or
 // a non-positive value.
 Enumeration enumerate_plans(const SweepSpec& spec);
 

@@ -48,6 +48,9 @@ void add_axis_flags(po::options_description& o, const AxisDefaults& d) {
        "micro-batch sizes (all: divisors of global_batch/dp)")
       ("schedule", po::value<std::string>()->default_value(d.schedule), "pipeline schedules: gpipe, 1f1b, interleaved, all")
       ("zero", po::value<std::string>()->default_value(d.zero), "ZeRO stages 0-3 (all: 0,1,2,3)")
+      ("zero-shard-group", po::value<std::string>()->default_value(d.zero_shard_group),
+       "ZeRO-3 shard group sizes, FSDP HYBRID_SHARD (0: all data-parallel ranks; all: 0 and every "
+       "divisor of dp·cp between 2 and dp·cp)")
       ("sequence-parallel", po::value<std::string>()->default_value(d.sequence_parallel)->implicit_value("on"),
        "sequence parallelism: on, off or both (off,on)")
       ("recompute", po::value<std::string>()->default_value(d.recompute), "none, selective, selective-op, full, all")
@@ -80,6 +83,15 @@ driver::SweepAxes axes_from_flags(const po::variables_map& vm) {
   ints("vpp", a.vpp, true);
   ints("micro-batch", a.micro_batch, true);
   ints("mst-chunks", a.mst_chunks, false);
+  problems.collect([&] {
+    const std::string text = vm["zero-shard-group"].as<std::string>();
+    a.zero_shard_group.clear();
+    if (text == "all") return;
+    a.zero_shard_group = config::parse_int_list(text, "--zero-shard-group");
+    for (auto v : a.zero_shard_group) {
+      if (v < 0) throw InputError(Diagnostic{"", 0, "--zero-shard-group", "values must be >= 0 (got " + std::to_string(v) + ")"});
+    }
+  });
   problems.collect([&] {
     a.schedule = enum_list<parallel::Schedule>(vm["schedule"].as<std::string>(), config::schedule_choices(),
                                                [](std::string_view s) { return config::parse_schedule(s, "--schedule"); });

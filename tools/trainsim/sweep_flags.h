@@ -14,6 +14,7 @@ struct AxisDefaults {
   std::string micro_batch = "1,2,4,8";
   std::string schedule = "1f1b,interleaved";
   std::string zero = "all";
+  std::string zero_shard_group = "0";
   std::string sequence_parallel = "off,on";
   // Megatron's modes; "all" adds PyTorch's op-policy selective checkpointing (selective-op).
   std::string recompute = "none,selective,full";
@@ -21,8 +22,9 @@ struct AxisDefaults {
   std::string mst_chunks = "1";
 };
 
-// Adds --tp, --pp, --dp, --cp, --vpp, --micro-batch, --schedule, --zero, --sequence-parallel,
-// --recompute, --cp-algo and --mst-chunks, each taking a comma-separated list or "all".
+// Adds --tp, --pp, --dp, --cp, --vpp, --micro-batch, --schedule, --zero, --zero-shard-group,
+// --sequence-parallel, --recompute, --cp-algo and --mst-chunks, each taking a comma-separated
+// list or "all".
 void add_axis_flags(boost::program_options::options_description& options, const AxisDefaults& defaults);
 
 // The axes given by those flags; every malformed list is reported at once (InputError naming

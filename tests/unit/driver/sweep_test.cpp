@@ -130,6 +130,54 @@ TEST_CASE("sweep: fixed axes restrict the plans; bad lists name their flag") {
   CHECK(config::test::first_diagnostic([&] { driver::enumerate_plans(spec); }).field == "--schedule");
 }
 
+TEST_CASE("sweep: ZeRO-3 shard groups are an axis of ZeRO-3 plans only") {
+  SweepSpec spec = small_spec();
+  spec.axes.tp = {1};
+  spec.axes.pp = {1};
+  spec.axes.cp = {1};
+  spec.axes.micro_batch = {1};
+  spec.axes.schedule = {Schedule::k1F1B};
+  spec.axes.sequence_parallel = {false};
+  spec.axes.recompute = {Recompute::kFull};
+  spec.axes.zero = {1, 3};
+  spec.axes.zero_shard_group.clear();  // all: full sharding and every proper divisor of dp = 16
+  auto en = driver::enumerate_plans(spec);
+  std::multiset<std::int64_t> zero3_groups;
+  std::set<std::string> keys;
+  for (const auto& p : en.plans) {
+    CHECK(keys.insert(driver::sweep_plan_key(spec, p)).second);
+    if (p.zero_stage == 3) {
+      zero3_groups.insert(p.zero_shard_group);
+    } else {
+      CHECK(p.zero_shard_group == 0);
+    }
+  }
+  CHECK(zero3_groups == std::multiset<std::int64_t>{0, 2, 4, 8});
+  CHECK(en.plans.size() == 5);
+  CHECK(en.equivalent == 0);
+
+  // A listed group of all 16 ranks is full sharding again; one that does not divide 16 is
+  // rejected by the plan check; ZeRO-1 plans take the first value only.
+  spec.axes.zero_shard_group = {16, 4, 0, 3};
+  en = driver::enumerate_plans(spec);
+  zero3_groups.clear();
+  for (const auto& p : en.plans) {
+    if (p.zero_stage == 3) zero3_groups.insert(p.zero_shard_group);
+  }
+  CHECK(zero3_groups == std::multiset<std::int64_t>{0, 4});
+  CHECK(en.plans.size() == 3);
+  CHECK(en.equivalent == 3 + 1);  // ZeRO-1 with the other three values; 16 after 0
+  CHECK(en.rejected == 1);
+  REQUIRE(en.reasons.size() == 1);
+  CHECK(en.reasons[0].rule.rfind("--zero-shard-group", 0) == 0);
+
+  // The group is a column of the CSV, so that merged and resumed files keep the plans apart.
+  const auto header = driver::split_csv_line(driver::sweep_csv_header());
+  CHECK(std::count(header.begin(), header.end(), "zero_shard_group") == 1);
+  spec.axes.zero_shard_group = {-1};
+  CHECK(config::test::first_diagnostic([&] { driver::enumerate_plans(spec); }).field == "--zero-shard-group");
+}
+
 TEST_CASE("sweep: shards from --shard and from a Slurm job array") {
   const auto s = driver::parse_shard("1/4", "--shard");
   CHECK(s.index == 1);
