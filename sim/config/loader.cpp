@@ -337,6 +337,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--cp-algo", "cp_algo"},
     {"--mst-chunks", "mst_chunks"},
     {"--optimizer-states", "optimizer_states"},
+    {"--grad-reduce", "grad_reduce"},
     {"--cross-entropy", "cross_entropy"},
     {"--optimizer-in-backward", "optimizer_in_backward"},
     {"--unfused-attention", "unfused_attention"},
@@ -507,6 +508,9 @@ Scenario load_scenario(const std::string& path) {
                                                  try_parse_optimizer_states,
                                                  optimizer_states_choices(), false),
               plan.optimizer_states, "optimizer_states");
+  set_spelled(spelled<parallel::GradReduce>(c, msg.has_grad_reduce(), msg.grad_reduce(), "grad_reduce",
+                                            try_parse_grad_reduce, grad_reduce_choices(), false),
+              plan.grad_reduce, "grad_reduce");
   set_spelled(spelled<parallel::CrossEntropy>(c, msg.has_cross_entropy(), msg.cross_entropy(), "cross_entropy",
                                               try_parse_cross_entropy, cross_entropy_choices(), false),
               plan.cross_entropy, "cross_entropy");

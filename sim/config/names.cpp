@@ -70,6 +70,8 @@ constexpr std::array<std::pair<std::string_view, parallel::CrossEntropy>, 4> kCr
     {"fp32-unfused", parallel::CrossEntropy::kFp32Unfused}}};
 constexpr std::array<std::pair<std::string_view, parallel::OptimizerStates>, 2> kOptStates{{
     {"fp32", parallel::OptimizerStates::kFp32}, {"bf16", parallel::OptimizerStates::kBf16}}};
+constexpr std::array<std::pair<std::string_view, parallel::GradReduce>, 2> kGradReduces{{
+    {"fp32", parallel::GradReduce::kFp32}, {"bf16", parallel::GradReduce::kBf16}}};
 constexpr std::array<std::pair<std::string_view, parallel::Axis>, 4> kAxes{{
     {"tp", parallel::Axis::kTp},
     {"cp", parallel::Axis::kCp},
@@ -119,6 +121,8 @@ std::optional<parallel::OptimizerStates> try_parse_optimizer_states(std::string_
   return lookup(kOptStates, s);
 }
 std::string optimizer_states_choices() { return choices(kOptStates); }
+std::optional<parallel::GradReduce> try_parse_grad_reduce(std::string_view s) { return lookup(kGradReduces, s); }
+std::string grad_reduce_choices() { return choices(kGradReduces); }
 std::optional<parallel::CrossEntropy> try_parse_cross_entropy(std::string_view s) { return lookup(kCrossEntropies, s); }
 std::string cross_entropy_choices() { return choices(kCrossEntropies); }
 std::optional<parallel::Axis> try_parse_axis(std::string_view s) { return lookup(kAxes, s); }
@@ -150,6 +154,9 @@ parallel::CpAlgo parse_cp_algo(std::string_view s, std::string_view flag) {
 }
 parallel::OptimizerStates parse_optimizer_states(std::string_view s, std::string_view flag) {
   return parse_flag(kOptStates, s, flag);
+}
+parallel::GradReduce parse_grad_reduce(std::string_view s, std::string_view flag) {
+  return parse_flag(kGradReduces, s, flag);
 }
 parallel::CrossEntropy parse_cross_entropy(std::string_view s, std::string_view flag) {
   return parse_flag(kCrossEntropies, s, flag);
@@ -202,6 +209,7 @@ std::string_view name(parallel::Recompute v) { return spelling(kRecompute, v); }
 std::string_view name(parallel::Schedule v) { return spelling(kSchedules, v); }
 std::string_view name(parallel::CpAlgo v) { return spelling(kCpAlgos, v); }
 std::string_view name(parallel::OptimizerStates v) { return spelling(kOptStates, v); }
+std::string_view name(parallel::GradReduce v) { return spelling(kGradReduces, v); }
 std::string_view name(parallel::CrossEntropy v) { return spelling(kCrossEntropies, v); }
 std::string_view name(parallel::Axis v) { return spelling(kAxes, v); }
 std::string_view name(ir::Norm v) { return spelling(kNorms, v); }

@@ -28,6 +28,8 @@ std::optional<parallel::CpAlgo> try_parse_cp_algo(std::string_view s);
 std::string cp_algo_choices();
 std::optional<parallel::OptimizerStates> try_parse_optimizer_states(std::string_view s);
 std::string optimizer_states_choices();
+std::optional<parallel::GradReduce> try_parse_grad_reduce(std::string_view s);
+std::string grad_reduce_choices();
 std::optional<parallel::CrossEntropy> try_parse_cross_entropy(std::string_view s);
 std::string cross_entropy_choices();
 std::optional<parallel::Axis> try_parse_axis(std::string_view s);
@@ -48,6 +50,7 @@ parallel::Recompute parse_recompute(std::string_view s, std::string_view flag);
 parallel::Schedule parse_schedule(std::string_view s, std::string_view flag);
 parallel::CpAlgo parse_cp_algo(std::string_view s, std::string_view flag);
 parallel::OptimizerStates parse_optimizer_states(std::string_view s, std::string_view flag);
+parallel::GradReduce parse_grad_reduce(std::string_view s, std::string_view flag);
 parallel::CrossEntropy parse_cross_entropy(std::string_view s, std::string_view flag);
 // Host dispatch time per operation in microseconds, 0 to 1e6 (1 s): the Duration; else InputError
 // naming `flag`.
@@ -64,6 +67,7 @@ std::string_view name(parallel::Recompute v);
 std::string_view name(parallel::Schedule v);
 std::string_view name(parallel::CpAlgo v);
 std::string_view name(parallel::OptimizerStates v);
+std::string_view name(parallel::GradReduce v);
 std::string_view name(parallel::CrossEntropy v);
 std::string_view name(parallel::Axis v);
 std::string_view name(ir::Norm v);

@@ -27,6 +27,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["dtype"] = ir::dtype_name(p.dtype);
   j["zero_stage"] = p.zero_stage;
   j["zero_shard_group"] = p.zero_shard_group;
+  j["grad_reduce"] = std::string(config::name(p.grad_reduce));
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = std::string(config::name(p.recompute));
   j["recompute_layers"] = p.recompute_layers;

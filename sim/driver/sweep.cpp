@@ -121,7 +121,7 @@ std::string quote(std::string_view s) {  // RFC 4180; newlines would break line-
 }
 
 constexpr const char* kPlanColumns =
-    "model,cluster,gpu,num_gpus,global_batch,seq_len,dtype,order,optimizer_states,"
+    "model,cluster,gpu,num_gpus,global_batch,seq_len,dtype,order,optimizer_states,grad_reduce,"
     "optimizer_in_backward,overlap_grad_reduce,overlap_param_gather,tp,pp,dp,cp,vpp,micro_batch,schedule,zero,"
     "zero_shard_group,sequence_parallel,"
     "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap,host_dispatch_us,fp8_weight_cache";
@@ -448,7 +448,7 @@ std::string sweep_plan_key(const SweepSpec& spec, const parallel::ParallelPlan& 
        quote(spec.cluster.gpu.name) + ',' +
        i(spec.num_gpus) + ',' + i(p.global_batch) + ',' + i(p.seq_len) + ',' +
        std::string(config::name(p.dtype)) + ',' + quote(config::format_order(p.order)) + ',' +
-       std::string(config::name(p.optimizer_states)) + ',' +
+       std::string(config::name(p.optimizer_states)) + ',' + std::string(config::name(p.grad_reduce)) + ',' +
        (p.optimizer_in_backward ? "true" : "false") + ',' +
        (p.overlap_grad_reduce ? "true" : "false") + ',' + (p.overlap_param_gather ? "true" : "false") +
        ',' + i(p.tp) + ',' + i(p.pp) + ',' +

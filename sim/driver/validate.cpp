@@ -804,7 +804,8 @@ namespace {
 // data-parallel group. The plan can express the groups (ParallelPlan::zero_shard_group, with the
 // replicas' all-reduce on its own stream beside the gathers, as FSDP's inter-node process group
 // runs it), but read with node-sized groups (FSDP's default, and fms-fsdp's) the IBM/PyTorch FSDP
-// blog's three HSDP rows go from -10 / -12 / +1 % to +22 / +18 / +48 %: on their slow inter-node
+// blog's three HSDP rows went from -10 / -12 / +1 % to +22 / +18 / +48 % (both with an fp32
+// gradient reduction; fms-fsdp's bf16 one makes either reading more optimistic): on their slow inter-node
 // links hybrid sharding hides the communication that full sharding exposes, and what is left is
 // our compute time, faster than those runs' (measured MFU 0.57 on A100 and 0.37 on H100). Full
 // sharding is the better predictor of the published HSDP runs until that gap is explained.
@@ -1164,6 +1165,14 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.dtype = ir::Dtype::kFp16;
   } else {
     p.dtype = ir::Dtype::kBf16;
+  }
+  // Gradient reduction in the training precision: Composer's PURE FSDP mode (reduce_dtype =
+  // the precision; DEFAULT reduces in fp32) and fms-fsdp's MixedPrecisionPolicy (bfSixteen:
+  // reduce_dtype=torch.bfloat16). Everything else reduces in fp32.
+  const bool composer_pure = has(prec, "pure") && any_of(lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
+  if (composer_pure || any_of(lower(r.framework), {"fms-fsdp", "foundation model stack", "foundation-model-stack"})) {
+    p.grad_reduce = parallel::GradReduce::kBf16;
+    notes.push_back("gradients reduced in bf16 (" + std::string(composer_pure ? "Composer PURE" : "fms-fsdp") + ")");
   }
   if (!flash_attention(r)) {
     p.flash_attention = false;

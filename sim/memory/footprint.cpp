@@ -114,7 +114,8 @@ BytesPerParameter bytes_per_parameter(const parallel::ParallelPlan& plan) {
   switch (plan.optimizer_states) {
     case parallel::OptimizerStates::kFp32:
       b.weights = 2;           // bf16
-      b.gradients = 4;         // fp32 main_grad accumulation buffer
+      // fp32 main_grad accumulation buffer, or the reduction's bf16 under ZeRO 0–1 (footprint.h)
+      b.gradients = plan.zero_stage <= 1 ? plan.grad_reduce_bytes() : 4;
       b.optimizer_states = 8;  // fp32 m and v
       b.master_weights = 4;    // fp32 master copy
       break;

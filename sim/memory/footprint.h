@@ -69,9 +69,13 @@ struct StaticFootprint {
 // 2018; Rajbhandari et al. 2020 "ZeRO", Sec. 3.1: 2 + 2 + 12 = 16 bytes with fp16 gradients).
 // Megatron-LM accumulates and reduces bf16 gradients in an fp32 buffer (main_grad;
 // accumulate_allreduce_grads_in_fp32 is forced on for bf16 in megatron/training/arguments.py),
-// so the gradient is 4 bytes: 2 + 4 + 12 = 18 bytes per parameter. With bf16 optimizer states
-// (plan.optimizer_states = kBf16) the bf16 weights are the master copy, m and v are bf16 and the
-// gradient buffer is bf16: 2 + 2 + 4 = 8 bytes.
+// so the gradient is 4 bytes: 2 + 4 + 12 = 18 bytes per parameter. A bf16 reduction
+// (plan.grad_reduce, Megatron-Core --grad-reduce-in-bf16) keeps that buffer in bf16 under ZeRO
+// 0–1, whose buffer is the unsharded reduction buffer; ZeRO 2–3 keep their gradient shard in the
+// optimizer's fp32 (DeepSpeed's fp32 gradient partition; FSDP casts the reduce-scattered shard
+// to the fp32 parameter's dtype). With bf16 optimizer states (plan.optimizer_states = kBf16) the
+// bf16 weights are the master copy, m and v are bf16 and the gradient buffer is bf16:
+// 2 + 2 + 4 = 8 bytes.
 struct BytesPerParameter {
   std::int64_t weights = 0;
   std::int64_t gradients = 0;

@@ -785,11 +785,11 @@ class Lowerer {
     if (zero3()) {
       const Label grads{Pass::kBackward, Part::kGradients, l.layer, l.mb};
       std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
-                                        Bytes(layer_params_ * options_.grad_reduce_bytes_per_param), grads, {dep});
+                                        Bytes(layer_params_ * plan_.grad_reduce_bytes()), grads, {dep});
       if (shard_replicas() > 1) {
         const std::int64_t shard = (layer_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
         reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
-                             Bytes(shard * options_.grad_reduce_bytes_per_param), grads, {reduced});
+                             Bytes(shard * plan_.grad_reduce_bytes()), grads, {reduced});
       }
       // The step waits for the last layer's gradients (each stream runs its collectives in
       // order, and every replica all-reduce follows its reduce-scatter).
@@ -811,7 +811,7 @@ class Lowerer {
     if (bucket_params_ == 0) return;
     const CommOp op = plan_.zero_stage == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
     last_grad_reduce_ = collective(Stream::kDpComm, dp_axes(), op,
-                                   Bytes(bucket_params_ * options_.grad_reduce_bytes_per_param),
+                                   Bytes(bucket_params_ * plan_.grad_reduce_bytes()),
                                    {Pass::kOptimizer, Part::kGradients, -1, -1}, {read(kBucketRegister)});
     bucket_params_ = 0;
   }

@@ -26,7 +26,6 @@ struct LoweringOptions {
   // a layer that does not recompute keeps (all its activations).
   Bytes layer_kept_whole;
   Bytes head_transient;
-  std::int64_t grad_reduce_bytes_per_param = 4;  // DP gradient reduction precision
   Bytes optimizer_bytes_per_param;  // HBM traffic of the optimizer step per local parameter
   bool operator==(const LoweringOptions&) const = default;
 };

@@ -18,6 +18,11 @@ enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
 enum class Schedule { kGpipe, k1F1B, kInterleaved };
 enum class CpAlgo { kRing, kAllGather, kUlysses };
 enum class OptimizerStates { kFp32, kBf16 };
+// Precision of the data-parallel gradient reduction: fp32 (Megatron-LM and NeMo's default with
+// bf16, --accumulate-allreduce-grads-in-fp32; torchtitan's mixed_precision_reduce; FSDP
+// MixedPrecision reduce_dtype=float32) or bf16 (Megatron-Core --grad-reduce-in-bf16; FSDP
+// reduce_dtype=bfloat16; DeepSpeed communication_data_type).
+enum class GradReduce { kFp32, kBf16 };
 // How the cross-entropy loss treats the LM head's logits, which sets their memory at the peak.
 enum class CrossEntropy {
   // Megatron-LM's default: the bf16 logits are upcast (vocab_parallel_cross_entropy(
@@ -77,6 +82,7 @@ struct ParallelPlan {
   // default (FlashAttention-3 on H100, FlashAttention-2 on A100).
   std::string attention_kernel;
   OptimizerStates optimizer_states = OptimizerStates::kFp32;
+  GradReduce grad_reduce = GradReduce::kFp32;
   CrossEntropy cross_entropy = CrossEntropy::kFp32;
   bool optimizer_in_backward = false;
   // Gradient reduction in buckets overlapped with the last micro-batch's backward (PyTorch DDP,
@@ -112,6 +118,8 @@ struct ParallelPlan {
   std::int64_t model_chunks() const { return interleaved() ? vpp : 1; }
   // Micro-batches each pipeline runs per iteration.
   std::int64_t num_micro_batches() const { return global_batch / (dp * micro_batch); }
+  // Bytes per parameter that the data-parallel gradient collectives move.
+  std::int64_t grad_reduce_bytes() const { return grad_reduce == GradReduce::kFp32 ? 4 : 2; }
   // Ranks over which ZeRO shards parameters, gradients and optimizer states.
   std::int64_t zero_shards() const { return zero_shard_group > 0 ? zero_shard_group : dp * cp; }
   // Layers of a model chunk of `chunk_layers` layers that run again in the backward pass.

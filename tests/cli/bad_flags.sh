@@ -16,6 +16,7 @@ base=(run --model llama3-70b --cluster dgx-h100 --gpus 64 --global-batch 64 --se
 expect 2 "--tp" "${base[@]}" --tp 7 --pp 1
 expect 2 "--tp" "${base[@]}" --tp abc
 expect 2 "--schedule" "${base[@]}" --tp 8 --schedule zigzag
+expect 2 "--grad-reduce" "${base[@]}" --tp 8 --grad-reduce fp16
 expect 2 "--frobnicate" "${base[@]}" --frobnicate 3
 expect 2 "--host-dispatch-us" "${base[@]}" --tp 8 --host-dispatch-us -5
 expect 2 "--host-dispatch-us" "${base[@]}" --tp 8 --host-dispatch-us nan

@@ -20,6 +20,8 @@ void add_fixed_plan_flags(po::options_description& o) {
       ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8")
       ("order", po::value<std::string>()->default_value("tp,cp,dp,pp"), "rank order, innermost first")
       ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
+      ("grad-reduce", po::value<std::string>()->default_value("fp32"),
+       "data-parallel gradient reduction precision: fp32 or bf16")
       ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
       ("unfused-attention", po::bool_switch(), "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")
       ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")
@@ -58,6 +60,7 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   problems.collect([&] {
     p.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
   });
+  problems.collect([&] { p.grad_reduce = config::parse_grad_reduce(vm["grad-reduce"].as<std::string>(), "--grad-reduce"); });
   return out;
 }
 

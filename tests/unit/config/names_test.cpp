@@ -21,6 +21,10 @@ TEST_CASE("every spelling parses back to its value") {
   for (auto d : {ir::Dtype::kBf16, ir::Dtype::kFp16, ir::Dtype::kFp8}) {
     CHECK(try_parse_dtype(name(d)) == d);
   }
+  for (auto g : {parallel::GradReduce::kFp32, parallel::GradReduce::kBf16}) {
+    CHECK(try_parse_grad_reduce(name(g)) == g);
+  }
+  CHECK(grad_reduce_choices() == "fp32|bf16");
   CHECK(name(ir::Dtype::kFp32) == "fp32");
   CHECK_FALSE(try_parse_dtype("fp32").has_value());  // not a training precision
   CHECK(name(parallel::Schedule::k1F1B) == "1f1b");

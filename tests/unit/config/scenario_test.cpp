@@ -31,6 +31,7 @@ TEST_CASE("a scenario with zoo names and plan fields") {
                               "optimizer_states: \"bf16\"\n"
                               "cp_algo: \"allgather\"\n"
                               "mst_chunks: 4\n"
+                              "grad_reduce: \"bf16\"\n"
                               "no_fp8_weight_cache: true\n");
   const Scenario s = load_scenario(path);
   CHECK(s.model.name == "llama3-70b");
@@ -52,6 +53,7 @@ TEST_CASE("a scenario with zoo names and plan fields") {
   CHECK(s.plan.optimizer_states == parallel::OptimizerStates::kBf16);
   CHECK(s.plan.cp_algo == parallel::CpAlgo::kAllGather);
   CHECK(s.plan.mst_chunks == 4);
+  CHECK(s.plan.grad_reduce == parallel::GradReduce::kBf16);
   CHECK_FALSE(s.plan.fp8_weight_cache);
 }
 
@@ -67,6 +69,7 @@ TEST_CASE("scenario defaults follow the flags' defaults") {
   CHECK(s.plan.schedule == defaults.schedule);
   CHECK(s.plan.order == defaults.order);
   CHECK(s.plan.dtype == ir::Dtype::kBf16);
+  CHECK(s.plan.grad_reduce == parallel::GradReduce::kFp32);
   CHECK(s.plan.fp8_weight_cache);
 }
 

@@ -277,6 +277,18 @@ TEST_CASE("mapping: sharding, sequence parallelism, precision and missing batch 
   row["precision"] = "16-bit mixed (fp16/bf16 not stated)";
   CHECK(plan_of().scenario->plan.dtype == ir::Dtype::kBf16);
 
+  // Gradients reduced in bf16 by Composer's PURE mode and fms-fsdp; in fp32 otherwise.
+  CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kFp32);
+  row["framework"] = "Composer + PyTorch FSDP";
+  row["precision"] = "bf16 (torch autocast AMP)";
+  CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kFp32);
+  row["precision"] = "bf16 (Composer 'PURE' mixed-precision mode)";
+  CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kBf16);
+  row["framework"] = "PyTorch FSDP (IBM fms-fsdp / Foundation Model Stack)";
+  row["precision"] = "mixed precision bf16";
+  CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kBf16);
+  row["framework"] = "Megatron-LM";
+
   // Micro-batch from grad_accum; else left to the search.
   row["micro_batch"] = "";
   row["grad_accum"] = "2";

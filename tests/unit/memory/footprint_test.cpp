@@ -226,6 +226,23 @@ TEST_CASE("static footprint: ZeRO stages shard over DP x CP", "[memory][static]"
   CHECK(f0.total().count() == 18 * p);
 }
 
+TEST_CASE("static footprint: a bf16 gradient reduction halves the unsharded gradient buffer only", "[memory][static]") {
+  const ModelSpec m = llama3_8b();
+  const std::int64_t p = ts::memory::parameter_count(m);
+  const std::int64_t shard = (p + 7) / 8;
+  ParallelPlan plan = plan_with(1, 1, 8, 1);
+  plan.grad_reduce = ts::parallel::GradReduce::kBf16;
+  for (const int zero : {0, 1}) {
+    plan.zero_stage = zero;
+    CHECK(ts::memory::static_footprint(m, plan, 0, 32).gradients.count() == 2 * p);  // bf16 main_grad
+  }
+  // ZeRO 2-3 keep their gradient shard in fp32 for the optimizer.
+  plan.zero_stage = 2;
+  CHECK(ts::memory::static_footprint(m, plan, 0, 32).gradients.count() == 4 * shard);
+  plan.zero_stage = 3;
+  CHECK(ts::memory::static_footprint(m, plan, 0, 32).total().count() == 18 * shard);
+}
+
 TEST_CASE("static footprint: bf16 optimizer states keep no fp32 master", "[memory][static]") {
   const ModelSpec m = llama2_7b();
   const std::int64_t p = ts::memory::parameter_count(m);

@@ -60,9 +60,8 @@ struct Replayed {
 };
 
 Replayed replay(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, double nic_gbytes = 1e6,
-                std::int32_t gpus_per_node = 8, std::int64_t grad_bytes = 4) {
+                std::int32_t gpus_per_node = 8) {
   parallel::LoweringOptions lo;
-  lo.grad_reduce_bytes_per_param = grad_bytes;
   FlopModel fm;
   const topology::Topology topo(cluster(nic_gbytes, gpus_per_node), static_cast<std::int32_t>(plan.num_gpus()));
   const network::NetworkModel net(topo);
@@ -198,11 +197,29 @@ TEST_CASE("ZeRO-3 moves 1.5× the data-parallel traffic of an all-reduce") {
   plan.dp = 4;
   plan.global_batch = 4;
   plan.seq_len = 1024;
+  plan.grad_reduce = parallel::GradReduce::kBf16;  // gradients in the parameters' 2 bytes
   const ir::ModelSpec m = model(8);
-  const auto ddp = replay(m, plan, 100, 8, 2);
+  const auto ddp = replay(m, plan, 100, 8);
   plan.zero_stage = 3;
-  const auto zero3 = replay(m, plan, 100, 8, 2);
+  const auto zero3 = replay(m, plan, 100, 8);
   CHECK(dp_volume(zero3.graph) == Approx(1.5 * dp_volume(ddp.graph)).epsilon(0.01));
+}
+
+TEST_CASE("a bf16 gradient reduction halves the gradient collectives, not the parameter gathers") {
+  parallel::ParallelPlan plan;
+  plan.dp = 4;
+  plan.global_batch = 4;
+  plan.seq_len = 1024;
+  const ir::ModelSpec m = model(8);
+  const double ddp_fp32 = dp_volume(replay(m, plan, 100, 8).graph);
+  plan.grad_reduce = parallel::GradReduce::kBf16;
+  CHECK(dp_volume(replay(m, plan, 100, 8).graph) == Approx(0.5 * ddp_fp32).epsilon(1e-9));
+  // ZeRO-3: two bf16 gathers (2 + 2 bytes) and the reduce-scatter (4 bytes, then 2) per parameter.
+  plan.zero_stage = 3;
+  const double zero3_bf16 = dp_volume(replay(m, plan, 100, 8).graph);
+  plan.grad_reduce = parallel::GradReduce::kFp32;
+  const double zero3_fp32 = dp_volume(replay(m, plan, 100, 8).graph);
+  CHECK(zero3_bf16 == Approx(zero3_fp32 * 6.0 / 8.0).epsilon(0.01));
 }
 
 TEST_CASE("ring attention passes one KV block per step, cp − 1 steps per layer and micro-batch") {
