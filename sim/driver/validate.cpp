@@ -555,8 +555,14 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
     notes.push_back("n_heads " + str(m.num_heads) + " (head dim 128)");
   }
   m.num_kv_heads = r.n_kv_heads ? *r.n_kv_heads : m.num_heads;
+  // Squared ReLU (Nemotron-4, Primer): a non-gated MLP of two matrices, 4h wide unless printed.
+  const bool squared_relu =
+      any_of(lower(r.model + " " + r.notes), {"squared relu", "squared-relu", "squared_relu", "relu²", "relu^2", "relu2"});
   if (r.ffn_hidden) {
     m.ffn_hidden = *r.ffn_hidden;
+  } else if (squared_relu) {
+    m.ffn_hidden = 4 * m.hidden;
+    notes.push_back("ffn_hidden 4h = " + str(m.ffn_hidden) + " (squared-ReLU MLP)");
   } else if (const auto meta = llama_release_ffn(r.model, m.hidden); llama && meta) {
     m.ffn_hidden = *meta;
     notes.push_back("ffn_hidden " + str(m.ffn_hidden) + " (Meta's released config of this Llama size)");
@@ -587,6 +593,10 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
     m.tied_embeddings = false;
     m.linear_bias = false;
     m.max_seq_len = 0;
+    if (squared_relu) {
+      m.activation = ir::Activation::kGelu;  // two matrices and one elementwise op, as GELU
+      notes.push_back("non-gated MLP (squared ReLU)");
+    }
   } else {
     m.norm = ir::Norm::kLayerNorm;
     m.activation = ir::Activation::kGelu;
@@ -658,15 +668,22 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   std::smatch mg;
   std::int64_t gb = 0;
   if (std::regex_search(g, mg, kGb)) gb = std::stoll(mg[1].str());
+  // A column naming only the architecture ("NVIDIA Ampere GPUs", "Hopper GPUs") is read as its
+  // data-centre training part, the A100 or H100 SXM (the A800 and H800 share their compute).
+  const bool ampere_only = has(g, "ampere") && !any_of(g, {"a100", "a800", "a30", "a10", "a40", "a6000", "rtx"});
+  const bool hopper_only = has(g, "hopper") && !any_of(g, {"h100", "h800", "h200", "h20"});
+  if (ampere_only || hopper_only) {
+    notes.push_back(std::string(ampere_only ? "A100" : "H100") + " SXM for the architecture named ('" + r.gpu + "')");
+  }
   if (has(g, "h200") && !pcie) {
     zoo = "hgx-h200";
     nominal_gb = 141;
-  } else if ((has(g, "h100") || has(g, "h800")) && !pcie) {
+  } else if ((has(g, "h100") || has(g, "h800") || hopper_only) && !pcie) {
     // The 94/96 GB part is HBM2e (2.41 TB/s) where the 80 GB one is HBM3 (3.35 TB/s).
     const bool hbm2e = gb == 94 || gb == 96 || has(g, "hbm2e");
     zoo = hbm2e ? "dgx-h100-96gb" : "dgx-h100";
     nominal_gb = hbm2e ? 96 : 80;
-  } else if ((has(g, "a100") || has(g, "a800")) && !pcie) {
+  } else if ((has(g, "a100") || has(g, "a800") || ampere_only) && !pcie) {
     nominal_gb = gb == 40 ? 40 : 80;
     zoo = gb == 40 ? "dgx-a100-40gb" : "dgx-a100";
   } else {
@@ -712,15 +729,16 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   }
   std::optional<std::int32_t> nics;
   std::optional<double> gbits;
-  // "8x200Gb/s", "8 x 400 Gbps", "4×100G".
+  // "8x200Gb/s", "8 x 400 Gbps", "4×100G", "8x NVIDIA Mellanox 400 Gbps" (up to three words
+  // between the count and the rate).
   static const std::regex kCountRate(
-      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)\s*(\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|gb\b|g\b|tb/s|tbps))");
+      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)\s*(?:[a-z][^\s,;()]*\s+){0,3}(\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|gb\b|g\b|tb/s|tbps))");
   // "8x HDR", "8 x NDR400", "2xHDR100".
   static const std::regex kCountIb(R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)?\s*(ndr|hdr|edr|xdr)(\d{3})?\b)");
   // "4 ConnectX-6 HCAs", "4 OmniPath links", "8 NICs": a count of network adapters, up to four
-  // words before the adapter word.
+  // words before the adapter word; a number with a rate unit ("400 Gbps HDR HCAs") is a rate.
   static const std::regex kNicCount(
-      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×)?\s*(?:(?!gpus?\b|per\b|and\b|with\b)[a-z0-9][^\s,;()]*\s+){0,4}(?:hcas?|nics?|adapters?|links|ports|rails)\b)");
+      R"((?:^|[^a-z0-9.\-])(\d{1,4})(?!\d|\s*(?:gb|gbps|gbit|g\b|tb|tbps))\s*(?:x|×)?\s*(?:(?!gpus?\b|per\b|and\b|with\b)[a-z0-9][^\s,;()]*\s+){0,4}(?:hcas?|nics?|adapters?|links|ports|rails)\b)");
   static const std::regex kNum(R"((\d{1,3}(?:,\d{3}){1,3}|\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|tb/s|tbps|tbit/s))");
   static const std::regex kPerNode(
       R"(^[^;.]*(per node|/node|node-node|node-to-node|inter-node|internode|inter node|per server|per instance|per host))");
@@ -736,7 +754,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
     std::optional<std::int32_t> stated_nics;
     // The first count whose clause is not about NVLink ("NVLink4 with 18 links per GPU").
     for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNicCount); it != std::sregex_iterator(); ++it) {
-      const std::string before = it->prefix().str();
+      const std::string before = ic.substr(0, static_cast<std::size_t>(it->position()));
       const auto clause_start = before.find_last_of(",;");
       if (has(clause_start == std::string::npos ? before : before.substr(clause_start), "nvlink")) continue;
       stated_nics = static_cast<std::int32_t>(std::stoi((*it)[1].str()));
@@ -744,7 +762,18 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
     }
     std::optional<double> rate;
     bool per_node = false;
-    if (std::regex_search(ic, m, kNum)) {
+    // The first rate whose clause is not about NVLink ("NVLink/NVSwitch in node (900 GB/s)").
+    bool found = false;
+    for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNum); it != std::sregex_iterator(); ++it) {
+      const std::string before = ic.substr(0, static_cast<std::size_t>(it->position()));
+      const auto clause_start = before.find_last_of(",;");
+      const std::string clause = clause_start == std::string::npos ? before : before.substr(clause_start);
+      if (any_of(clause, {"nvlink", "nvswitch"})) continue;
+      m = *it;
+      found = true;
+      break;
+    }
+    if (found) {
       rate = rate_gbits(m[1].str(), m[2].str());
       const std::string after = m.suffix().str();
       std::smatch pn;
@@ -1009,6 +1038,18 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   p.tp = r.tp.value_or(1);
   p.pp = r.pp.value_or(1);
   p.cp = r.cp.value_or(1);
+  // The context-parallel algorithm a row names: DeepSpeed-Ulysses' all-to-all over heads, or
+  // all-gathered KV (Llama 3's); ring attention (Megatron-Core's and NeMo's) otherwise.
+  if (p.cp > 1) {
+    const std::string text = lower(r.framework + " " + r.zero_fsdp + " " + r.notes);
+    if (any_of(text, {"ulysses", "all-to-all sequence", "alltoall sequence"})) {
+      p.cp_algo = parallel::CpAlgo::kUlysses;
+      notes.push_back("context parallelism as DeepSpeed-Ulysses (all-to-all over heads)");
+    } else if (any_of(text, {"all-gather kv", "allgather kv", "all-gathered kv", "all-gather based cp", "allgather-based"})) {
+      p.cp_algo = parallel::CpAlgo::kAllGather;
+      notes.push_back("context parallelism with all-gathered KV");
+    }
+  }
   p.vpp = r.vpp.value_or(1);
   if (p.vpp > 1) p.schedule = parallel::Schedule::kInterleaved;
   p.seq_len = seq;

@@ -134,6 +134,10 @@ TEST_CASE("spelling: GPU names map to the cluster of that silicon") {
   CHECK(a800.gpu.name == "A100-SXM4-80GB");
   CHECK(a800.cluster.node.nvlink_bandwidth.bytes_per_s() == Approx(200e9));
 
+  // A column naming only the architecture: its SXM training part.
+  CHECK(gpu("NVIDIA Ampere GPUs").gpu.name == "A100-SXM4-80GB");
+  CHECK(gpu("Hopper GPUs").gpu.name == "H100-SXM5-80GB");
+
   // PCIe and NVL cards (H100 NVL, H200 NVL) and other accelerators have no cluster model.
   for (const char* other : {"H100 NVL", "H200 NVL", "A100 PCIe 40GB", "TPU v4", "V100-SXM3-32GB", "MI250X"}) {
     row["gpu"] = other;
@@ -189,6 +193,13 @@ TEST_CASE("spelling: interconnect texts give NICs per node, their rate and GPUs 
       {"an inter-node interconnect is the node's", "A100 80GB", "400Gbps inter-node interconnect, GPU direct RDMA", 8,
        8, 50, true},
       {"unless said to be per GPU", "H100 80GB", "400 Gbps per GPU inter-node", 8, 8, 400, true},
+      {"NVLink's rate is not the network's; a rate is not a NIC count", "H100 80GB SXM5",
+       "NVLink/NVSwitch in node (900 GB/s); 8x NVIDIA Mellanox 400 Gbps HDR InfiniBand HCAs per node", 8, 8, 400,
+       true},
+      {"NVLink's rate first, the NICs' after", "A100 80GB", "NVLink 600 GB/s; 4 HDR HCAs per node at 200 Gb/s", 8, 4,
+       200, true},
+      {"count, words, rate", "NVIDIA Ampere GPUs", "8x 200G NICs per server, multi-rail to 8 ToR switches", 8, 8, 200,
+       true},
   };
   for (const auto& k : cases) {
     INFO(k.why << ": '" << k.gpu << "', '" << k.interconnect << "'");
@@ -447,7 +458,8 @@ TEST_CASE("held-out-style runs: every row is compared or listed with its reason"
   // Not GPU runs this simulator models: PaLM on TPU v4, Megatron-LM 2019 on V100.
   const auto [file, expect_skipped] = GENERATE(
       std::make_pair(std::string("heldout-style.csv"), std::set<std::string>{"H23", "H24"}),
-      std::make_pair(std::string("heldout-style-2.csv"), std::set<std::string>{}));
+      std::make_pair(std::string("heldout-style-2.csv"), std::set<std::string>{}),
+      std::make_pair(std::string("heldout-style-3.csv"), std::set<std::string>{}));
   INFO(file);
   const auto runs = driver::read_published_runs(source_dir() / "tests/validation" / file);
   REQUIRE(runs.size() >= 15);
@@ -516,4 +528,32 @@ TEST_CASE("search: a row silent on recompute and micro-batch gets the fastest co
   }
   CHECK(fitting >= 2);
   CHECK(fitting_without_recompute >= 1);  // the least recompute that fits would have been none
+}
+
+TEST_CASE("spelling: a squared-ReLU MLP is non-gated and 4h wide") {
+  auto row = base_row();
+  row["model"] = "Nemotron-4 15B";
+  row["n_heads"] = "48";
+  row["hidden"] = "6144";
+  row["n_kv_heads"] = "8";
+  row["notes"] = "Squared-ReLU MLP, RoPE, untied embeddings";
+  const auto m = scenario_of(row).model;
+  CHECK(m.activation == ir::Activation::kGelu);  // two matrices, one elementwise op
+  CHECK(m.ffn_hidden == 4 * 6144);
+  row["notes"] = "";
+  CHECK(scenario_of(row).model.activation == ir::Activation::kSwiglu);  // GQA alone reads as Llama
+}
+
+TEST_CASE("spelling: the context-parallel algorithm a row names") {
+  auto row = base_row();
+  row["cp"] = "4";
+  row["seq_len"] = "32768";
+  row["global_batch"] = "16";
+  row["micro_batch"] = "1";
+  CHECK(scenario_of(row).plan.cp_algo == parallel::CpAlgo::kRing);
+  row["framework"] = "DeepSpeed-Ulysses (all-to-all sequence parallelism)";
+  CHECK(scenario_of(row).plan.cp_algo == parallel::CpAlgo::kUlysses);
+  row["framework"] = "PyTorch";
+  row["notes"] = "context parallelism with all-gather KV, as in Llama 3";
+  CHECK(scenario_of(row).plan.cp_algo == parallel::CpAlgo::kAllGather);
 }
