@@ -71,8 +71,8 @@ struct Enumeration {
 
 // Every valid plan in a fixed order: nested loops over tp, pp, cp, dp, micro_batch, schedule
 // (with vpp), zero, zero_shard_group, sequence_parallel, recompute, cp_algo, mst_chunks,
-// outermost first, each list in ascending order. Throws InputError (naming the flag) for an empty enumerated list or
-// a non-positive value.
+// outermost first, each list in ascending order. Throws InputError (naming the flag) for an
+// empty enumerated list or a non-positive value.
 Enumeration enumerate_plans(const SweepSpec& spec);
 
 // Every divisor of n, ascending.

@@ -556,8 +556,8 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
   }
   m.num_kv_heads = r.n_kv_heads ? *r.n_kv_heads : m.num_heads;
   // Squared ReLU (Nemotron-4, Primer): a non-gated MLP of two matrices, 4h wide unless printed.
-  const bool squared_relu =
-      any_of(lower(r.model + " " + r.notes), {"squared relu", "squared-relu", "squared_relu", "relu²", "relu^2", "relu2"});
+  const bool squared_relu = any_of(lower(r.model + " " + r.notes),
+                                   {"squared relu", "squared-relu", "squared_relu", "relu²", "relu^2", "relu2"});
   if (r.ffn_hidden) {
     m.ffn_hidden = *r.ffn_hidden;
   } else if (squared_relu) {
@@ -730,9 +730,9 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   std::optional<std::int32_t> nics;
   std::optional<double> gbits;
   // "8x200Gb/s", "8 x 400 Gbps", "4×100G", "8x NVIDIA Mellanox 400 Gbps" (up to three words
-  // between the count and the rate).
+  // between the count and the rate, none of them a GPU: "8x A100 with 200 Gb/s" counts GPUs).
   static const std::regex kCountRate(
-      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)\s*(?:[a-z][^\s,;()]*\s+){0,3}(\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|gb\b|g\b|tb/s|tbps))");
+      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)\s*(?:(?!gpus?\b|[ah][18]00|h200|per\b)[a-z][^\s,;()]*\s+){0,3}(\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|gb\b|g\b|tb/s|tbps))");
   // "8x HDR", "8 x NDR400", "2xHDR100".
   static const std::regex kCountIb(R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)?\s*(ndr|hdr|edr|xdr)(\d{3})?\b)");
   // "4 ConnectX-6 HCAs", "4 OmniPath links", "8 NICs": a count of network adapters, up to four
@@ -1045,7 +1045,8 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     if (any_of(text, {"ulysses", "all-to-all sequence", "alltoall sequence"})) {
       p.cp_algo = parallel::CpAlgo::kUlysses;
       notes.push_back("context parallelism as DeepSpeed-Ulysses (all-to-all over heads)");
-    } else if (any_of(text, {"all-gather kv", "allgather kv", "all-gathered kv", "all-gather based cp", "allgather-based"})) {
+    } else if (any_of(text, {"all-gather kv", "allgather kv", "all-gathered kv", "all-gather based cp",
+                             "allgather-based"})) {
       p.cp_algo = parallel::CpAlgo::kAllGather;
       notes.push_back("context parallelism with all-gathered KV");
     }
@@ -1210,8 +1211,10 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // Gradient reduction in the training precision: Composer's PURE FSDP mode (reduce_dtype =
   // the precision; DEFAULT reduces in fp32) and fms-fsdp's MixedPrecisionPolicy (bfSixteen:
   // reduce_dtype=torch.bfloat16). Everything else reduces in fp32.
-  const bool composer_pure = has(prec, "pure") && any_of(lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
-  if (composer_pure || any_of(lower(r.framework), {"fms-fsdp", "foundation model stack", "foundation-model-stack"})) {
+  const bool composer_pure =
+      has(prec, "pure") && any_of(lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
+  const bool fms_fsdp = any_of(lower(r.framework), {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
+  if (composer_pure || fms_fsdp) {
     p.grad_reduce = parallel::GradReduce::kBf16;
     notes.push_back("gradients reduced in bf16 (" + std::string(composer_pure ? "Composer PURE" : "fms-fsdp") + ")");
   }

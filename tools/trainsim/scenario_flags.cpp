@@ -60,7 +60,9 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   problems.collect([&] {
     p.optimizer_states = config::parse_optimizer_states(vm["optimizer-states"].as<std::string>(), "--optimizer-states");
   });
-  problems.collect([&] { p.grad_reduce = config::parse_grad_reduce(vm["grad-reduce"].as<std::string>(), "--grad-reduce"); });
+  problems.collect([&] {
+    p.grad_reduce = config::parse_grad_reduce(vm["grad-reduce"].as<std::string>(), "--grad-reduce");
+  });
   return out;
 }
 

@@ -89,7 +89,10 @@ driver::SweepAxes axes_from_flags(const po::variables_map& vm) {
     if (text == "all") return;
     a.zero_shard_group = config::parse_int_list(text, "--zero-shard-group");
     for (auto v : a.zero_shard_group) {
-      if (v < 0) throw InputError(Diagnostic{"", 0, "--zero-shard-group", "values must be >= 0 (got " + std::to_string(v) + ")"});
+      if (v < 0) {
+        throw InputError(
+            Diagnostic{"", 0, "--zero-shard-group", "values must be >= 0 (got " + std::to_string(v) + ")"});
+      }
     }
   });
   problems.collect([&] {

@@ -200,6 +200,8 @@ TEST_CASE("spelling: interconnect texts give NICs per node, their rate and GPUs 
        200, true},
       {"count, words, rate", "NVIDIA Ampere GPUs", "8x 200G NICs per server, multi-rail to 8 ToR switches", 8, 8, 200,
        true},
+      {"a count of GPUs before a rate is not a NIC count", "A100 80GB", "4x A100 with 100 Gb/s InfiniBand", 8, 8, 100,
+       true},
   };
   for (const auto& k : cases) {
     INFO(k.why << ": '" << k.gpu << "', '" << k.interconnect << "'");
