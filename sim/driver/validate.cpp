@@ -418,6 +418,12 @@ bool pre_2022_code_base(const PublishedRun& r) {
 // Hugging Face (SDPA) use fused attention by default.
 bool flash_attention(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
+  // "no flash attention", "without FlashAttention", "flash-attn not supported", "FA disabled" in
+  // the columns that describe the run's own stack (notes may compare with other runs: "without
+  // FlashAttention 142 TFLOP/s").
+  static const std::regex kNoFlash(
+      R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
+  if (std::regex_search(lower(r.framework + " " + r.precision), kNoFlash)) return false;
   if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
   return te_attention(r) || !pre_2022_code_base(r);
 }
@@ -952,6 +958,11 @@ std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
     static const std::regex kOp(R"((^|[^a-z])(op|ops|operator|per-op)([^a-z]|$))");
     return std::regex_search(t, kOp) ? parallel::Recompute::kSelectiveOp : parallel::Recompute::kSelective;
   }
+  // Megatron's --recompute-activations is its selective granularity (arguments.py sets
+  // recompute_granularity = 'selective'); full granularity is named as such.
+  if (any_of(t, {"recompute-activations", "recompute_activations"}) && !has(t, "full")) {
+    return parallel::Recompute::kSelective;
+  }
   if (first_word_in(t, {"none", "no", "false", "off", "disabled", "0", "without"})) return parallel::Recompute::kNone;
   if (has(t, "full") || has(t, "checkpoint") || has(t, "uniform") || has(t, "block") ||
       first_word_in(t, {"true", "yes", "y", "on", "enabled", "1"}) || parse_partial_recompute(t)) {
@@ -1110,6 +1121,15 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // Sharding, sequence parallelism, recompute, precision.
   const auto zero = parse_zero(r, notes);
   p.zero_stage = zero.value_or(0);
+  // FSDP reduce-scatters each wrapped unit's gradients after its backward (Composer and
+  // fms-fsdp wrap every transformer block): ZeRO-2's buckets are single layers there, not
+  // Megatron's DP-sized buckets. (ZeRO-3 reduces per layer in any framework.)
+  const bool fsdp = any_of(lower(r.framework + " " + r.zero_fsdp), {"fsdp", "fully sharded", "shard_grad_op",
+                                                                      "shard grad op", "composer"});
+  if (p.zero_stage == 2 && fsdp) {
+    p.grad_bucket_params = 1;
+    notes.push_back("gradients reduce-scattered per layer (FSDP units)");
+  }
   const auto sp = parse_yes_no(r.sequence_parallel);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;

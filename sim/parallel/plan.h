@@ -98,7 +98,10 @@ struct ParallelPlan {
   // of a step and the cast reused by the others (TE's `is_first_microbatch`, which Megatron-Core
   // and NeMo set); off = cast at every micro-batch (TE modules called without it).
   bool fp8_weight_cache = true;
-  std::int64_t grad_bucket_params = 40'000'000;  // Megatron-Core DDP default bucket size
+  // Parameters per data-parallel bucket (gradient reduction; ZeRO 1-2's parameter gather): the
+  // Megatron-Core DDP default of 40 M (newer Megatron-Core grows it to 1 M × dp·cp above 40
+  // data-parallel ranks, which is not modelled); 1: one bucket per layer (FSDP's units).
+  std::int64_t grad_bucket_params = 40'000'000;
   // Host time to issue one modeled operation (a GEMM, the attention core, a memory-bound op):
   // the eager framework's Python, autograd and dispatch work for the kernels it stands for. No
   // operation finishes faster (compute::with_host_dispatch). Zero: CUDA graphs or a compiled
