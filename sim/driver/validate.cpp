@@ -1229,14 +1229,20 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.dtype = ir::Dtype::kBf16;
   }
   // Gradient reduction in the training precision: Composer's PURE FSDP mode (reduce_dtype =
-  // the precision; DEFAULT reduces in fp32) and fms-fsdp's MixedPrecisionPolicy (bfSixteen:
-  // reduce_dtype=torch.bfloat16). Everything else reduces in fp32.
+  // the precision; DEFAULT reduces in fp32), fms-fsdp's MixedPrecisionPolicy (bfSixteen:
+  // reduce_dtype=torch.bfloat16) and DeepSpeed's ZeRO optimizers (communication_data_type
+  // defaults to the training precision; Megatron-DeepSpeed and GPT-NeoX keep fp32 gradients in
+  // their BF16_Optimizer or Megatron's main_grad). Everything else reduces in fp32.
+  const std::string fw = framework_name(r);
   const bool composer_pure =
       has(prec, "pure") && any_of(lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
-  const bool fms_fsdp = any_of(lower(r.framework), {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
-  if (composer_pure || fms_fsdp) {
+  const bool fms_fsdp = any_of(fw, {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
+  const bool deepspeed_zero =
+      p.zero_stage >= 1 && has(fw, "deepspeed") && !any_of(fw, {"megatron-deepspeed", "neox"});
+  if (composer_pure || fms_fsdp || deepspeed_zero) {
     p.grad_reduce = parallel::GradReduce::kBf16;
-    notes.push_back("gradients reduced in bf16 (" + std::string(composer_pure ? "Composer PURE" : "fms-fsdp") + ")");
+    notes.push_back(std::string("gradients reduced in the training precision (") +
+                    (composer_pure ? "Composer PURE" : fms_fsdp ? "fms-fsdp" : "DeepSpeed ZeRO") + ")");
   }
   if (!flash_attention(r)) {
     p.flash_attention = false;

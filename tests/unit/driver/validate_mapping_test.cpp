@@ -287,6 +287,14 @@ TEST_CASE("mapping: sharding, sequence parallelism, precision and missing batch 
   row["framework"] = "PyTorch FSDP (IBM fms-fsdp / Foundation Model Stack)";
   row["precision"] = "mixed precision bf16";
   CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kBf16);
+  // DeepSpeed's ZeRO optimizers communicate in the training precision; Megatron-DeepSpeed keeps
+  // fp32 gradients.
+  row["framework"] = "DeepSpeed 0.11 (ZeRO-DP)";
+  row["zero_fsdp"] = "ZeRO stage 1";
+  CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kBf16);
+  row["framework"] = "Megatron-DeepSpeed";
+  CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kFp32);
+  row["zero_fsdp"] = "";
   row["framework"] = "Megatron-LM";
 
   // Micro-batch from grad_accum; else left to the search.
