@@ -850,8 +850,10 @@ std::optional<int> zero_stage_named(std::string_view text) {
                  " reshard after forward false ", " reshard after forward 0 "})) {
     return 2;
   }
+  // Colossal-AI's Gemini plugin shards parameters, gradients and optimizer states in chunks
+  // (ZeRO-3 with its chunk manager).
   if (any_of(w, {" full shard ", " hybrid shard ", " hsdp ", " fully shard", " zero 3 ", " zero3 ", " stage 3 ",
-                 " fsdp", " zero++ "})) {
+                 " fsdp", " zero++ ", " gemini "})) {
     return 3;
   }
   if (any_of(w, {" zero 1 ", " zero1 ", " stage 1 ", " distributed optimizer", " distributed fused adam",
@@ -1121,6 +1123,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // Sharding, sequence parallelism, recompute, precision.
   const auto zero = parse_zero(r, notes);
   p.zero_stage = zero.value_or(0);
+  out.zero_given = zero.has_value();
   // FSDP reduce-scatters each wrapped unit's gradients after its backward (Composer and
   // fms-fsdp wrap every transformer block): ZeRO-2's buckets are single layers there, not
   // Megatron's DP-sized buckets. (ZeRO-3 reduces per layer in any framework.)
@@ -1578,6 +1581,31 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
 
   Choice ch = search(row, m, parts, resources, out.assumptions);
   if (!ch.attempt && !ch.unsupported && ch.oom == false && ch.reason.empty()) ch.reason = "no valid plan";
+  // A row that states no sharding, whose weights and optimizer states cannot fit even before
+  // activations, ran with some: the fastest ZeRO stage that fits (the search's rule for a setting
+  // the row does not give).
+  if (!m.zero_given && ch.oom && ch.attempt && static_oom(ch.attempt->result) && parts.plan.dp * parts.plan.cp > 1) {
+    std::optional<std::pair<config::Scenario, Choice>> best;
+    std::vector<std::string> best_notes;
+    for (const int stage : {1, 2, 3}) {
+      config::Scenario sharded = parts;
+      sharded.plan.zero_stage = stage;
+      std::vector<std::string> extra;
+      Choice again = search(row, m, sharded, resources, extra);
+      if (!again.attempt || again.oom) continue;
+      if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {
+        best.emplace(std::move(sharded), std::move(again));
+        best_notes = std::move(extra);
+      }
+    }
+    if (best) {
+      out.assumptions.push_back("ZeRO-" + str(best->first.plan.zero_stage) +
+                                " (no sharding stated; the fastest stage that fits)");
+      out.assumptions.insert(out.assumptions.end(), best_notes.begin(), best_notes.end());
+      parts = std::move(best->first);
+      ch = std::move(best->second);
+    }
+  }
   // Mixed-precision Adam (16-18 bytes per parameter) that cannot fit even before activations
   // means the source trained otherwise: pure bf16 weights, gradients and Adam states (8 bytes).
   if (ch.oom && ch.attempt && static_oom(ch.attempt->result) &&

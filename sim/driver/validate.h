@@ -96,6 +96,7 @@ struct RowMapping {
   std::vector<std::string> assumptions;  // every rule applied to fill a missing field
   bool recompute_given = true;           // false: recompute is chosen by the search
   bool micro_batch_given = true;         // false: micro-batch is chosen by the search
+  bool zero_given = true;                // false: no ZeRO stage stated or implied by the framework
   bool max_seq_search = false;           // the row asks for the largest sequence that fits
 };
 // Builds the model, cluster and plan of a row (rules in docs-validation.md). Does not simulate;

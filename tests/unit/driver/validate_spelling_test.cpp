@@ -4,6 +4,7 @@
 // sources outside the public set, is compared or listed row by row.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -221,6 +222,7 @@ TEST_CASE("spelling: ZeRO and FSDP sharding modes") {
     return scenario_of(row).plan.zero_stage;
   };
   CHECK(stage("FSDP FULL_SHARD (ZeRO-3-like)") == 3);
+  CHECK(stage("Gemini (ColossalAI gemini plugin)", "Colossal-AI") == 3);
   // FSDP's SHARD_GRAD_OP reduce-scatters each wrapped block: one bucket per layer.
   CHECK(stage("FSDP SHARD_GRAD_OP", "Composer") == 2);
   CHECK(scenario_of(row).plan.grad_bucket_params == 1);
@@ -468,7 +470,10 @@ TEST_CASE("held-out-style runs: every row is compared or listed with its reason"
       std::make_pair(std::string("heldout-style-2.csv"), std::set<std::string>{}),
       std::make_pair(std::string("heldout-style-3.csv"), std::set<std::string>{}),
       // Alibaba's Megatron-LLaMA README prints no sequence length.
-      std::make_pair(std::string("heldout-style-4.csv"), std::set<std::string>{"L39", "L40"}));
+      std::make_pair(std::string("heldout-style-4.csv"), std::set<std::string>{"L39", "L40"}),
+      // Llama 3.1 8B fully fine-tuned on one H100: 8 bytes per parameter of bf16 states alone do
+      // not fit with its activations.
+      std::make_pair(std::string("heldout-style-5.csv"), std::set<std::string>{"M33"}));
   INFO(file);
   const auto runs = driver::read_published_runs(source_dir() / "tests/validation" / file);
   REQUIRE(runs.size() >= 15);
@@ -537,6 +542,38 @@ TEST_CASE("search: a row silent on recompute and micro-batch gets the fastest co
   }
   CHECK(fitting >= 2);
   CHECK(fitting_without_recompute >= 1);  // the least recompute that fits would have been none
+}
+
+TEST_CASE("validate: a row that states no sharding but cannot fit without it gets the fastest ZeRO stage that fits") {
+  auto row = base_row();
+  row["model"] = "Llama-2-70B";
+  row["n_layers"] = "80";
+  row["hidden"] = "8192";
+  row["n_heads"] = "64";
+  row["n_kv_heads"] = "8";
+  row["vocab"] = "32000";
+  row["seq_len"] = "4096";
+  row["n_gpus"] = "32";
+  row["global_batch"] = "32";
+  row["micro_batch"] = "1";
+  row["recompute"] = "full";
+  row["framework"] = "PyTorch";
+  const auto runs = std::vector<PublishedRun>{parse_one(row)};
+  const auto report = driver::validate(runs, driver::ValidateOptions{});
+  REQUIRE(report.rows.size() == 1);
+  const auto& r = report.rows[0];
+  INFO(r.reason);
+  REQUIRE_FALSE(r.skipped);
+  REQUIRE(r.scenario.has_value());
+  CHECK(r.scenario->plan.zero_stage > 0);  // 70 B parameters at 18 bytes do not fit 32 x 80 GB unsharded
+  const bool noted = std::any_of(r.assumptions.begin(), r.assumptions.end(), [](const std::string& a) {
+    return a.find("no sharding stated") != std::string::npos;
+  });
+  CHECK(noted);
+  // Stated as none, it stays unsharded and is listed as out of memory.
+  row["zero_fsdp"] = "none";
+  const auto none = driver::validate(std::vector<PublishedRun>{parse_one(row)}, driver::ValidateOptions{});
+  CHECK(none.rows[0].skipped);
 }
 
 TEST_CASE("spelling: a squared-ReLU MLP is non-gated and 4h wide") {
