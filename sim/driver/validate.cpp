@@ -735,6 +735,12 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   }
   std::optional<std::int32_t> nics;
   std::optional<double> gbits;
+  // The text of a match's clause up to the match (from the last ',' or ';' before it).
+  const auto clause_before = [&ic](const std::smatch& match) {
+    const std::string before = ic.substr(0, static_cast<std::size_t>(match.position()));
+    const auto start = before.find_last_of(",;");
+    return start == std::string::npos ? before : before.substr(start);
+  };
   // "8x200Gb/s", "8 x 400 Gbps", "4×100G", "8x NVIDIA Mellanox 400 Gbps" (up to three words
   // between the count and the rate, none of them a GPU: "8x A100 with 200 Gb/s" counts GPUs).
   static const std::regex kCountRate(
@@ -760,9 +766,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
     std::optional<std::int32_t> stated_nics;
     // The first count whose clause is not about NVLink ("NVLink4 with 18 links per GPU").
     for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNicCount); it != std::sregex_iterator(); ++it) {
-      const std::string before = ic.substr(0, static_cast<std::size_t>(it->position()));
-      const auto clause_start = before.find_last_of(",;");
-      if (has(clause_start == std::string::npos ? before : before.substr(clause_start), "nvlink")) continue;
+      if (has(clause_before(*it), "nvlink")) continue;
       stated_nics = static_cast<std::int32_t>(std::stoi((*it)[1].str()));
       break;
     }
@@ -771,10 +775,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
     // The first rate whose clause is not about NVLink ("NVLink/NVSwitch in node (900 GB/s)").
     bool found = false;
     for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNum); it != std::sregex_iterator(); ++it) {
-      const std::string before = ic.substr(0, static_cast<std::size_t>(it->position()));
-      const auto clause_start = before.find_last_of(",;");
-      const std::string clause = clause_start == std::string::npos ? before : before.substr(clause_start);
-      if (any_of(clause, {"nvlink", "nvswitch"})) continue;
+      if (any_of(clause_before(*it), {"nvlink", "nvswitch"})) continue;
       m = *it;
       found = true;
       break;
@@ -1022,6 +1023,39 @@ RowMapping map_run(const PublishedRun& r) {
   return map_run(r, calibrations);
 }
 
+// How the row's framework reduces gradients, given the plan's ZeRO stage (map_run, and again when
+// validate() chooses a stage the row does not state):
+// - precision: the training precision for Composer's PURE FSDP mode (reduce_dtype = the
+//   precision; DEFAULT reduces in fp32), fms-fsdp's MixedPrecisionPolicy (bfSixteen:
+//   reduce_dtype=torch.bfloat16) and DeepSpeed's ZeRO optimizers (communication_data_type
+//   defaults to the training precision; Megatron-DeepSpeed and GPT-NeoX keep fp32 gradients in
+//   their BF16_Optimizer or Megatron's main_grad); fp32 for everything else;
+// - buckets: FSDP reduce-scatters each wrapped unit's gradients after its backward (Composer and
+//   fms-fsdp wrap every transformer block), so its ZeRO-2 buckets are single layers, not
+//   Megatron's 40 M parameters (ZeRO-3 reduces per layer in any framework).
+void apply_gradient_reduction(const PublishedRun& r, parallel::ParallelPlan& p, std::vector<std::string>& notes) {
+  const parallel::ParallelPlan defaults;
+  p.grad_reduce = defaults.grad_reduce;
+  p.grad_bucket_params = defaults.grad_bucket_params;
+  const std::string fw = framework_name(r);
+  const bool composer_pure = has(lower(r.precision), "pure") &&
+                             any_of(lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
+  const bool fms_fsdp = any_of(fw, {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
+  const bool deepspeed_zero =
+      p.zero_stage >= 1 && has(fw, "deepspeed") && !any_of(fw, {"megatron-deepspeed", "neox"});
+  if (composer_pure || fms_fsdp || deepspeed_zero) {
+    p.grad_reduce = parallel::GradReduce::kBf16;
+    notes.push_back(std::string("gradients reduced in the training precision (") +
+                    (composer_pure ? "Composer PURE" : fms_fsdp ? "fms-fsdp" : "DeepSpeed ZeRO") + ")");
+  }
+  const bool fsdp = any_of(lower(r.framework + " " + r.zero_fsdp), {"fsdp", "fully sharded", "shard_grad_op",
+                                                                      "shard grad op", "composer"});
+  if (p.zero_stage == 2 && fsdp) {
+    p.grad_bucket_params = 1;
+    notes.push_back("gradients reduce-scattered per layer (FSDP units)");
+  }
+}
+
 RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations) {
   RowMapping out;
   auto& notes = out.assumptions;
@@ -1124,15 +1158,6 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const auto zero = parse_zero(r, notes);
   p.zero_stage = zero.value_or(0);
   out.zero_given = zero.has_value();
-  // FSDP reduce-scatters each wrapped unit's gradients after its backward (Composer and
-  // fms-fsdp wrap every transformer block): ZeRO-2's buckets are single layers there, not
-  // Megatron's DP-sized buckets. (ZeRO-3 reduces per layer in any framework.)
-  const bool fsdp = any_of(lower(r.framework + " " + r.zero_fsdp), {"fsdp", "fully sharded", "shard_grad_op",
-                                                                      "shard grad op", "composer"});
-  if (p.zero_stage == 2 && fsdp) {
-    p.grad_bucket_params = 1;
-    notes.push_back("gradients reduce-scattered per layer (FSDP units)");
-  }
   const auto sp = parse_yes_no(r.sequence_parallel);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;
@@ -1231,22 +1256,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   } else {
     p.dtype = ir::Dtype::kBf16;
   }
-  // Gradient reduction in the training precision: Composer's PURE FSDP mode (reduce_dtype =
-  // the precision; DEFAULT reduces in fp32), fms-fsdp's MixedPrecisionPolicy (bfSixteen:
-  // reduce_dtype=torch.bfloat16) and DeepSpeed's ZeRO optimizers (communication_data_type
-  // defaults to the training precision; Megatron-DeepSpeed and GPT-NeoX keep fp32 gradients in
-  // their BF16_Optimizer or Megatron's main_grad). Everything else reduces in fp32.
-  const std::string fw = framework_name(r);
-  const bool composer_pure =
-      has(prec, "pure") && any_of(lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
-  const bool fms_fsdp = any_of(fw, {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
-  const bool deepspeed_zero =
-      p.zero_stage >= 1 && has(fw, "deepspeed") && !any_of(fw, {"megatron-deepspeed", "neox"});
-  if (composer_pure || fms_fsdp || deepspeed_zero) {
-    p.grad_reduce = parallel::GradReduce::kBf16;
-    notes.push_back(std::string("gradients reduced in the training precision (") +
-                    (composer_pure ? "Composer PURE" : fms_fsdp ? "fms-fsdp" : "DeepSpeed ZeRO") + ")");
-  }
+  apply_gradient_reduction(r, p, notes);
   if (!flash_attention(r)) {
     p.flash_attention = false;
     notes.push_back("attention core unfused (" + r.framework + " without FlashAttention)");
@@ -1591,6 +1601,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
       config::Scenario sharded = parts;
       sharded.plan.zero_stage = stage;
       std::vector<std::string> extra;
+      apply_gradient_reduction(row, sharded.plan, extra);
       Choice again = search(row, m, sharded, resources, extra);
       if (!again.attempt || again.oom) continue;
       if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {

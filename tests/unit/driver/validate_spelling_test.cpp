@@ -570,6 +570,14 @@ TEST_CASE("validate: a row that states no sharding but cannot fit without it get
     return a.find("no sharding stated") != std::string::npos;
   });
   CHECK(noted);
+  CHECK(r.scenario->plan.grad_reduce == parallel::GradReduce::kFp32);
+  // The chosen stage brings the framework's rules for it: DeepSpeed's ZeRO reduces in 16 bits.
+  row["framework"] = "DeepSpeed";
+  const auto ds = driver::validate(std::vector<PublishedRun>{parse_one(row)}, driver::ValidateOptions{});
+  REQUIRE(ds.rows[0].scenario.has_value());
+  CHECK(ds.rows[0].scenario->plan.zero_stage > 0);
+  CHECK(ds.rows[0].scenario->plan.grad_reduce == parallel::GradReduce::kBf16);
+  row["framework"] = "PyTorch";
   // Stated as none, it stays unsharded and is listed as out of memory.
   row["zero_fsdp"] = "none";
   const auto none = driver::validate(std::vector<PublishedRun>{parse_one(row)}, driver::ValidateOptions{});
