@@ -339,6 +339,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--optimizer-states", "optimizer_states"},
     {"--grad-reduce", "grad_reduce"},
     {"--cross-entropy", "cross_entropy"},
+    {"--elementwise", "elementwise"},
     {"--optimizer-in-backward", "optimizer_in_backward"},
     {"--unfused-attention", "unfused_attention"},
     {"--attention-kernel", "attention_kernel"},
@@ -514,6 +515,9 @@ Scenario load_scenario(const std::string& path) {
   set_spelled(spelled<parallel::CrossEntropy>(c, msg.has_cross_entropy(), msg.cross_entropy(), "cross_entropy",
                                               try_parse_cross_entropy, cross_entropy_choices(), false),
               plan.cross_entropy, "cross_entropy");
+  set_spelled(spelled<parallel::Elementwise>(c, msg.has_elementwise(), msg.elementwise(), "elementwise",
+                                             try_parse_elementwise, elementwise_choices(), false),
+              plan.elementwise, "elementwise");
   if (msg.has_order()) parse_field("order", [&] { plan.order = parse_order(msg.order(), "order"); });
 
   // dp left out: whatever the other degrees leave of the GPUs.

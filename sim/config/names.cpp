@@ -68,6 +68,8 @@ constexpr std::array<std::pair<std::string_view, parallel::CrossEntropy>, 4> kCr
     {"bf16", parallel::CrossEntropy::kBf16},
     {"bf16-inplace", parallel::CrossEntropy::kBf16InPlace},
     {"fp32-unfused", parallel::CrossEntropy::kFp32Unfused}}};
+constexpr std::array<std::pair<std::string_view, parallel::Elementwise>, 2> kElementwise{{
+    {"fused", parallel::Elementwise::kFused}, {"eager", parallel::Elementwise::kEager}}};
 constexpr std::array<std::pair<std::string_view, parallel::OptimizerStates>, 2> kOptStates{{
     {"fp32", parallel::OptimizerStates::kFp32}, {"bf16", parallel::OptimizerStates::kBf16}}};
 constexpr std::array<std::pair<std::string_view, parallel::GradReduce>, 2> kGradReduces{{
@@ -125,6 +127,8 @@ std::optional<parallel::GradReduce> try_parse_grad_reduce(std::string_view s) { 
 std::string grad_reduce_choices() { return choices(kGradReduces); }
 std::optional<parallel::CrossEntropy> try_parse_cross_entropy(std::string_view s) { return lookup(kCrossEntropies, s); }
 std::string cross_entropy_choices() { return choices(kCrossEntropies); }
+std::optional<parallel::Elementwise> try_parse_elementwise(std::string_view s) { return lookup(kElementwise, s); }
+std::string elementwise_choices() { return choices(kElementwise); }
 std::optional<parallel::Axis> try_parse_axis(std::string_view s) { return lookup(kAxes, s); }
 std::string axis_choices() { return choices(kAxes); }
 std::optional<ir::Norm> try_parse_norm(std::string_view s) { return lookup(kNorms, s); }
@@ -160,6 +164,9 @@ parallel::GradReduce parse_grad_reduce(std::string_view s, std::string_view flag
 }
 parallel::CrossEntropy parse_cross_entropy(std::string_view s, std::string_view flag) {
   return parse_flag(kCrossEntropies, s, flag);
+}
+parallel::Elementwise parse_elementwise(std::string_view s, std::string_view flag) {
+  return parse_flag(kElementwise, s, flag);
 }
 
 Duration parse_host_dispatch_us(double us, std::string_view flag) {
@@ -211,6 +218,7 @@ std::string_view name(parallel::CpAlgo v) { return spelling(kCpAlgos, v); }
 std::string_view name(parallel::OptimizerStates v) { return spelling(kOptStates, v); }
 std::string_view name(parallel::GradReduce v) { return spelling(kGradReduces, v); }
 std::string_view name(parallel::CrossEntropy v) { return spelling(kCrossEntropies, v); }
+std::string_view name(parallel::Elementwise v) { return spelling(kElementwise, v); }
 std::string_view name(parallel::Axis v) { return spelling(kAxes, v); }
 std::string_view name(ir::Norm v) { return spelling(kNorms, v); }
 std::string_view name(ir::Activation v) { return spelling(kActivations, v); }

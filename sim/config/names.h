@@ -32,6 +32,8 @@ std::optional<parallel::GradReduce> try_parse_grad_reduce(std::string_view s);
 std::string grad_reduce_choices();
 std::optional<parallel::CrossEntropy> try_parse_cross_entropy(std::string_view s);
 std::string cross_entropy_choices();
+std::optional<parallel::Elementwise> try_parse_elementwise(std::string_view s);
+std::string elementwise_choices();
 std::optional<parallel::Axis> try_parse_axis(std::string_view s);
 std::string axis_choices();
 std::optional<ir::Norm> try_parse_norm(std::string_view s);
@@ -52,6 +54,7 @@ parallel::CpAlgo parse_cp_algo(std::string_view s, std::string_view flag);
 parallel::OptimizerStates parse_optimizer_states(std::string_view s, std::string_view flag);
 parallel::GradReduce parse_grad_reduce(std::string_view s, std::string_view flag);
 parallel::CrossEntropy parse_cross_entropy(std::string_view s, std::string_view flag);
+parallel::Elementwise parse_elementwise(std::string_view s, std::string_view flag);
 // Host dispatch time per operation in microseconds, 0 to 1e6 (1 s): the Duration; else InputError
 // naming `flag`.
 Duration parse_host_dispatch_us(double us, std::string_view flag);
@@ -69,6 +72,7 @@ std::string_view name(parallel::CpAlgo v);
 std::string_view name(parallel::OptimizerStates v);
 std::string_view name(parallel::GradReduce v);
 std::string_view name(parallel::CrossEntropy v);
+std::string_view name(parallel::Elementwise v);
 std::string_view name(parallel::Axis v);
 std::string_view name(ir::Norm v);
 std::string_view name(ir::Activation v);

@@ -36,6 +36,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["attention"] = p.attention_label();
   j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["fp8_weight_cache"] = p.fp8_weight_cache;
+  j["elementwise"] = std::string(config::name(p.elementwise));
   j["order"] = config::format_order(p.order);
   return j;
 }

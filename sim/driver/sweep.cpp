@@ -124,7 +124,7 @@ constexpr const char* kPlanColumns =
     "model,cluster,gpu,num_gpus,global_batch,seq_len,dtype,order,optimizer_states,grad_reduce,"
     "optimizer_in_backward,overlap_grad_reduce,overlap_param_gather,tp,pp,dp,cp,vpp,micro_batch,schedule,zero,"
     "zero_shard_group,sequence_parallel,"
-    "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap,host_dispatch_us,fp8_weight_cache";
+    "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap,host_dispatch_us,fp8_weight_cache,elementwise";
 
 std::size_t count_columns(std::string_view header) {
   return static_cast<std::size_t>(std::count(header.begin(), header.end(), ',')) + 1;
@@ -458,7 +458,7 @@ std::string sweep_plan_key(const SweepSpec& spec, const parallel::ParallelPlan& 
        ',' + std::string(config::name(p.cp_algo)) + ',' + i(p.mst_chunks) + ',' +
        quote(p.attention_label()) +
        ',' + (p.tp_comm_overlap ? "true" : "false") + ',' + format_double("%.6g", p.host_dispatch.us()) + ',' +
-       (p.fp8_weight_cache ? "true" : "false");
+       (p.fp8_weight_cache ? "true" : "false") + ',' + std::string(config::name(p.elementwise));
   return k;
 }
 

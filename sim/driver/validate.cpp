@@ -401,6 +401,17 @@ bool te_attention(const PublishedRun& r) {
   return any_of(framework_name(r), {"megatron-core", "nemo", "megatron-bridge", "transformer engine"});
 }
 
+// Frameworks that run a Llama layer's RMSNorm, rotary embedding and SwiGLU product as PyTorch's
+// eager ops unless the step is compiled: torchtitan (models/norms.py RMSNorm, apply_rotary_emb;
+// `compile = false` in its train_configs) and HuggingFace transformers models (LlamaRMSNorm,
+// rotate_half, LlamaMLP). "compile" or Liger's fused kernels in the framework or precision column
+// make them fused; notes are not read, as they may describe other runs of the same table.
+bool eager_elementwise(const PublishedRun& r) {
+  const std::string own = lower(r.framework + " " + r.precision);
+  if (any_of(own, {"compile", "liger"})) return false;
+  return torchtitan(r) || any_of(lower(r.framework), {"huggingface", "hugging face", "transformers"});
+}
+
 // The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
 // parallelism: Megatron-LM, DeepSpeed and its forks (Megatron-DeepSpeed, GPT-NeoX),
 // metaseq/fairseq.
@@ -1227,14 +1238,20 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     // the loss of the bf16 logits without an fp32 copy, with a bf16 gradient.
     p.cross_entropy = parallel::CrossEntropy::kBf16;
     notes.push_back("bf16 fused cross-entropy (MPT fused_crossentropy)");
-  } else if (any_of(lower(r.framework), {"huggingface", "transformers"})) {
-    // HuggingFace causal LMs: F.cross_entropy on logits.float() (modeling_llama.py).
+  } else if (any_of(lower(r.framework), {"huggingface", "transformers"}) || torchtitan(r)) {
+    // HuggingFace causal LMs (modeling_llama.py) and torchtitan (components/loss.py
+    // cross_entropy_loss): F.cross_entropy on logits.float().
     p.cross_entropy = parallel::CrossEntropy::kFp32Unfused;
-    notes.push_back("PyTorch cross-entropy on fp32 logits (HuggingFace)");
+    notes.push_back(torchtitan(r) ? "PyTorch cross-entropy on fp32 logits (torchtitan)"
+                                  : "PyTorch cross-entropy on fp32 logits (HuggingFace)");
   } else if (flash_attention_training_code(r)) {
     // training/configs/experiment/pile/base.yaml: CrossEntropyLossApex with inplace_backward.
     p.cross_entropy = parallel::CrossEntropy::kBf16InPlace;
     notes.push_back("fused cross-entropy with its gradient in place (flash-attention training code)");
+  }
+  if (eager_elementwise(r)) {
+    p.elementwise = parallel::Elementwise::kEager;
+    notes.push_back("RMSNorm, rotary embedding and SwiGLU as eager PyTorch ops (no torch.compile)");
   }
   // FP8 as Transformer Engine, torchao ("Float8") and the OCP formats (E4M3, E5M2) name it;
   // FP16 also as "float16" (not "bfloat16").

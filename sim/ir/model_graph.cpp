@@ -94,6 +94,36 @@ void append_unfused_attention(std::vector<Op>& ops, const ModelSpec& model, cons
   for (std::size_t i = first; i < ops.size(); ++i) ops[i].core = true;
 }
 
+// Bytes per element that PyTorch's eager composition of an op reads and writes, kernel by kernel
+// (parallel::Elementwise::kEager), against the fused kernel's one read and one write.
+// RMSNorm (torchtitan models/norms.py; HuggingFace LlamaRMSNorm), per bf16 element:
+//   x.float() 2+4, pow(2) 4+4, mean 4+0, x·rsqrt 4+4, .type_as(x) 4+2, ·weight 2+2 = 20 + 16.
+constexpr std::int64_t kEagerRmsNormRead = 20;
+constexpr std::int64_t kEagerRmsNormWrite = 16;
+// Rotary embedding per element of q and k: torchtitan's apply_rotary_emb (.float() 2+4, complex
+// product 4+4, .type_as 4+2 = 10 + 10) and HuggingFace's rotate_half form (q·cos 2+2, negated
+// half 1+1, cat 2+2, ·sin 2+2, sum 4+2 = 11 + 9) both move 20 bytes.
+constexpr std::int64_t kEagerRotaryRead = 10;
+constexpr std::int64_t kEagerRotaryWrite = 10;
+// SwiGLU per output element: silu(w1·x) 2+2, then the product with w3·x 4+2 = 6 + 4.
+constexpr std::int64_t kEagerSwigluRead = 6;
+constexpr std::int64_t kEagerSwigluWrite = 4;
+
+// A streaming op over `elems` elements that moves `read` + `write` bytes per element.
+Op memory_bytes(const char* name, std::int64_t elems, std::int64_t read, std::int64_t write) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::kMemoryBound;
+  op.moved = Bytes(elems * (read + write));
+  return op;
+}
+
+Op norm(const ModelSpec& model, const LayerShape& s, const char* rms, const char* layer, std::int64_t elems) {
+  if (model.norm != Norm::kRmsNorm) return memory(layer, elems, elems);
+  if (s.eager_elementwise) return memory_bytes(rms, elems, kEagerRmsNormRead, kEagerRmsNormWrite);
+  return memory(rms, elems, elems);
+}
+
 }  // namespace
 
 LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
@@ -107,11 +137,12 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
 
   LayerOps layer;
   auto& att = layer.attention.forward;
-  att.push_back(memory(model.norm == Norm::kRmsNorm ? "rmsnorm" : "layernorm", sp_elems, sp_elems));
+  att.push_back(norm(model, s, "rmsnorm", "layernorm", sp_elems));
   linear(att, "qkv", tokens, qkv_out, h, s);
   if (model.position == Position::kRope) {
     const std::int64_t qk = tokens * (h + model.kv_hidden()) / s.tp;
-    att.push_back(memory("rotary", qk, qk));
+    att.push_back(s.eager_elementwise ? memory_bytes("rotary", qk, kEagerRotaryRead, kEagerRotaryWrite)
+                                      : memory("rotary", qk, qk));
   }
   if (s.flash_attention) {
     att.push_back(attention(model, s));
@@ -125,7 +156,7 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
 
   auto& mlp = layer.mlp.forward;
   const std::int64_t ffn = model.ffn_hidden / s.tp;
-  mlp.push_back(memory(model.norm == Norm::kRmsNorm ? "rmsnorm" : "layernorm", sp_elems, sp_elems));
+  mlp.push_back(norm(model, s, "rmsnorm", "layernorm", sp_elems));
   switch (model.activation) {
     case Activation::kGelu:
       linear(mlp, "mlp_up", tokens, ffn, h, s);
@@ -134,7 +165,9 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
     case Activation::kSwiglu:
       // Gate and up projections as one GEMM; SwiGLU reads both halves, writes their product.
       linear(mlp, "mlp_gate_up", tokens, 2 * ffn, h, s);
-      mlp.push_back(memory("swiglu", 2 * tokens * ffn, tokens * ffn));
+      mlp.push_back(s.eager_elementwise
+                        ? memory_bytes("swiglu", tokens * ffn, kEagerSwigluRead, kEagerSwigluWrite)
+                        : memory("swiglu", 2 * tokens * ffn, tokens * ffn));
       break;
   }
   linear(mlp, "mlp_down", tokens, h, ffn, s);
@@ -162,8 +195,7 @@ Block build_lm_head(const ModelSpec& model, const LayerShape& s) {
   const std::int64_t sp_elems = s.sequence_parallel ? elems / s.tp : elems;
   const std::int64_t vocab = (model.vocab + s.tp - 1) / s.tp;  // vocab-parallel, padded
   Block b;
-  b.forward.push_back(memory(model.norm == Norm::kRmsNorm ? "final_rmsnorm" : "final_layernorm",
-                             sp_elems, sp_elems));
+  b.forward.push_back(norm(model, s, "final_rmsnorm", "final_layernorm", sp_elems));
   linear(b.forward, "lm_head", tokens, vocab, model.hidden, s);
   // Vocab-parallel cross-entropy (Megatron): max, exp-sum and loss over the logits in fp32,
   // read about three times and written once.

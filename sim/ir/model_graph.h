@@ -49,6 +49,8 @@ struct LayerShape {
   // casts are cached across them, ParallelPlan::fp8_weight_cache; else 1).
   double fp8_weight_cast_share = 1.0;
   bool flash_attention = true;      // off: the attention core as separate kernels
+  // RMSNorm, the rotary embedding and SwiGLU as PyTorch's eager ops (parallel::Elementwise).
+  bool eager_elementwise = false;
   // Context parallelism: the attention core covers `attention_q` queries against `attention_kv`
   // keys per call, with `attention_heads_divisor` splitting the heads (Ulysses). Zero = defaults
   // (seq queries against full_seq keys, no head split).

@@ -224,6 +224,7 @@ class Lowerer {
       shape.fp8_weight_cast_share = 1.0 / static_cast<double>(std::max<std::int64_t>(1, plan_.num_micro_batches()));
     }
     shape.flash_attention = plan_.flash_attention;
+    shape.eager_elementwise = plan_.elementwise == Elementwise::kEager;
     return shape;
   }
 

@@ -41,6 +41,15 @@ enum class CrossEntropy {
   // gradient and the fp32 gradient it produces: 4 + 4 + 4 bytes.
   kFp32Unfused,
 };
+// How the norms, rotary embedding and SwiGLU product run. kFused: one kernel each (Megatron-Core,
+// Transformer Engine, Apex, flash-attention's fused ops, or torch.compile of the layer). kEager:
+// as PyTorch composes them op by op in eager mode, each a kernel with its own read and write:
+// RMSNorm as x.float(), pow, mean, rsqrt, the product and .type_as(x), then the weight
+// (torchtitan models/norms.py RMSNorm, HuggingFace LlamaRMSNorm); the rotary embedding on an fp32
+// copy (torchtitan apply_rotary_emb via view_as_complex; HuggingFace rotate_half: slices, cat,
+// two products and a sum); SwiGLU as silu(w1·x) and a separate product with w3·x. LayerNorm and
+// GELU are single native kernels either way.
+enum class Elementwise { kFused, kEager };
 enum class Axis { kTp, kCp, kDp, kPp };
 
 struct ParallelPlan {
@@ -84,6 +93,7 @@ struct ParallelPlan {
   OptimizerStates optimizer_states = OptimizerStates::kFp32;
   GradReduce grad_reduce = GradReduce::kFp32;
   CrossEntropy cross_entropy = CrossEntropy::kFp32;
+  Elementwise elementwise = Elementwise::kFused;
   bool optimizer_in_backward = false;
   // Gradient reduction in buckets overlapped with the last micro-batch's backward (PyTorch DDP,
   // FSDP and Megatron-Core --overlap-grad-reduce); off = one reduction after the backward.

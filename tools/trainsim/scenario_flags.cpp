@@ -22,6 +22,9 @@ void add_fixed_plan_flags(po::options_description& o) {
       ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
       ("grad-reduce", po::value<std::string>()->default_value("fp32"),
        "data-parallel gradient reduction precision: fp32 or bf16")
+      ("elementwise", po::value<std::string>()->default_value("fused"),
+       "norms, rotary embedding and SwiGLU: fused (one kernel each) or eager (PyTorch's op-by-op "
+       "composition, as torchtitan without torch.compile and HuggingFace models)")
       ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
       ("unfused-attention", po::bool_switch(), "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")
       ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")
@@ -62,6 +65,9 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   });
   problems.collect([&] {
     p.grad_reduce = config::parse_grad_reduce(vm["grad-reduce"].as<std::string>(), "--grad-reduce");
+  });
+  problems.collect([&] {
+    p.elementwise = config::parse_elementwise(vm["elementwise"].as<std::string>(), "--elementwise");
   });
   return out;
 }

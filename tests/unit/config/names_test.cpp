@@ -25,6 +25,10 @@ TEST_CASE("every spelling parses back to its value") {
     CHECK(try_parse_grad_reduce(name(g)) == g);
   }
   CHECK(grad_reduce_choices() == "fp32|bf16");
+  for (auto e : {parallel::Elementwise::kFused, parallel::Elementwise::kEager}) {
+    CHECK(try_parse_elementwise(name(e)) == e);
+  }
+  CHECK(elementwise_choices() == "fused|eager");
   CHECK(name(ir::Dtype::kFp32) == "fp32");
   CHECK_FALSE(try_parse_dtype("fp32").has_value());  // not a training precision
   CHECK(name(parallel::Schedule::k1F1B) == "1f1b");
@@ -40,6 +44,9 @@ TEST_CASE("flag parsers name the flag and list the choices") {
   CHECK(parse_optimizer_states("bf16", "--optimizer-states") == parallel::OptimizerStates::kBf16);
   CHECK(parse_cp_algo("ulysses", "--cp-algo") == parallel::CpAlgo::kUlysses);
   CHECK(parse_dtype("fp8", "--dtype") == ir::Dtype::kFp8);
+  const auto bad = test::diagnostics_of([] { parse_elementwise("compiled", "--elementwise"); });
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].to_string() == "--elementwise: unknown value 'compiled' (expected fused|eager)");
 }
 
 TEST_CASE("order and integer lists") {

@@ -32,6 +32,7 @@ TEST_CASE("a scenario with zoo names and plan fields") {
                               "cp_algo: \"allgather\"\n"
                               "mst_chunks: 4\n"
                               "grad_reduce: \"bf16\"\n"
+                              "elementwise: \"eager\"\n"
                               "no_fp8_weight_cache: true\n");
   const Scenario s = load_scenario(path);
   CHECK(s.model.name == "llama3-70b");
@@ -54,6 +55,7 @@ TEST_CASE("a scenario with zoo names and plan fields") {
   CHECK(s.plan.cp_algo == parallel::CpAlgo::kAllGather);
   CHECK(s.plan.mst_chunks == 4);
   CHECK(s.plan.grad_reduce == parallel::GradReduce::kBf16);
+  CHECK(s.plan.elementwise == parallel::Elementwise::kEager);
   CHECK_FALSE(s.plan.fp8_weight_cache);
 }
 
@@ -70,6 +72,7 @@ TEST_CASE("scenario defaults follow the flags' defaults") {
   CHECK(s.plan.order == defaults.order);
   CHECK(s.plan.dtype == ir::Dtype::kBf16);
   CHECK(s.plan.grad_reduce == parallel::GradReduce::kFp32);
+  CHECK(s.plan.elementwise == parallel::Elementwise::kFused);
   CHECK(s.plan.fp8_weight_cache);
 }
 

@@ -393,6 +393,35 @@ TEST_CASE("spelling: frameworks decide the attention core") {
   CHECK(plan_of("MCore").attention_kernel.empty());  // the GPU's default fused kernel
 }
 
+TEST_CASE("spelling: frameworks decide eager elementwise ops and the loss on fp32 logits") {
+  auto row = base_row();
+  const auto plan_of = [&](const std::string& framework, const std::string& precision) {
+    row["framework"] = framework;
+    row["precision"] = precision;
+    return scenario_of(row).plan;
+  };
+  // torchtitan runs eager unless compiled (`compile = false` in its train_configs); HuggingFace
+  // models compose RMSNorm, rotary and SwiGLU from eager ops.
+  for (const char* f : {"torchtitan", "torchtitan (eager)", "HuggingFace transformers", "Hugging Face Trainer"}) {
+    INFO(f);
+    CHECK(plan_of(f, "bf16").elementwise == parallel::Elementwise::kEager);
+  }
+  for (const auto& [f, prec] : std::vector<std::pair<std::string, std::string>>{
+           {"torchtitan + torch.compile", "bf16"},
+           {"torchtitan", "Float8 (torch.compile)"},
+           {"HuggingFace transformers + Liger kernels", "bf16"},
+           {"Megatron-Core", "bf16"},
+           {"Composer + PyTorch FSDP", "bf16"}}) {
+    INFO(f << " / " << prec);
+    CHECK(plan_of(f, prec).elementwise == parallel::Elementwise::kFused);
+  }
+  // Both torchtitan and HuggingFace take the loss of logits.float() with F.cross_entropy, compiled
+  // or not; Megatron-Core keeps its fused upcast.
+  CHECK(plan_of("torchtitan + torch.compile", "bf16").cross_entropy == parallel::CrossEntropy::kFp32Unfused);
+  CHECK(plan_of("HuggingFace transformers", "bf16").cross_entropy == parallel::CrossEntropy::kFp32Unfused);
+  CHECK(plan_of("Megatron-Core", "bf16").cross_entropy == parallel::CrossEntropy::kFp32);
+}
+
 TEST_CASE("spelling: family defaults and uneven pipeline splits") {
   auto row = base_row();
   row["model"] = "LLAMA2-70B";

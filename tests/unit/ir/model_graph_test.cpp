@@ -240,3 +240,52 @@ TEST_CASE("torchtitan's op policy reruns every second matmul call and every non-
     CHECK(p.saved_matmul_features == 3 * 2048 + 4 * 2048);
   }
 }
+
+TEST_CASE("eager elementwise ops: RMSNorm, rotary and SwiGLU move what PyTorch's kernels move") {
+  const ModelSpec m = llama3_8b();
+  LayerShape s;
+  s.micro_batch = 2;
+  s.seq = 1024;
+  s.full_seq = 1024;
+  const std::int64_t tokens = 2 * 1024;
+  const auto moved = [](const std::vector<Op>& ops, const std::string& name) {
+    std::int64_t bytes = 0;
+    for (const auto& op : ops) {
+      if (name == op.name) bytes += op.moved.count();
+    }
+    return bytes;
+  };
+  const LayerOps fused = build_layer(m, s);
+  s.eager_elementwise = true;
+  const LayerOps eager = build_layer(m, s);
+  // Fused: one bf16 read and one bf16 write per element.
+  CHECK(moved(fused.attention.forward, "rmsnorm") == 4 * tokens * m.hidden);
+  // Eager RMSNorm: x.float(), pow, mean, x·rsqrt, .type_as, ·weight = 20 + 16 bytes.
+  CHECK(moved(eager.attention.forward, "rmsnorm") == 36 * tokens * m.hidden);
+  CHECK(moved(eager.mlp.forward, "rmsnorm") == 36 * tokens * m.hidden);
+  // Rotary on q and k: 20 bytes per element against 4.
+  const std::int64_t qk = tokens * (m.hidden + m.kv_hidden());
+  CHECK(moved(fused.attention.forward, "rotary") == 4 * qk);
+  CHECK(moved(eager.attention.forward, "rotary") == 20 * qk);
+  // SwiGLU per output element: 10 bytes (silu, then the product) against 6.
+  CHECK(moved(fused.mlp.forward, "swiglu") == 6 * tokens * m.ffn_hidden);
+  CHECK(moved(eager.mlp.forward, "swiglu") == 10 * tokens * m.ffn_hidden);
+  // The backward of each moves half as much again, and the GEMMs are untouched.
+  CHECK(moved(eager.mlp.backward, "rmsnorm") == 54 * tokens * m.hidden);
+  CHECK(gemm_flops(eager.mlp.forward) == gemm_flops(fused.mlp.forward));
+  CHECK(eager.attention.forward.size() == fused.attention.forward.size());
+  // The final norm before the LM head too.
+  CHECK(moved(build_lm_head(m, s).forward, "final_rmsnorm") == 36 * tokens * m.hidden);
+
+  // LayerNorm and GELU are single native kernels in eager PyTorch: a GPT layer is unchanged.
+  const ModelSpec g = gpt(24, 2048, 16);
+  LayerShape gs = s;
+  gs.eager_elementwise = false;
+  const LayerOps gpt_fused = build_layer(g, gs);
+  gs.eager_elementwise = true;
+  const LayerOps gpt_eager = build_layer(g, gs);
+  REQUIRE(gpt_eager.mlp.forward.size() == gpt_fused.mlp.forward.size());
+  for (std::size_t i = 0; i < gpt_eager.mlp.forward.size(); ++i) {
+    CHECK(gpt_eager.mlp.forward[i].moved.count() == gpt_fused.mlp.forward[i].moved.count());
+  }
+}
