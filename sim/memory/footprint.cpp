@@ -231,8 +231,17 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
       (2 * s * b * h + 4 * s * b * kv + in * s * b * h + ((mlp_parts - 1) * 2 + in) * s * b * f) / t;
   // Core-attention internals: what selective recompute drops.
   const double core = o.flash_attention ? 4 * a * b * s / t : (2 + 3 * drop) * a * b * s * full_s / t;
+  // Eager elementwise ops (parallel::Elementwise::kEager) keep more for their backward. An eager
+  // RMSNorm keeps the fp32 copy of its input (pow and the product with rsqrt save it) and its bf16
+  // output before the weight (the weight's product saves it), 4 + 2 bytes per element where the
+  // fused kernel keeps its 2-byte input: 4 more per norm. An eager SwiGLU keeps silu's output
+  // beside the gate and up halves (the product saves both factors): 2 more per MLP element. The
+  // rotary products save only cos/sin or freqs_cis, which need no gradient.
+  const bool eager = plan.elementwise == parallel::Elementwise::kEager;
+  const double eager_norms = eager && m.norm == ir::Norm::kRmsNorm ? 2 * 4 * sbh * u : 0.0;
+  const double eager_mlp = eager && m.activation == ir::Activation::kSwiglu ? 2 * s * b * f / t : 0.0;
 
-  const double all = unsplit + split + core;
+  const double all = unsplit + split + core + eager_norms + eager_mlp;
   LayerActivations r;
   r.input = Bytes::from_real(2 * sbh * u);
   switch (plan.recompute) {
@@ -241,7 +250,7 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
       r.rematerialized = Bytes();
       break;
     case parallel::Recompute::kSelective:
-      r.kept = Bytes::from_real(unsplit + split);
+      r.kept = Bytes::from_real(all - core);
       r.rematerialized = Bytes::from_real(core);
       break;
     case parallel::Recompute::kSelectiveOp: {

@@ -411,6 +411,35 @@ TEST_CASE("Llama activations: RMSNorm, GQA, SwiGLU, flash attention, no dropout"
   }
 }
 
+TEST_CASE("eager RMSNorm and SwiGLU keep an fp32 norm input and silu's output", "[memory][activations]") {
+  // Per norm 4 more bytes per element (fp32 input copy and bf16 output, 6, against the fused
+  // kernel's 2-byte input); SwiGLU 2 more per MLP element (silu's output). LayerNorm/GELU models
+  // are unchanged.
+  const ActivationOptions o{true, false};
+  const std::int64_t s = 4096, b = 1, h = 4096, f = 14336, a = 32, t = 8;
+  const ModelSpec m = llama3_8b();
+  ParallelPlan plan = activation_plan({s, b, h, a, t}, true, Recompute::kNone);
+  const auto fused = ts::memory::layer_activations(m, plan, o);
+  plan.elementwise = ts::parallel::Elementwise::kEager;
+  const auto eager = ts::memory::layer_activations(m, plan, o);
+  CHECK(eager.kept.count() - fused.kept.count() == (2 * 4 * s * b * h + 2 * s * b * f) / t);
+  CHECK(eager.input == fused.input);
+  // Selective recompute drops only the attention core: the extra stays kept. Full recompute
+  // rebuilds it with the rest of the layer.
+  plan.recompute = Recompute::kSelective;
+  CHECK(ts::memory::layer_activations(m, plan, o).kept + fused.rematerialized ==
+        eager.kept - Bytes(4 * a * b * s / t));
+  plan.recompute = Recompute::kFull;
+  const auto full = ts::memory::layer_activations(m, plan, o);
+  CHECK(full.kept == fused.input);
+  CHECK(full.kept + full.rematerialized == eager.kept);
+  const ModelSpec g = gpt(24, 4096, 32, 51200);
+  ParallelPlan gp = activation_plan({s, b, h, a, 1}, false, Recompute::kNone);
+  const Bytes gpt_fused = ts::memory::layer_activation_bytes(g, gp, kKorthikanti);
+  gp.elementwise = ts::parallel::Elementwise::kEager;
+  CHECK(ts::memory::layer_activation_bytes(g, gp, kKorthikanti) == gpt_fused);
+}
+
 TEST_CASE("context parallelism splits activations by the sequence", "[memory][activations]") {
   const ModelSpec m = llama3_70b();
   ParallelPlan plan = activation_plan({8192, 1, 8192, 64, 8}, true, Recompute::kNone);
