@@ -502,7 +502,12 @@ TEST_CASE("held-out-style runs: every row is compared or listed with its reason"
       std::make_pair(std::string("heldout-style-4.csv"), std::set<std::string>{"L39", "L40"}),
       // Llama 3.1 8B fully fine-tuned on one H100: 8 bytes per parameter of bf16 states alone do
       // not fit with its activations.
-      std::make_pair(std::string("heldout-style-5.csv"), std::set<std::string>{"M33"}));
+      std::make_pair(std::string("heldout-style-5.csv"), std::set<std::string>{"M33"}),
+      // No sequence length printed (N4, N5, N14, N16); a global batch of 576 on 384 GPUs with no
+      // parallelism stated (N18); whole-run GPU-hours without a GPU count (N20-N25).
+      std::make_pair(std::string("heldout-style-6.csv"),
+                     std::set<std::string>{"N4", "N5", "N14", "N16", "N18", "N20", "N21", "N22", "N23",
+                                           "N24", "N25"}));
   INFO(file);
   const auto runs = driver::read_published_runs(source_dir() / "tests/validation" / file);
   REQUIRE(runs.size() >= 15);
