@@ -401,6 +401,11 @@ bool te_attention(const PublishedRun& r) {
   return any_of(framework_name(r), {"megatron-core", "nemo", "megatron-bridge", "transformer engine"});
 }
 
+// HuggingFace transformers models, trained by its Trainer or by frameworks built on them.
+bool huggingface(const PublishedRun& r) {
+  return any_of(lower(r.framework), {"huggingface", "hugging face", "transformers"});
+}
+
 // Frameworks that run a Llama layer's RMSNorm, rotary embedding and SwiGLU product as PyTorch's
 // eager ops unless the step is compiled: torchtitan (models/norms.py RMSNorm, apply_rotary_emb;
 // `compile = false` in its train_configs) and HuggingFace transformers models (LlamaRMSNorm,
@@ -409,7 +414,7 @@ bool te_attention(const PublishedRun& r) {
 bool eager_elementwise(const PublishedRun& r) {
   const std::string own = lower(r.framework + " " + r.precision);
   if (any_of(own, {"compile", "liger"})) return false;
-  return torchtitan(r) || any_of(lower(r.framework), {"huggingface", "hugging face", "transformers"});
+  return torchtitan(r) || huggingface(r);
 }
 
 // The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
@@ -1238,7 +1243,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     // the loss of the bf16 logits without an fp32 copy, with a bf16 gradient.
     p.cross_entropy = parallel::CrossEntropy::kBf16;
     notes.push_back("bf16 fused cross-entropy (MPT fused_crossentropy)");
-  } else if (any_of(lower(r.framework), {"huggingface", "transformers"}) || torchtitan(r)) {
+  } else if (huggingface(r) || torchtitan(r)) {
     // HuggingFace causal LMs (modeling_llama.py) and torchtitan (components/loss.py
     // cross_entropy_loss): F.cross_entropy on logits.float().
     p.cross_entropy = parallel::CrossEntropy::kFp32Unfused;

@@ -22,13 +22,18 @@ Op gemm(const char* name, std::int64_t m, std::int64_t n, std::int64_t k, Dtype 
   return op;
 }
 
-// A streaming op that reads `read_elems` and writes `write_elems` bf16 elements.
-Op memory(const char* name, std::int64_t read_elems, std::int64_t write_elems) {
+// A streaming op that moves `moved` bytes (reads plus writes).
+Op streaming(const char* name, Bytes moved) {
   Op op;
   op.name = name;
   op.kind = OpKind::kMemoryBound;
-  op.moved = Bytes((read_elems + write_elems) * kActBytes);
+  op.moved = moved;
   return op;
+}
+
+// A streaming op that reads `read_elems` and writes `write_elems` bf16 elements.
+Op memory(const char* name, std::int64_t read_elems, std::int64_t write_elems) {
+  return streaming(name, Bytes((read_elems + write_elems) * kActBytes));
 }
 
 Op attention(const ModelSpec& model, const LayerShape& s) {
@@ -94,33 +99,21 @@ void append_unfused_attention(std::vector<Op>& ops, const ModelSpec& model, cons
   for (std::size_t i = first; i < ops.size(); ++i) ops[i].core = true;
 }
 
-// Bytes per element that PyTorch's eager composition of an op reads and writes, kernel by kernel
-// (parallel::Elementwise::kEager), against the fused kernel's one read and one write.
+// Bytes per element (reads plus writes) that PyTorch's eager composition of an op moves, kernel
+// by kernel (parallel::Elementwise::kEager), against the fused kernel's one read and one write.
 // RMSNorm (torchtitan models/norms.py; HuggingFace LlamaRMSNorm), per bf16 element:
-//   x.float() 2+4, pow(2) 4+4, mean 4+0, x·rsqrt 4+4, .type_as(x) 4+2, ·weight 2+2 = 20 + 16.
-constexpr std::int64_t kEagerRmsNormRead = 20;
-constexpr std::int64_t kEagerRmsNormWrite = 16;
+//   x.float() 2+4, pow(2) 4+4, mean 4+0, x·rsqrt 4+4, .type_as(x) 4+2, ·weight 2+2 = 36.
+constexpr std::int64_t kEagerRmsNormBytes = 36;
 // Rotary embedding per element of q and k: torchtitan's apply_rotary_emb (.float() 2+4, complex
-// product 4+4, .type_as 4+2 = 10 + 10) and HuggingFace's rotate_half form (q·cos 2+2, negated
-// half 1+1, cat 2+2, ·sin 2+2, sum 4+2 = 11 + 9) both move 20 bytes.
-constexpr std::int64_t kEagerRotaryRead = 10;
-constexpr std::int64_t kEagerRotaryWrite = 10;
-// SwiGLU per output element: silu(w1·x) 2+2, then the product with w3·x 4+2 = 6 + 4.
-constexpr std::int64_t kEagerSwigluRead = 6;
-constexpr std::int64_t kEagerSwigluWrite = 4;
-
-// A streaming op over `elems` elements that moves `read` + `write` bytes per element.
-Op memory_bytes(const char* name, std::int64_t elems, std::int64_t read, std::int64_t write) {
-  Op op;
-  op.name = name;
-  op.kind = OpKind::kMemoryBound;
-  op.moved = Bytes(elems * (read + write));
-  return op;
-}
+// product 4+4, .type_as 4+2) and HuggingFace's rotate_half form (q·cos 2+2, negated half 1+1,
+// cat 2+2, ·sin 2+2, sum 4+2) both move 20.
+constexpr std::int64_t kEagerRotaryBytes = 20;
+// SwiGLU per output element: silu(w1·x) 2+2, then the product with w3·x 4+2 = 10.
+constexpr std::int64_t kEagerSwigluBytes = 10;
 
 Op norm(const ModelSpec& model, const LayerShape& s, const char* rms, const char* layer, std::int64_t elems) {
   if (model.norm != Norm::kRmsNorm) return memory(layer, elems, elems);
-  if (s.eager_elementwise) return memory_bytes(rms, elems, kEagerRmsNormRead, kEagerRmsNormWrite);
+  if (s.eager_elementwise) return streaming(rms, Bytes(elems * kEagerRmsNormBytes));
   return memory(rms, elems, elems);
 }
 
@@ -141,7 +134,7 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
   linear(att, "qkv", tokens, qkv_out, h, s);
   if (model.position == Position::kRope) {
     const std::int64_t qk = tokens * (h + model.kv_hidden()) / s.tp;
-    att.push_back(s.eager_elementwise ? memory_bytes("rotary", qk, kEagerRotaryRead, kEagerRotaryWrite)
+    att.push_back(s.eager_elementwise ? streaming("rotary", Bytes(qk * kEagerRotaryBytes))
                                       : memory("rotary", qk, qk));
   }
   if (s.flash_attention) {
@@ -165,9 +158,8 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
     case Activation::kSwiglu:
       // Gate and up projections as one GEMM; SwiGLU reads both halves, writes their product.
       linear(mlp, "mlp_gate_up", tokens, 2 * ffn, h, s);
-      mlp.push_back(s.eager_elementwise
-                        ? memory_bytes("swiglu", tokens * ffn, kEagerSwigluRead, kEagerSwigluWrite)
-                        : memory("swiglu", 2 * tokens * ffn, tokens * ffn));
+      mlp.push_back(s.eager_elementwise ? streaming("swiglu", Bytes(tokens * ffn * kEagerSwigluBytes))
+                                        : memory("swiglu", 2 * tokens * ffn, tokens * ffn));
       break;
   }
   linear(mlp, "mlp_down", tokens, h, ffn, s);
