@@ -916,6 +916,21 @@ std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& n
   return std::nullopt;
 }
 
+// The shard group a sharding cell states as a number ("FSDP=128 x DP=16", "shard degree 8",
+// data_parallel_shard_degree=8): hybrid sharding, parameters sharded within groups of that many
+// data-parallel ranks and replicated across groups (MaxText's ici/dcn_fsdp_parallelism beside
+// dcn_data_parallelism, PyTorch's HYBRID_SHARD, torchtitan's data_parallel_replicate_degree).
+// nullopt when no number is stated: HSDP without one stays full sharding (see zero_stage_named).
+std::optional<std::int64_t> stated_shard_group(const std::string& text) {
+  static const std::regex kGroup(
+      R"((?:fsdp|shard(?:ing)?(?:[ _](?:group|degree|size))?)\s*[=:]\s*(\d+)|shard(?:ing)?[ _](?:group|degree|size)\s+(?:of\s+)?(\d+))");
+  const std::string t = lower(text);
+  std::smatch m;
+  if (!std::regex_search(t, m, kGroup)) return std::nullopt;
+  const std::string digits = m[1].matched ? m[1].str() : m[2].str();
+  return std::stoll(digits);
+}
+
 // "yes", "True (TP with sequence parallel)", "enabled", "on": true; "no", "False", "off": false;
 // empty or "not stated": nullopt.
 std::optional<bool> parse_yes_no(const std::string& text) {
@@ -1174,6 +1189,14 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const auto zero = parse_zero(r, notes);
   p.zero_stage = zero.value_or(0);
   out.zero_given = zero.has_value();
+  if (const auto group = stated_shard_group(r.zero_fsdp); group && p.zero_stage > 0) {
+    const std::int64_t ranks = p.dp * p.cp;
+    if (*group > 1 && *group < ranks && ranks % *group == 0) {
+      p.zero_shard_group = *group;
+      notes.push_back("sharded within groups of " + str(*group) + " of the " + str(ranks) +
+                      " data-parallel ranks, replicated across groups (stated shard degree)");
+    }
+  }
   const auto sp = parse_yes_no(r.sequence_parallel);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;

@@ -271,6 +271,26 @@ TEST_CASE("spelling: ZeRO and FSDP sharding modes") {
   CHECK(stage("", "HuggingFace transformers") == 0);
 }
 
+TEST_CASE("spelling: a shard degree stated as a number gives hybrid sharding groups") {
+  auto row = base_row();  // 64 data-parallel ranks
+  const auto group = [&](const std::string& zero) {
+    row["zero_fsdp"] = zero;
+    return scenario_of(row).plan.zero_shard_group;
+  };
+  CHECK(group("FSDP=16 x DP=4") == 16);
+  CHECK(group("HSDP, shard degree 8") == 8);
+  CHECK(group("FSDP2, data_parallel_shard_degree=32") == 32);
+  CHECK(group("HYBRID_SHARD, shard group of 8 GPUs") == 8);
+  // No number, the whole group, a number that does not divide it, or a stage number: full sharding.
+  CHECK(group("HYBRID_SHARD") == 0);
+  CHECK(group("FSDP=64") == 0);
+  CHECK(group("FSDP=48") == 0);
+  CHECK(group("FSDP2 (fully_shard)") == 0);
+  CHECK(group("ZeRO-3") == 0);
+  row["zero_fsdp"] = "FSDP=16 x DP=4";
+  CHECK(scenario_of(row).plan.zero_stage == 3);
+}
+
 TEST_CASE("spelling: precision, recompute and sequence-parallel cells") {
   auto row = base_row();
   row["gpu"] = "H100 80GB";
