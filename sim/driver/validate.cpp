@@ -406,6 +406,13 @@ bool huggingface(const PublishedRun& r) {
   return any_of(lower(r.framework), {"huggingface", "hugging face", "transformers"});
 }
 
+// XTuner (InternLM), which fine-tunes HuggingFace models through its SupervisedFinetune wrapper:
+// that wrapper turns gradient checkpointing on unless told otherwise
+// (`use_activation_checkpointing=True`, xtuner/model/sft.py) and loads every Llama-family model
+// with attn_implementation 'flash_attention_2' when flash-attn 2 is installed, else 'sdpa'
+// (`_prepare_for_flash_attn`), both FlashAttention-2 kernels on A100 and H100.
+bool xtuner(const PublishedRun& r) { return has(framework_name(r), "xtuner"); }
+
 // Frameworks that run a Llama layer's RMSNorm, rotary embedding and SwiGLU product as PyTorch's
 // eager ops unless the step is compiled: torchtitan (models/norms.py RMSNorm, apply_rotary_emb;
 // `compile = false` in its train_configs) and HuggingFace transformers models (LlamaRMSNorm,
@@ -441,7 +448,7 @@ bool flash_attention(const PublishedRun& r) {
       R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
   if (std::regex_search(lower(r.framework + " " + r.precision), kNoFlash)) return false;
   if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
-  return te_attention(r) || !pre_2022_code_base(r);
+  return te_attention(r) || xtuner(r) || !pre_2022_code_base(r);
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -476,6 +483,7 @@ std::string attention_kernel(const PublishedRun& r) {
     return "FlashAttention-2";
   }
   if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
+  if (xtuner(r)) return "FlashAttention-2";
   if (te_attention(r)) return "";
   if (any_of(all, {"flash"})) return "FlashAttention-2";
   return "";
@@ -1217,7 +1225,11 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.tp_comm_overlap = true;
     notes.push_back("TP communication overlapped with GEMMs (--tp-comm-overlap)");
   }
-  const auto rc = parse_recompute(r.recompute);
+  auto rc = parse_recompute(r.recompute);
+  if (!rc && xtuner(r)) {
+    rc = parallel::Recompute::kFull;
+    notes.push_back("recompute full (XTuner's SupervisedFinetune default, use_activation_checkpointing=True)");
+  }
   out.recompute_given = rc.has_value();
   p.recompute = rc.value_or(parallel::Recompute::kNone);
   const std::string rtext = lower(r.recompute);

@@ -411,6 +411,23 @@ TEST_CASE("spelling: frameworks decide the attention core") {
     CHECK(plan_of(f).flash_attention);
   }
   CHECK(plan_of("MCore").attention_kernel.empty());  // the GPU's default fused kernel
+  // XTuner loads its models with flash_attention_2 even when it trains them under DeepSpeed.
+  CHECK(plan_of("XTuner (DeepSpeed ZeRO-3, sequence parallel)").flash_attention);
+  CHECK(plan_of("XTuner (DeepSpeed ZeRO-3, sequence parallel)").attention_kernel == "FlashAttention-2");
+}
+
+TEST_CASE("spelling: XTuner rows silent on recompute get its default activation checkpointing") {
+  auto row = base_row();
+  row["framework"] = "XTuner (DeepSpeed)";
+  row["recompute"] = "";
+  const auto m = map_row(row);
+  CHECK(m.recompute_given);
+  CHECK(m.scenario->plan.recompute == parallel::Recompute::kFull);
+  row["recompute"] = "none";
+  CHECK(scenario_of(row).plan.recompute == parallel::Recompute::kNone);
+  row["framework"] = "DeepSpeed";
+  row["recompute"] = "";
+  CHECK_FALSE(map_row(row).recompute_given);  // other frameworks: the search decides
 }
 
 TEST_CASE("spelling: frameworks decide eager elementwise ops and the loss on fp32 logits") {
