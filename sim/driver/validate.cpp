@@ -468,6 +468,20 @@ bool flash_attention_training_code(const PublishedRun& r) {
   return any_of(lower(r.framework), {"flash-attention training code"});
 }
 
+// PyTorch frameworks whose attention is torch's scaled_dot_product_attention or the flash-attn
+// package: FlashAttention-2 on every GPU unless the row names another kernel. SDPA's flash backend
+// is FlashAttention-2 (PyTorch 2.2 onward); its cuDNN backend, the FlashAttention-3-class kernel
+// on Hopper, was the H100 default only in PyTorch 2.5.0 (made opt-in again by pytorch#138522 for
+// 2.5.1, and preferred again only with cuDNN 9.15+), and FlashAttention-3 ships as its own
+// package. Tritonbench on H100 (pytorch#142132, 2024-12): SDPA 329 TFLOP/s against cuDNN 631 and
+// FlashAttention-3 632 at one shape. Transformer Engine frameworks (cuDNN fused attention), JAX
+// (cuDNN through XLA) and llm.c (cuDNN) keep the GPU's default kernel.
+bool pytorch_sdpa_attention(const PublishedRun& r) {
+  return torchtitan(r) || huggingface(r) || xtuner(r) ||
+         any_of(framework_name(r), {"fsdp", "fms", "composer", "nanotron", "lit-gpt", "litgpt", "thunder",
+                                    "colossal", "accelerate"});
+}
+
 std::string attention_kernel(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
@@ -483,8 +497,8 @@ std::string attention_kernel(const PublishedRun& r) {
     return "FlashAttention-2";
   }
   if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
-  if (xtuner(r)) return "FlashAttention-2";
   if (te_attention(r)) return "";
+  if (pytorch_sdpa_attention(r)) return "FlashAttention-2";
   if (any_of(all, {"flash"})) return "FlashAttention-2";
   return "";
 }

@@ -411,6 +411,18 @@ TEST_CASE("spelling: frameworks decide the attention core") {
     CHECK(plan_of(f).flash_attention);
   }
   CHECK(plan_of("MCore").attention_kernel.empty());  // the GPU's default fused kernel
+  // PyTorch frameworks run SDPA's or flash-attn's FlashAttention-2 unless a row names another kernel.
+  for (const char* f : {"torchtitan", "HuggingFace transformers", "PyTorch FSDP (fms-fsdp)", "nanotron",
+                        "Composer"}) {
+    INFO(f);
+    CHECK(plan_of(f).attention_kernel == "FlashAttention-2");
+  }
+  row["gpu"] = "H100-SXM5-80GB";  // FlashAttention-3 is calibrated on Hopper only
+  CHECK(plan_of("torchtitan").attention_kernel == "FlashAttention-2");
+  CHECK(plan_of("torchtitan with FlashAttention-3").attention_kernel == "FlashAttention-3");
+  CHECK(plan_of("NeMo").attention_kernel.empty());
+  CHECK(plan_of("MaxText (JAX)").attention_kernel.empty());
+  row["gpu"] = "A100-SXM4-80GB";
   // XTuner loads its models with flash_attention_2 even when it trains them under DeepSpeed.
   CHECK(plan_of("XTuner (DeepSpeed ZeRO-3, sequence parallel)").flash_attention);
   CHECK(plan_of("XTuner (DeepSpeed ZeRO-3, sequence parallel)").attention_kernel == "FlashAttention-2");
