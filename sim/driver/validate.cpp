@@ -478,8 +478,8 @@ bool flash_attention_training_code(const PublishedRun& r) {
 // (cuDNN through XLA) and llm.c (cuDNN) keep the GPU's default kernel.
 bool pytorch_sdpa_attention(const PublishedRun& r) {
   return torchtitan(r) || huggingface(r) || xtuner(r) ||
-         any_of(framework_name(r), {"fsdp", "fms", "composer", "nanotron", "lit-gpt", "litgpt", "thunder",
-                                    "colossal", "accelerate"});
+         any_of(framework_name(r), {"fsdp", "fms", "composer", "nanotron", "lit-gpt", "litgpt", "colossal",
+                                    "accelerate"});
 }
 
 std::string attention_kernel(const PublishedRun& r) {
@@ -945,7 +945,7 @@ std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& n
 // nullopt when no number is stated: HSDP without one stays full sharding (see zero_stage_named).
 std::optional<std::int64_t> stated_shard_group(const std::string& text) {
   static const std::regex kGroup(
-      R"((?:fsdp|shard(?:ing)?(?:[ _](?:group|degree|size))?)\s*[=:]\s*(\d+)|shard(?:ing)?[ _](?:group|degree|size)\s+(?:of\s+)?(\d+))");
+      R"((?:fsdp|shard(?:ing)?(?:[ _](?:group|degree|size))?)\s*[=:]\s*(\d{1,9})\b|shard(?:ing)?[ _](?:group|degree|size)\s+(?:of\s+)?(\d{1,9})\b)");
   const std::string t = lower(text);
   std::smatch m;
   if (!std::regex_search(t, m, kGroup)) return std::nullopt;

@@ -287,6 +287,7 @@ TEST_CASE("spelling: a shard degree stated as a number gives hybrid sharding gro
   CHECK(group("FSDP=48") == 0);
   CHECK(group("FSDP2 (fully_shard)") == 0);
   CHECK(group("ZeRO-3") == 0);
+  CHECK(group("FSDP=99999999999999999999") == 0);  // not a shard degree: no number read, no overflow
   row["zero_fsdp"] = "FSDP=16 x DP=4";
   CHECK(scenario_of(row).plan.zero_stage == 3);
 }
