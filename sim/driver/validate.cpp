@@ -451,13 +451,6 @@ bool flash_attention(const PublishedRun& r) {
   return te_attention(r) || xtuner(r) || !pre_2022_code_base(r);
 }
 
-// The fused-attention kernel a row's framework ran, by name when the row gives a version:
-// FlashAttention-3, -2, -1 or the Triton FlashAttention (the kernel of 2023 frameworks that
-// needed an attention bias, such as MPT's ALiBi). Megatron-Core, NeMo and Transformer Engine
-// run their fused attention (cuDNN on Hopper, FlashAttention-3 class): the GPU's default. A row
-// that says only "FlashAttention" gets FlashAttention-2, the version in general use from its
-// release (2023-07) until FlashAttention-3 (2024-07), rather than the newest one; a row that
-// names nothing gets the GPU's default. Empty = the GPU's default kernel.
 // MosaicML's MPT models trained with its own stack (Composer, llm-foundry).
 bool llm_foundry_mpt(const PublishedRun& r) {
   return any_of(lower(r.model), {"mpt"}) && any_of(lower(r.framework), {"composer", "llm-foundry", "mpt"});
@@ -482,6 +475,14 @@ bool pytorch_sdpa_attention(const PublishedRun& r) {
                                     "accelerate"});
 }
 
+// The fused-attention kernel a row's framework ran, by name when the row gives a version:
+// FlashAttention-3, -2, -1 or the Triton FlashAttention (the kernel of 2023 frameworks that
+// needed an attention bias, such as MPT's ALiBi). Megatron-Core, NeMo and Transformer Engine
+// run their fused attention (cuDNN on Hopper, FlashAttention-3 class): the GPU's default.
+// PyTorch frameworks run FlashAttention-2 (pytorch_sdpa_attention). A row that says only
+// "FlashAttention" gets FlashAttention-2, the version in general use from its release (2023-07)
+// until FlashAttention-3 (2024-07), rather than the newest one; a row that names nothing gets the
+// GPU's default. Empty = the GPU's default kernel.
 std::string attention_kernel(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
