@@ -479,7 +479,8 @@ bool pytorch_sdpa_attention(const PublishedRun& r) {
 // FlashAttention-3, -2, -1 or the Triton FlashAttention (the kernel of 2023 frameworks that
 // needed an attention bias, such as MPT's ALiBi). Megatron-Core, NeMo and Transformer Engine
 // run their fused attention (cuDNN on Hopper, FlashAttention-3 class): the GPU's default.
-// PyTorch frameworks run FlashAttention-2 (pytorch_sdpa_attention). A row that says only
+// PyTorch frameworks run FlashAttention-2 (pytorch_sdpa_attention); the flash-attention
+// repository's training code, FlashAttention-1 unless a version is named. A row that says only
 // "FlashAttention" gets FlashAttention-2, the version in general use from its release (2023-07)
 // until FlashAttention-3 (2024-07), rather than the newest one; a row that names nothing gets the
 // GPU's default. Empty = the GPU's default kernel.
@@ -498,6 +499,12 @@ std::string attention_kernel(const PublishedRun& r) {
     return "FlashAttention-2";
   }
   if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
+  // The flash-attention repository's GPT training code, version unnamed: its published training
+  // speeds (training/README.md, "Training speed") were measured with FlashAttention-1. Its headline
+  // "up to 189 TFLOPs/sec per A100" is the FlashAttention-1 column of the FlashAttention-2 paper's
+  // Table 1 for GPT3-2.7B at 2k context (FlashAttention-2: 205), and the README's 85k tokens/s for
+  // that model is 190 TFLOP/s by the same formula.
+  if (flash_attention_training_code(r)) return "FlashAttention-1";
   if (te_attention(r)) return "";
   if (pytorch_sdpa_attention(r)) return "FlashAttention-2";
   if (any_of(all, {"flash"})) return "FlashAttention-2";
