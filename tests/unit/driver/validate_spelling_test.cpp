@@ -428,9 +428,9 @@ TEST_CASE("spelling: frameworks decide the attention core") {
   CHECK(plan_of("XTuner (DeepSpeed ZeRO-3, sequence parallel)").flash_attention);
   CHECK(plan_of("XTuner (DeepSpeed ZeRO-3, sequence parallel)").attention_kernel == "FlashAttention-2");
   // The flash-attention repository's training code published its speeds with FlashAttention-1.
-  CHECK(plan_of("flash-attention training code (FlashAttention + fused kernels)").attention_kernel ==
-        "FlashAttention-1");
-  CHECK(plan_of("flash-attention training code (GPT, FlashAttention-2)").attention_kernel == "FlashAttention-2");
+  const std::string fa_training = "flash-attention training code";
+  CHECK(plan_of(fa_training + " (FlashAttention + fused kernels)").attention_kernel == "FlashAttention-1");
+  CHECK(plan_of(fa_training + " (GPT, FlashAttention-2)").attention_kernel == "FlashAttention-2");
 }
 
 TEST_CASE("spelling: XTuner rows silent on recompute get its default activation checkpointing") {
