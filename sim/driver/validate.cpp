@@ -476,28 +476,38 @@ bool pytorch_sdpa_attention(const PublishedRun& r) {
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
-// FlashAttention-3, -2, -1 or the Triton FlashAttention (the kernel of 2023 frameworks that
-// needed an attention bias, such as MPT's ALiBi). Megatron-Core, NeMo and Transformer Engine
-// run their fused attention (cuDNN on Hopper, FlashAttention-3 class): the GPU's default.
-// PyTorch frameworks run FlashAttention-2 (pytorch_sdpa_attention); the flash-attention
-// repository's training code, FlashAttention-1 unless a version is named. A row that says only
-// "FlashAttention" gets FlashAttention-2, the version in general use from its release (2023-07)
-// until FlashAttention-3 (2024-07), rather than the newest one; a row that names nothing gets the
-// GPU's default. Empty = the GPU's default kernel.
+// FlashAttention-3, -2, -1 or the Triton FlashAttention (Triton's own fused-attention kernel,
+// triton.ops.flash_attention, the "Triton" of the FlashAttention-2 benchmarks). Megatron-Core,
+// NeMo and Transformer Engine run their fused attention (cuDNN on Hopper, FlashAttention-3
+// class): the GPU's default. PyTorch frameworks run FlashAttention-2 (pytorch_sdpa_attention);
+// MosaicML's MPT rows and the flash-attention repository's training code, FlashAttention-1 unless
+// a version is named. A row that says only "FlashAttention" gets FlashAttention-2, the version in
+// general use from its release (2023-07) until FlashAttention-3 (2024-07), rather than the newest
+// one; a row that names nothing gets the GPU's default. Empty = the GPU's default kernel.
 std::string attention_kernel(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
     return "FlashAttention-3";
   }
-  if (any_of(all, {"triton"})) return "FlashAttention-Triton";
+  const bool names_fa2 = any_of(all, {"flashattention-2", "flashattention 2", "flash attention 2",
+                                      "flash-attention 2", "flash-attention-2", "fa2", "flash_attn_2",
+                                      "flash-attn 2"});
   // MosaicML's MPT configurations (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml, on which
-  // its published benchmarks are based) set attn_config.attn_impl: triton, the Triton
-  // FlashAttention that supports MPT's ALiBi bias.
-  if (llm_foundry_mpt(r)) return "FlashAttention-Triton";
-  if (any_of(all, {"flashattention-2", "flashattention 2", "flash attention 2", "flash-attention 2",
-                   "flash-attention-2", "fa2", "flash_attn_2", "flash-attn 2"})) {
-    return "FlashAttention-2";
+  // its published benchmarks are based) set attn_config.attn_impl: triton, llm-foundry's
+  // flash_attn_triton.py: the flash-attention repository's Triton port (2022, run by the
+  // triton-pre-mlir compiler), the kernel that supports MPT's ALiBi bias. Its docstring: "Overall
+  // Triton forward + backward is slightly slower than CUDA forward + backward", the CUDA version
+  // being FlashAttention-1 then; it is not Triton's own kernel of the FlashAttention-2 benchmarks.
+  // A row naming that module gets the same reading.
+  if ((llm_foundry_mpt(r) || any_of(all, {"flash_attn_triton"})) && !names_fa2) {
+    return "FlashAttention-1";
   }
+  // Triton named as the attention kernel ("Triton FlashAttention", "triton attention"), not as a
+  // compiler version or Inductor's code generation ("pytorch-triton 2.1.0").
+  static const std::regex kTritonAttention(
+      R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
+  if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
+  if (names_fa2) return "FlashAttention-2";
   if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
   // The flash-attention repository's GPT training code, version unnamed: its published training
   // speeds (training/README.md, "Training speed") were measured with FlashAttention-1. Its headline

@@ -301,8 +301,8 @@ def attn_table(name, kernel, rows, prov, role=None, point_fn=attn_point):
 def older_kernel_tables(att, gpu, kernels):
     """Forward+backward tables of the kernels that preceded FlashAttention-2, from the same
     benchmark figure as the FlashAttention-2 bars (one setup, one machine): FlashAttention v1
-    (Dao et al. 2022) and the Triton FlashAttention of the flash-attention repository (the kernel
-    of frameworks that needed an attention bias, e.g. MPT's ALiBi, in 2023)."""
+    (Dao et al. 2022) and the Triton FlashAttention, Triton's own triton.ops.flash_attention, which
+    the figure's benchmark script imports."""
     t = []
     for csv_name, kernel, short in kernels:
         fb = [r for r in att if r["gpu"] == gpu and r["kernel"] == csv_name
@@ -320,14 +320,16 @@ def older_kernel_tables(att, gpu, kernels):
 
 
 def derived_triton_table(att):
-    """The Triton FlashAttention of the flash-attention repository (flash_attn_triton.py, run by
-    MPT/llm-foundry in 2023 through the pre-MLIR Triton compiler) was benchmarked on A100 only.
-    Like FlashAttention-1 and -2 of that time, the pre-MLIR compiler emits Ampere mma.sync code
-    on Hopper (no wgmma), so the kernel's speed relative to FlashAttention-2 is taken to carry
-    over from A100 to H100: H100 Triton = H100 FlashAttention-2 x (A100 Triton / A100
+    """The Triton FlashAttention of the FlashAttention-2 benchmarks is Triton's own fused-attention
+    kernel (triton.ops.flash_attention, imported by flash-attention's
+    benchmarks/benchmark_flash_attention.py), benchmarked on A100 only. It is not llm-foundry's
+    flash_attn_triton.py (MPT's kernel, the flash-attention repository's Triton port of 2022,
+    which the validation reads as FlashAttention-1). Taken, like FlashAttention-1 and -2 of that
+    time, to run Ampere-style mma.sync code on Hopper, its speed relative to FlashAttention-2 is
+    carried over from A100 to H100: H100 Triton = H100 FlashAttention-2 x (A100 Triton / A100
     FlashAttention-2), shape by shape, all three bars from the same benchmark setup. The same
-    transfer applied to FlashAttention-1 predicts its measured H100 bars within 5.1 % (median
-    over 23 shapes, mean +0.9 %)."""
+    transfer applied to FlashAttention-1 predicts its measured H100 bars within 5.1 % (median over
+    23 shapes, mean +0.9 %)."""
     def bars(gpu, kernel, src):
         return {(r["causal"], r["head_dim"], r["seqlen"]): r for r in att
                 if r["gpu"] == gpu and r["kernel"] == kernel and r["direction"] == "fwd+bwd"
@@ -349,8 +351,8 @@ def derived_triton_table(att):
         "derived: %s (H100 FlashAttention-2) x the Triton/FlashAttention-2 ratio of %s (A100)" % (
             list(h_fa2.values())[0]["source"], list(a_tri.values())[0]["source"]),
         "2023-07 (repo snapshot 0251105)",
-        "flash_attn_triton.py under the pre-MLIR Triton compiler (triton-pre-mlir, as installed "
-        "by llm-foundry for attn_impl: triton)",
+        "triton.ops.flash_attention (Triton's fused-attention kernel, as imported by "
+        "flash-attention benchmarks/benchmark_flash_attention.py); Triton version not stated",
         "no H100 measurement of this kernel is published; the A100 ratio to FlashAttention-2 at "
         "the same shape carries over because both kernels run Ampere mma.sync code on Hopper. "
         "Check: the same transfer predicts the measured H100 FlashAttention-1 bars within 5.1 % "

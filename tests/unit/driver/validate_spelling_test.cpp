@@ -431,6 +431,19 @@ TEST_CASE("spelling: frameworks decide the attention core") {
   const std::string fa_training = "flash-attention training code";
   CHECK(plan_of(fa_training + " (FlashAttention)").attention_kernel == "FlashAttention-1");
   CHECK(plan_of(fa_training + " (GPT, FlashAttention-2)").attention_kernel == "FlashAttention-2");
+  // MPT under llm-foundry runs its flash_attn_triton.py, FlashAttention-1's Triton port, unless a
+  // version is named; Triton's own fused attention only when Triton is named as the attention.
+  row["model"] = "MPT-7b";
+  const std::string composer = "Composer + PyTorch FSDP, FlashAttention (MPT)";
+  CHECK(plan_of(composer).attention_kernel == "FlashAttention-1");
+  CHECK(plan_of("llm-foundry, attn_impl: triton").attention_kernel == "FlashAttention-1");
+  CHECK(plan_of("llm-foundry, FlashAttention-2").attention_kernel == "FlashAttention-2");
+  row["model"] = "GPT 1.3B";
+  CHECK(plan_of("PyTorch FSDP, Triton FlashAttention").attention_kernel == "FlashAttention-Triton");
+  CHECK(plan_of("PyTorch FSDP, triton attention").attention_kernel == "FlashAttention-Triton");
+  CHECK(plan_of("PyTorch FSDP, flash_attn_triton").attention_kernel == "FlashAttention-1");
+  CHECK(plan_of("lit-gpt; torch.compile (Inductor); pytorch-triton 2.1.0").attention_kernel ==
+        "FlashAttention-2");
 }
 
 TEST_CASE("spelling: XTuner rows silent on recompute get its default activation checkpointing") {
