@@ -502,12 +502,12 @@ std::string attention_kernel(const PublishedRun& r) {
   if ((llm_foundry_mpt(r) || any_of(all, {"flash_attn_triton"})) && !names_fa2) {
     return "FlashAttention-1";
   }
+  if (names_fa2) return "FlashAttention-2";
   // Triton named as the attention kernel ("Triton FlashAttention", "triton attention"), not as a
   // compiler version or Inductor's code generation ("pytorch-triton 2.1.0").
   static const std::regex kTritonAttention(
       R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
   if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
-  if (names_fa2) return "FlashAttention-2";
   if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
   // The flash-attention repository's GPT training code, version unnamed: its published training
   // speeds (training/README.md, "Training speed") were measured with FlashAttention-1. Its headline

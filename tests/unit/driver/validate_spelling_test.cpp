@@ -444,6 +444,7 @@ TEST_CASE("spelling: frameworks decide the attention core") {
   CHECK(plan_of("PyTorch FSDP, flash_attn_triton").attention_kernel == "FlashAttention-1");
   CHECK(plan_of("lit-gpt; torch.compile (Inductor); pytorch-triton 2.1.0").attention_kernel ==
         "FlashAttention-2");
+  CHECK(plan_of("HF + Liger (Triton kernels) with FlashAttention-2").attention_kernel == "FlashAttention-2");
 }
 
 TEST_CASE("spelling: XTuner rows silent on recompute get its default activation checkpointing") {
