@@ -70,8 +70,10 @@ constexpr std::array<std::pair<std::string_view, parallel::CrossEntropy>, 4> kCr
     {"fp32-unfused", parallel::CrossEntropy::kFp32Unfused}}};
 constexpr std::array<std::pair<std::string_view, parallel::Elementwise>, 2> kElementwise{{
     {"fused", parallel::Elementwise::kFused}, {"eager", parallel::Elementwise::kEager}}};
-constexpr std::array<std::pair<std::string_view, parallel::OptimizerStates>, 2> kOptStates{{
-    {"fp32", parallel::OptimizerStates::kFp32}, {"bf16", parallel::OptimizerStates::kBf16}}};
+constexpr std::array<std::pair<std::string_view, parallel::OptimizerStates>, 3> kOptStates{{
+    {"fp32", parallel::OptimizerStates::kFp32},
+    {"bf16", parallel::OptimizerStates::kBf16},
+    {"none", parallel::OptimizerStates::kNone}}};
 constexpr std::array<std::pair<std::string_view, parallel::GradReduce>, 2> kGradReduces{{
     {"fp32", parallel::GradReduce::kFp32}, {"bf16", parallel::GradReduce::kBf16}}};
 constexpr std::array<std::pair<std::string_view, parallel::Axis>, 4> kAxes{{

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "sim/base/diagnostic.h"
+#include "sim/memory/footprint.h"
 #include "sim/parallel/layout.h"
 #include "sim/parallel/lowering.h"
 #include "sim/runtime/breakdown.h"
@@ -823,8 +824,7 @@ ExportResult export_chakra(const config::Scenario& sc, const std::filesystem::pa
   // given: the memory timeline is carried by each rank's recorded peak instead.
   parallel::LoweringOptions lo;
   lo.full = true;
-  // Adam step with fp32 states: 30 bytes of HBM traffic per parameter (as in simulate()).
-  lo.optimizer_bytes_per_param = Bytes(30);
+  lo.optimizer_bytes_per_param = memory::optimizer_step_bytes_per_parameter(sc.plan);
   const parallel::TaskGraph graph = parallel::lower(sc.model, sc.plan, lo);
   const parallel::Layout layout(sc.plan);
   const runtime::Execution ex = runtime::execute(graph, layout, resources.compute(sc.cluster.gpu, sc.plan),

@@ -72,9 +72,7 @@ parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full
   lo.layer_rematerialized = act.rematerialized;
   if (plan.recompute_layers > 0) lo.layer_kept_whole = memory::whole_layer_activation_bytes(sc.model, plan, ao);
   lo.head_transient = memory::lm_head_logits_bytes(sc.model, plan);
-  // Adam step with fp32 states: reads fp32 gradient, master weight, m and v (16 B), writes master,
-  // m and v (12 B) and the bf16 weight (2 B): 30 bytes of HBM traffic per parameter.
-  lo.optimizer_bytes_per_param = Bytes(30);
+  lo.optimizer_bytes_per_param = memory::optimizer_step_bytes_per_parameter(plan);
   return lo;
 }
 

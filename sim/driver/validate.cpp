@@ -456,6 +456,23 @@ bool llm_foundry_mpt(const PublishedRun& r) {
   return any_of(lower(r.model), {"mpt"}) && any_of(lower(r.framework), {"composer", "llm-foundry", "mpt"});
 }
 
+// Pure 16-bit training: the model's parameters themselves are bf16 (Lightning's "bf16-true" /
+// "16-true" precision, a Hugging Face model loaded as torch.bfloat16 without autocast), so a
+// PyTorch optimizer keeps its state in bf16 and there is no fp32 master copy.
+bool pure_bf16(const PublishedRun& r) {
+  return any_of(lower(r.precision), {"bf16-true", "16-true", "torch.bfloat16", "pure bf16"});
+}
+
+// Plain SGD without momentum in pure 16-bit training: no optimizer state at all. A row must
+// name SGD and say nothing of a nonzero momentum.
+bool stateless_sgd(const PublishedRun& r) {
+  const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
+  static const std::regex kSgd(R"(\bsgd\b)");
+  static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
+  if (!pure_bf16(r) || !std::regex_search(all, kSgd)) return false;
+  return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
+}
+
 // The GPT training code of the flash-attention repository (Dao-AILab, training/).
 bool flash_attention_training_code(const PublishedRun& r) {
   return any_of(lower(r.framework), {"flash-attention training code"});
@@ -1305,6 +1322,13 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.optimizer_in_backward = true;
     notes.push_back("MsT chunks 8, bf16 optimizer states, optimizer in backward");
   }
+  if (stateless_sgd(r)) {
+    p.optimizer_states = parallel::OptimizerStates::kNone;
+    notes.push_back("no optimizer state (SGD without momentum on bf16 weights)");
+  } else if (pure_bf16(r)) {
+    p.optimizer_states = parallel::OptimizerStates::kBf16;
+    notes.push_back("bf16 optimizer states (pure bf16 parameters)");
+  }
   if (llm_foundry_mpt(r)) {
     // MPT's loss_fn `fused_crossentropy` is flash_attn.losses.cross_entropy.CrossEntropyLoss:
     // the loss of the bf16 logits without an fp32 copy, with a bf16 gradient.
@@ -1860,6 +1884,7 @@ std::string plan_text(const config::Scenario& sc) {
   if (p.recompute_layers > 0) out += ":" + str(p.recompute_layers);
   out += " " + std::string(ir::dtype_name(p.dtype));
   if (p.optimizer_states == parallel::OptimizerStates::kBf16) out += " bf16-states";
+  if (p.optimizer_states == parallel::OptimizerStates::kNone) out += " no-states";
   return out;
 }
 

@@ -125,8 +125,31 @@ BytesPerParameter bytes_per_parameter(const parallel::ParallelPlan& plan) {
       b.optimizer_states = 4;  // bf16 m and v
       b.master_weights = 0;
       break;
+    case parallel::OptimizerStates::kNone:
+      b.weights = 2;           // bf16, also the master copy
+      b.gradients = 2;         // bf16
+      b.optimizer_states = 0;  // SGD without momentum keeps nothing
+      b.master_weights = 0;
+      break;
   }
   return b;
+}
+
+Bytes optimizer_step_bytes_per_parameter(const parallel::ParallelPlan& plan) {
+  switch (plan.optimizer_states) {
+    case parallel::OptimizerStates::kFp32:
+      // Reads the fp32 gradient, master weight, m and v (16 B); writes master, m, v (12 B) and
+      // the bf16 weight (2 B).
+      return Bytes(30);
+    case parallel::OptimizerStates::kBf16:
+      // Reads the bf16 gradient, weight, m and v (8 B); writes weight, m and v (6 B).
+      return Bytes(14);
+    case parallel::OptimizerStates::kNone:
+      // torch.optim.SGD with weight decay: d = grad + wd·w (reads 4 B, writes 2 B), then
+      // w -= lr·d (reads 4 B, writes 2 B).
+      return Bytes(12);
+  }
+  return Bytes(30);
 }
 
 StaticFootprint static_footprint(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage,

@@ -75,7 +75,7 @@ struct StaticFootprint {
 // optimizer's fp32 (DeepSpeed's fp32 gradient partition; FSDP casts the reduce-scattered shard
 // to the fp32 parameter's dtype). With bf16 optimizer states (plan.optimizer_states = kBf16) the
 // bf16 weights are the master copy, m and v are bf16 and the gradient buffer is bf16:
-// 2 + 2 + 4 = 8 bytes.
+// 2 + 2 + 4 = 8 bytes; with a stateless optimizer (kNone) 2 + 2 = 4 bytes.
 struct BytesPerParameter {
   std::int64_t weights = 0;
   std::int64_t gradients = 0;
@@ -83,6 +83,11 @@ struct BytesPerParameter {
   std::int64_t master_weights = 0;
 };
 BytesPerParameter bytes_per_parameter(const parallel::ParallelPlan& plan);
+
+// HBM traffic of the optimizer step per parameter it updates (read plus written), by the state
+// the plan's optimizer keeps: 30 bytes for mixed-precision Adam, 14 for pure bf16 Adam, 12 for
+// SGD without momentum (with weight decay).
+Bytes optimizer_step_bytes_per_parameter(const parallel::ParallelPlan& plan);
 
 // Static memory of one rank of pipeline stage `stage`, which holds `stage_layers` layers.
 // ZeRO (Rajbhandari et al. 2020) stage 1 shards the optimizer states (m, v, fp32 master), stage 2

@@ -17,7 +17,11 @@ namespace ts::parallel {
 enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
 enum class Schedule { kGpipe, k1F1B, kInterleaved };
 enum class CpAlgo { kRing, kAllGather, kUlysses };
-enum class OptimizerStates { kFp32, kBf16 };
+// What the optimizer keeps per parameter: kFp32, mixed-precision Adam (fp32 master weights, m
+// and v); kBf16, pure bf16 Adam (the bf16 weights are the master copy, m and v in bf16); kNone, a
+// stateless optimizer on pure bf16 weights (SGD without momentum, as Lightning's bf16-true
+// benchmarks train).
+enum class OptimizerStates { kFp32, kBf16, kNone };
 // Precision of the data-parallel gradient reduction: fp32 (Megatron-LM and NeMo's default with
 // bf16, --accumulate-allreduce-grads-in-fp32; torchtitan's mixed_precision_reduce; FSDP
 // MixedPrecision reduce_dtype=float32) or bf16 (Megatron-Core --grad-reduce-in-bf16; FSDP

@@ -19,7 +19,9 @@ void add_fixed_plan_flags(po::options_description& o) {
       ("seq", po::value<std::int64_t>()->default_value(2048), "sequence length (tokens)")
       ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8")
       ("order", po::value<std::string>()->default_value("tp,cp,dp,pp"), "rank order, innermost first")
-      ("optimizer-states", po::value<std::string>()->default_value("fp32"), "fp32 or bf16")
+      ("optimizer-states", po::value<std::string>()->default_value("fp32"),
+       "fp32 (mixed-precision Adam), bf16 (pure bf16 Adam) or none (SGD without momentum on bf16 "
+       "weights)")
       ("grad-reduce", po::value<std::string>()->default_value("fp32"),
        "data-parallel gradient reduction precision: fp32 or bf16")
       ("elementwise", po::value<std::string>()->default_value("fused"),

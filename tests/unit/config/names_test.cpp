@@ -42,6 +42,7 @@ TEST_CASE("flag parsers name the flag and list the choices") {
   CHECK(ds[0].to_string() == "--schedule: unknown value 'zigzag' (expected gpipe|1f1b|interleaved)");
   CHECK(parse_recompute("full", "--recompute") == parallel::Recompute::kFull);
   CHECK(parse_optimizer_states("bf16", "--optimizer-states") == parallel::OptimizerStates::kBf16);
+  CHECK(parse_optimizer_states("none", "--optimizer-states") == parallel::OptimizerStates::kNone);
   CHECK(parse_cp_algo("ulysses", "--cp-algo") == parallel::CpAlgo::kUlysses);
   CHECK(parse_dtype("fp8", "--dtype") == ir::Dtype::kFp8);
   const auto bad = test::diagnostics_of([] { parse_elementwise("compiled", "--elementwise"); });

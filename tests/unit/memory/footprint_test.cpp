@@ -256,6 +256,23 @@ TEST_CASE("static footprint: bf16 optimizer states keep no fp32 master", "[memor
   CHECK(f.total().count() == 8 * p);
 }
 
+TEST_CASE("static footprint: a stateless optimizer keeps bf16 weights and gradients", "[memory][static]") {
+  const ModelSpec m = llama2_7b();
+  const std::int64_t p = ts::memory::parameter_count(m);
+  ParallelPlan plan = plan_with(1, 1, 1, 1);
+  plan.optimizer_states = ts::parallel::OptimizerStates::kNone;
+  const auto f = ts::memory::static_footprint(m, plan, 0, 32);
+  CHECK(f.optimizer_states.count() == 0);
+  CHECK(f.master_weights.count() == 0);
+  CHECK(f.total().count() == 4 * p);
+  // The optimizer step's traffic follows the state it reads and writes.
+  CHECK(ts::memory::optimizer_step_bytes_per_parameter(plan).count() == 12);
+  plan.optimizer_states = ts::parallel::OptimizerStates::kBf16;
+  CHECK(ts::memory::optimizer_step_bytes_per_parameter(plan).count() == 14);
+  plan.optimizer_states = ts::parallel::OptimizerStates::kFp32;
+  CHECK(ts::memory::optimizer_step_bytes_per_parameter(plan).count() == 30);
+}
+
 TEST_CASE("static footprint: optimizer in backward keeps only the largest gradient", "[memory][static]") {
   const ModelSpec m = llama3_8b();
   ParallelPlan plan = plan_with(1, 4, 1, 1);
