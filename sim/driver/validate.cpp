@@ -463,13 +463,12 @@ bool pure_bf16(const PublishedRun& r) {
   return any_of(lower(r.precision), {"bf16-true", "16-true", "torch.bfloat16", "pure bf16"});
 }
 
-// Plain SGD without momentum in pure 16-bit training: no optimizer state at all. A row must
-// name SGD and say nothing of a nonzero momentum.
-bool stateless_sgd(const PublishedRun& r) {
+// Plain SGD without momentum: the row names SGD and says nothing of a nonzero momentum.
+bool sgd_without_momentum(const PublishedRun& r) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   static const std::regex kSgd(R"(\bsgd\b)");
   static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
-  if (!pure_bf16(r) || !std::regex_search(all, kSgd)) return false;
+  if (!std::regex_search(all, kSgd)) return false;
   return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
 }
 
@@ -1322,12 +1321,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.optimizer_in_backward = true;
     notes.push_back("MsT chunks 8, bf16 optimizer states, optimizer in backward");
   }
-  if (stateless_sgd(r)) {
-    p.optimizer_states = parallel::OptimizerStates::kNone;
-    notes.push_back("no optimizer state (SGD without momentum on bf16 weights)");
-  } else if (pure_bf16(r)) {
-    p.optimizer_states = parallel::OptimizerStates::kBf16;
-    notes.push_back("bf16 optimizer states (pure bf16 parameters)");
+  if (pure_bf16(r)) {
+    // Plain SGD on pure bf16 parameters keeps no optimizer state at all.
+    const bool stateless = sgd_without_momentum(r);
+    p.optimizer_states = stateless ? parallel::OptimizerStates::kNone : parallel::OptimizerStates::kBf16;
+    notes.push_back(stateless ? "no optimizer state (SGD without momentum on bf16 weights)"
+                              : "bf16 optimizer states (pure bf16 parameters)");
   }
   if (llm_foundry_mpt(r)) {
     // MPT's loss_fn `fused_crossentropy` is flash_attn.losses.cross_entropy.CrossEntropyLoss:

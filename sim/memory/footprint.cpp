@@ -120,15 +120,12 @@ BytesPerParameter bytes_per_parameter(const parallel::ParallelPlan& plan) {
       b.master_weights = 4;    // fp32 master copy
       break;
     case parallel::OptimizerStates::kBf16:
-      b.weights = 2;           // bf16, also the master copy
-      b.gradients = 2;         // bf16
-      b.optimizer_states = 4;  // bf16 m and v
-      b.master_weights = 0;
-      break;
     case parallel::OptimizerStates::kNone:
-      b.weights = 2;           // bf16, also the master copy
-      b.gradients = 2;         // bf16
-      b.optimizer_states = 0;  // SGD without momentum keeps nothing
+      // Pure bf16: the bf16 weights are the master copy and the gradient buffer is bf16.
+      b.weights = 2;
+      b.gradients = 2;
+      // bf16 m and v; SGD without momentum keeps nothing.
+      b.optimizer_states = plan.optimizer_states == parallel::OptimizerStates::kBf16 ? 4 : 0;
       b.master_weights = 0;
       break;
   }
