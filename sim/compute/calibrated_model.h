@@ -87,6 +87,15 @@ struct MemoryParams {
   double launch_s = 0;
   bool launch_measured = false;
   std::size_t num_points = 0;
+  // PyTorch's native LayerNorm, forward and backward (bytes/s of the op's streaming traffic);
+  // 0 without norm points: the norm then streams.
+  double native_norm_fwd_bps = 0;
+  double native_norm_bwd_bps = 0;
+  std::size_t native_norm_points = 0;
+
+  // The rate a kernel of `pattern` is modeled to reach (load_store, load and store: streaming).
+  double predicted_bps(MemoryPattern pattern) const;
+  double bps(MemoryKernel kernel) const;
 };
 
 struct FittedModel {
@@ -145,7 +154,7 @@ class CalibratedModel final : public ComputeModel {
 
   Duration gemm(const GemmShape& shape) const override;
   Duration attention(const AttentionShape& shape) const override;
-  Duration memory_bound(Bytes moved) const override;
+  Duration memory_bound(Bytes moved, MemoryKernel kernel) const override;
   const GpuSpec& gpu() const override { return gpu_; }
 
   GemmPrediction gemm_detail(const GemmShape& shape) const;

@@ -75,7 +75,11 @@ struct AttentionTable {
 };
 
 // Which HBM directions a streaming kernel uses; training's elementwise kernels read and write.
-enum class MemoryPattern { kLoadStore, kLoad, kStore };
+// The norm patterns are PyTorch's native LayerNorm (compute::MemoryKernel), its GB/s counted over
+// the op's streaming traffic: the forward reads x and writes y (2 passes of the activation), the
+// backward reads dy and x and writes dx (3 passes), forward+backward 5.
+enum class MemoryPattern { kLoadStore, kLoad, kStore, kNormForward, kNormForwardBackward };
+bool is_norm_pattern(MemoryPattern p);
 const char* memory_pattern_name(MemoryPattern p);
 
 struct MemoryPoint {

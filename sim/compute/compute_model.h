@@ -47,13 +47,20 @@ struct AttentionShape {
   }
 };
 
+// The kernel behind a memory-bound op. Streaming kernels (elementwise ops, and normalizations
+// written to stream: Transformer Engine's, Apex's, Triton or compiled ones) move their bytes at
+// the GPU's streaming rate. PyTorch's native LayerNorm (ATen, what eager PyTorch code runs)
+// reaches a lower rate, measured forward and forward+backward (calibration patterns
+// norm_forward and norm_forward_backward).
+enum class MemoryKernel { kStreaming, kNativeNormForward, kNativeNormBackward };
+
 class ComputeModel {
  public:
   virtual ~ComputeModel() = default;
   virtual Duration gemm(const GemmShape& shape) const = 0;
   virtual Duration attention(const AttentionShape& shape) const = 0;
-  // A streaming kernel that reads and writes `moved` bytes of HBM in total.
-  virtual Duration memory_bound(Bytes moved) const = 0;
+  // A memory-bound kernel that reads and writes `moved` bytes of HBM in total.
+  virtual Duration memory_bound(Bytes moved, MemoryKernel kernel) const = 0;
   virtual const GpuSpec& gpu() const = 0;
 };
 

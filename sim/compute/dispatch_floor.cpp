@@ -16,7 +16,9 @@ class HostDispatchModel final : public ComputeModel {
   Duration attention(const AttentionShape& shape) const override {
     return std::max(per_op_, inner_->attention(shape));
   }
-  Duration memory_bound(Bytes moved) const override { return std::max(per_op_, inner_->memory_bound(moved)); }
+  Duration memory_bound(Bytes moved, MemoryKernel kernel) const override {
+    return std::max(per_op_, inner_->memory_bound(moved, kernel));
+  }
   const GpuSpec& gpu() const override { return inner_->gpu(); }
 
  private:

@@ -328,22 +328,45 @@ AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& 
 FittedModel fit(const Calibration& cal, const FitOptions& options) {
   FittedModel out;
 
-  // Memory: the least-squares constant of the load+store streaming points is their mean.
+  // Memory: the least-squares constant of the load+store streaming points is their mean; so are
+  // the native LayerNorm's forward and forward+backward rates of their points.
   {
-    double sum = 0;
-    std::size_t n = 0, index = 0;
+    double sum = 0, fwd_sum = 0, full_sum = 0;
+    std::size_t n = 0, n_fwd = 0, n_full = 0, index = 0;
     for (const auto& t : cal.memory) {
       if (t.role != TableRole::kFit) continue;
       for (const auto& pt : t.points) {
         if (is_held_out(index++, options.holdout_every)) continue;
-        if (pt.pattern != MemoryPattern::kLoadStore) continue;
-        sum += pt.gbps * 1e9;
-        ++n;
+        if (pt.pattern == MemoryPattern::kLoadStore) {
+          sum += pt.gbps * 1e9;
+          ++n;
+        } else if (pt.pattern == MemoryPattern::kNormForward) {
+          fwd_sum += pt.gbps * 1e9;
+          ++n_fwd;
+        } else if (pt.pattern == MemoryPattern::kNormForwardBackward) {
+          full_sum += pt.gbps * 1e9;
+          ++n_full;
+        }
       }
     }
     if (n == 0) fit_error(cal, "memory", "no load_store memory point to set the achievable HBM bandwidth");
     out.memory.achievable_bps = sum / static_cast<double>(n);
     out.memory.num_points = n;
+    if ((n_fwd == 0) != (n_full == 0)) {
+      fit_error(cal, "memory", "native LayerNorm points need both norm_forward and norm_forward_backward");
+    }
+    if (n_fwd > 0) {
+      const double fwd = fwd_sum / static_cast<double>(n_fwd);
+      const double full = full_sum / static_cast<double>(n_full);
+      // Forward+backward moves 5 passes in the forward's 2 and the backward's 3.
+      const double bwd_s_per_byte = (5.0 / full - 2.0 / fwd) / 3.0;
+      if (bwd_s_per_byte <= 0) {
+        fit_error(cal, "memory", "native LayerNorm forward+backward points are faster than the forward alone");
+      }
+      out.memory.native_norm_fwd_bps = fwd;
+      out.memory.native_norm_bwd_bps = 1.0 / bwd_s_per_byte;
+      out.memory.native_norm_points = n_fwd + n_full;
+    }
   }
 
   // GEMM.

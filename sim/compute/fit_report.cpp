@@ -92,8 +92,8 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
     }
   }
 
-  // Memory: the model predicts load+store streaming kernels; load-only and store-only points
-  // are listed as checks.
+  // Memory: the model predicts load+store streaming kernels and the native LayerNorm; load-only
+  // and store-only points are listed as checks.
   index = 0;
   for (const auto& t : cal.memory) {
     for (const auto& pt : t.points) {
@@ -103,12 +103,13 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       e.label = pt.kernel;
       e.origin = origin_of(pt.origin);
       e.measured = pt.gbps;
-      e.check = t.role == TableRole::kCheck || pt.pattern != MemoryPattern::kLoadStore;
+      e.check = t.role == TableRole::kCheck ||
+                (pt.pattern != MemoryPattern::kLoadStore && !is_norm_pattern(pt.pattern));
       // time ∝ 1/bandwidth, so predicted/measured time = measured/predicted bandwidth.
-      e.fitted_error = pt.gbps * 1e9 / r.fitted.memory.achievable_bps - 1.0;
+      e.fitted_error = pt.gbps * 1e9 / r.fitted.memory.predicted_bps(pt.pattern) - 1.0;
       if (t.role == TableRole::kFit) {
         e.held_out = is_held_out(index++, holdout_every) && !e.check;
-        if (e.held_out) e.held_out_error = pt.gbps * 1e9 / partial->memory.achievable_bps - 1.0;
+        if (e.held_out) e.held_out_error = pt.gbps * 1e9 / partial->memory.predicted_bps(pt.pattern) - 1.0;
       }
       r.points.push_back(e);
     }

@@ -21,7 +21,8 @@ class RooflineModel final : public ComputeModel {
     return s.flops() / (gpu_.peak(s.dtype) * gpu_.matmul_efficiency) + gpu_.kernel_launch_overhead;
   }
 
-  Duration memory_bound(Bytes moved) const override {
+  // No calibration: every memory-bound kernel streams.
+  Duration memory_bound(Bytes moved, MemoryKernel /*kernel*/) const override {
     return memory_time(moved) + gpu_.kernel_launch_overhead;
   }
 

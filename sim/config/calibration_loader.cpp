@@ -244,6 +244,8 @@ std::optional<compute::MemoryPattern> parse_pattern(const std::string& s) {
   if (s == "load_store") return compute::MemoryPattern::kLoadStore;
   if (s == "load") return compute::MemoryPattern::kLoad;
   if (s == "store") return compute::MemoryPattern::kStore;
+  if (s == "norm_forward") return compute::MemoryPattern::kNormForward;
+  if (s == "norm_forward_backward") return compute::MemoryPattern::kNormForwardBackward;
   return std::nullopt;
 }
 
@@ -267,7 +269,8 @@ void convert_memory(const sch::Calibration& m, const Checker& root, Calibration&
         if (auto pat = parse_pattern(p.pattern())) {
           pt.pattern = *pat;
         } else {
-          pc.fail("pattern", "unknown pattern '" + p.pattern() + "' (known: load_store, load, store)");
+          pc.fail("pattern", "unknown pattern '" + p.pattern() +
+                                     "' (known: load_store, load, store, norm_forward, norm_forward_backward)");
         }
       }
       // Streaming kernels can slightly exceed the spec (H100 PCIe store-only: 100.8%), never by 10%.
@@ -309,8 +312,8 @@ void check_imports(const sch::Calibration& m, const Checker& root) {
     c.non_empty(im.has_gpu(), im.gpu(), "gpu");
     c.non_empty(im.has_relationship(), im.relationship(), "relationship");
     if (c.require(im.has_family(), "family") && im.family() != "gemm" && im.family() != "attention" &&
-        im.family() != "memory") {
-      c.fail("family", "unknown family '" + im.family() + "' (known: gemm, attention, memory)");
+        im.family() != "memory" && im.family() != "normalization") {
+      c.fail("family", "unknown family '" + im.family() + "' (known: gemm, attention, memory, normalization)");
     }
     for (int j = 0; j < im.dtypes_size(); ++j) {
       if (!try_parse_kernel_dtype(im.dtypes(j))) {
@@ -473,18 +476,23 @@ class Resolver {
             }
           }
         }
-      } else if (im.family() == "memory") {
+      } else if (im.family() == "memory" || im.family() == "normalization") {
+        // Memory GB/s scale by the ratio of the spec bandwidths; "normalization" takes only the
+        // native LayerNorm's points.
+        const bool norms_only = im.family() == "normalization";
         std::size_t imported = 0;
         for (const auto& t : src->memory) {
-          compute::MemoryTable nt{t.name + suffix, t.role, with_note(t.provenance), t.points};
-          for (auto& pt : nt.points) {
+          compute::MemoryTable nt{t.name + suffix, t.role, with_note(t.provenance), {}};
+          for (auto pt : t.points) {
+            if (norms_only && !compute::is_norm_pattern(pt.pattern)) continue;
             pt.gbps *= cal.gpu.memory_bandwidth.bytes_per_s() / src->gpu.memory_bandwidth.bytes_per_s();
+            nt.points.push_back(std::move(pt));
           }
           imported += nt.points.size();
-          cal.memory.push_back(std::move(nt));
+          if (!nt.points.empty()) cal.memory.push_back(std::move(nt));
         }
-        if (imported == 0) c.fail("gpu", "imports no memory point from " + src->gpu.name);
-        if (!cal.launch_overhead && src->launch_overhead) {
+        if (imported == 0) c.fail("gpu", "imports no " + im.family() + " point from " + src->gpu.name);
+        if (!norms_only && !cal.launch_overhead && src->launch_overhead) {
           cal.launch_overhead = src->launch_overhead;
           cal.launch_overhead_provenance = with_note(src->launch_overhead_provenance);
         }

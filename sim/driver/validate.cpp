@@ -413,15 +413,18 @@ bool huggingface(const PublishedRun& r) {
 // (`_prepare_for_flash_attn`), both FlashAttention-2 kernels on A100 and H100.
 bool xtuner(const PublishedRun& r) { return has(framework_name(r), "xtuner"); }
 
-// Frameworks that run a Llama layer's RMSNorm, rotary embedding and SwiGLU product as PyTorch's
-// eager ops unless the step is compiled: torchtitan (models/norms.py RMSNorm, apply_rotary_emb;
-// `compile = false` in its train_configs) and HuggingFace transformers models (LlamaRMSNorm,
-// rotate_half, LlamaMLP). "compile" or Liger's fused kernels in the framework or precision column
-// make them fused; notes are not read, as they may describe other runs of the same table.
+// Frameworks that run a layer's elementwise ops as PyTorch's eager ops unless the step is
+// compiled: a Llama layer's RMSNorm, rotary embedding and SwiGLU product op by op, a LayerNorm as
+// PyTorch's native kernel. torchtitan (models/norms.py RMSNorm, apply_rotary_emb; `compile =
+// false` in its train_configs), HuggingFace transformers models (LlamaRMSNorm, rotate_half,
+// LlamaMLP; torch.nn.LayerNorm) and Composer's llm-foundry (MPT's default norm_type
+// low_precision_layernorm calls torch.nn.functional.layer_norm; its benchmark yamls do not
+// compile). "compile" or Liger's fused kernels in the framework or precision column make them
+// fused; notes are not read, as they may describe other runs of the same table.
 bool eager_elementwise(const PublishedRun& r) {
   const std::string own = lower(r.framework + " " + r.precision);
   if (any_of(own, {"compile", "liger"})) return false;
-  return torchtitan(r) || huggingface(r);
+  return torchtitan(r) || huggingface(r) || any_of(framework_name(r), {"composer", "llm-foundry"});
 }
 
 // The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
@@ -1346,7 +1349,9 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   }
   if (eager_elementwise(r)) {
     p.elementwise = parallel::Elementwise::kEager;
-    notes.push_back("RMSNorm, rotary embedding and SwiGLU as eager PyTorch ops (no torch.compile)");
+    notes.push_back(model->norm == ir::Norm::kLayerNorm
+                        ? "LayerNorm as PyTorch's native kernel (eager PyTorch, no torch.compile)"
+                        : "RMSNorm, rotary embedding and SwiGLU as eager PyTorch ops (no torch.compile)");
   }
   // FP8 as Transformer Engine, torchao ("Float8") and the OCP formats (E4M3, E5M2) name it;
   // FP16 also as "float16" (not "bfloat16").

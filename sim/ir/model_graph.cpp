@@ -112,7 +112,12 @@ constexpr std::int64_t kEagerRotaryBytes = 20;
 constexpr std::int64_t kEagerSwigluBytes = 10;
 
 Op norm(const ModelSpec& model, const LayerShape& s, const char* rms, const char* layer, std::int64_t elems) {
-  if (model.norm != Norm::kRmsNorm) return memory(layer, elems, elems);
+  if (model.norm != Norm::kRmsNorm) {
+    // One kernel either way: PyTorch's native LayerNorm in eager code, else a fused one.
+    Op op = memory(layer, elems, elems);
+    op.native_norm = s.eager_elementwise;
+    return op;
+  }
   if (s.eager_elementwise) return streaming(rms, Bytes(elems * kEagerRmsNormBytes));
   return memory(rms, elems, elems);
 }

@@ -33,6 +33,9 @@ struct Op {
   // Part of the attention core (scores, softmax, values: what selective recompute reruns and
   // what context parallelism exchanges keys and values around).
   bool core = false;
+  // kMemoryBound: a LayerNorm run by PyTorch's native kernel (eager PyTorch code), which
+  // reaches a lower, measured share of the streaming rate (compute::MemoryKernel).
+  bool native_norm = false;
   Flops flops;         // arithmetic of this op (GEMM and attention; 0 for memory-bound ops)
 };
 
@@ -49,7 +52,8 @@ struct LayerShape {
   // casts are cached across them, ParallelPlan::fp8_weight_cache; else 1).
   double fp8_weight_cast_share = 1.0;
   bool flash_attention = true;      // off: the attention core as separate kernels
-  // RMSNorm, the rotary embedding and SwiGLU as PyTorch's eager ops (parallel::Elementwise).
+  // RMSNorm, the rotary embedding and SwiGLU as PyTorch's eager ops, LayerNorm as its native
+  // kernel (parallel::Elementwise).
   bool eager_elementwise = false;
   // Context parallelism: the attention core covers `attention_q` queries against `attention_kv`
   // keys per call, with `attention_heads_divisor` splitting the heads (Ulysses). Zero = defaults

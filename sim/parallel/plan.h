@@ -52,7 +52,8 @@ enum class CrossEntropy {
 // (torchtitan models/norms.py RMSNorm, HuggingFace LlamaRMSNorm); the rotary embedding on an fp32
 // copy (torchtitan apply_rotary_emb via view_as_complex; HuggingFace rotate_half: slices, cat,
 // two products and a sum); SwiGLU as silu(w1·x) and a separate product with w3·x. LayerNorm and
-// GELU are single native kernels either way.
+// GELU are single kernels either way; in eager code the LayerNorm is PyTorch's native kernel,
+// which streams at a lower, measured rate (compute::MemoryKernel), GELU an elementwise kernel.
 enum class Elementwise { kFused, kEager };
 enum class Axis { kTp, kCp, kDp, kPp };
 

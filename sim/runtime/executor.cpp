@@ -40,9 +40,14 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
         total += model.attention(a);
         break;
       }
-      case ir::OpKind::kMemoryBound:
-        total += model.memory_bound(op.moved);
+      case ir::OpKind::kMemoryBound: {
+        using compute::MemoryKernel;
+        const MemoryKernel kernel = !op.native_norm ? MemoryKernel::kStreaming
+                                    : op.backward   ? MemoryKernel::kNativeNormBackward
+                                                    : MemoryKernel::kNativeNormForward;
+        total += model.memory_bound(op.moved, kernel);
         break;
+      }
     }
   }
   return total;

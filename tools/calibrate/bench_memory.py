@@ -4,7 +4,9 @@ per-kernel launch overhead, on the current GPU.
 
 Streaming kernels (the fit table; data sets of 4 GiB, far beyond L2): copy, scale and add/triad
 read and write HBM (load_store, what training's elementwise kernels do); a sum reads only; a fill
-writes only. Training kernels (a check table, not fitted): RMSNorm, LayerNorm, SwiGLU, GELU,
+writes only. PyTorch's native LayerNorm, forward and forward+backward (fitted: the rate of the
+LayerNorms of eager frameworks, patterns norm_forward and norm_forward_backward). Training
+kernels (a check table, not fitted): RMSNorm, LayerNorm, SwiGLU, GELU,
 softmax, residual add, rotary embedding, cross-entropy, fused AdamW step and dropout as PyTorch
 runs them eagerly. Their bandwidth is the algorithmic bytes (what a fused kernel must read and
 write, as the simulator counts them) over the measured time, so a multi-kernel eager op shows
@@ -147,6 +149,38 @@ def launch_overhead():
     return eager, graph_time
 
 
+def native_layernorm(tokens, hiddens):
+    """(kernel, pattern, GB/s) of PyTorch's native LayerNorm (bf16), forward and forward+backward
+    (torch.autograd.grad, so no gradient accumulates), over the op's streaming traffic: 2 passes of
+    the tokens x hidden activation forward, 5 forward+backward (pattern norm_forward[_backward])."""
+    dev = torch.device("cuda")
+    bf = torch.bfloat16
+    out = []
+    for hidden in hiddens:
+        x = torch.randn(tokens, hidden, device=dev, dtype=bf, requires_grad=True)
+        w = torch.ones(hidden, device=dev, dtype=bf, requires_grad=True)
+        b = torch.zeros(hidden, device=dev, dtype=bf, requires_grad=True)
+        dy = torch.randn(tokens, hidden, device=dev, dtype=bf)
+        n = tokens * hidden * 2
+
+        def fwd():
+            with torch.no_grad():
+                return F.layer_norm(x, (hidden,), w, b)
+
+        def fwd_bwd():
+            return torch.autograd.grad(F.layer_norm(x, (hidden,), w, b), (x, w, b), dy)
+
+        for name, pattern, fn, nbytes in (
+                ("torch LayerNorm forward, hidden %d" % hidden, "norm_forward", fwd, 2 * n),
+                ("torch LayerNorm forward+backward, hidden %d" % hidden, "norm_forward_backward",
+                 fwd_bwd, 5 * n)):
+            out.append((name, pattern, gbps(nbytes, common.time_kernel(fn))))
+            common.log("memory %s: %.1f GB/s" % (name, out[-1][2]))
+        del x, w, b, dy
+        common.free_memory()
+    return out
+
+
 def table(name, rows, method, role=None, notes=None):
     out = ["memory {", "  name: " + common.quote(name)]
     if role:
@@ -166,6 +200,10 @@ def run(quick=False):
                    common.TIMING_METHOD + "; bf16 vectors of %d GiB each (>> L2)" % (size // GIB))
     # One Llama-2-7B layer at 8192 tokens (hidden 4096, FFN 11008, vocabulary 32000).
     tokens = 2048 if quick else 8192
+    lines += table("native LayerNorm (PyTorch) on " + common.gpu_name(),
+                   native_layernorm(tokens, (4096, 8192)),
+                   common.TIMING_METHOD + "; GB/s over the op's streaming traffic: 2 passes of the "
+                   "activation forward, 5 forward+backward")
     lines += table("training kernels (eager PyTorch) on " + common.gpu_name(),
                    training_kernels(tokens, 4096, 11008, 32000),
                    common.TIMING_METHOD + "; achieved = algorithmic bytes (fused-kernel reads + "

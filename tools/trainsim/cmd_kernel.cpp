@@ -274,7 +274,7 @@ int cmd_kernel(const Args& args) {
   } else if (op == "memory") {
     if (!vm.count("bytes")) bad("--bytes", "required by --op memory");
     const Bytes b = parse_size(vm["bytes"].as<std::string>(), "--bytes");
-    r.seconds = model->memory_bound(b).seconds();
+    r.seconds = model->memory_bound(b, compute::MemoryKernel::kStreaming).seconds();
     r.bytes = b.real();
     r.shape = std::to_string(b.count()) + " bytes moved";
   } else {

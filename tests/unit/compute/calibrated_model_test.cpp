@@ -214,7 +214,7 @@ TEST_CASE("memory-bound kernels take bytes over the achievable bandwidth plus th
   cal->launch_overhead = Duration::from_us(2.5);
   auto model = make_calibrated_model(cal);
   CHECK(model->fitted().memory.launch_measured);
-  const Duration t = model->memory_bound(Bytes(1'000'000'000));
+  const Duration t = model->memory_bound(Bytes(1'000'000'000), MemoryKernel::kStreaming);
   CHECK(t.seconds() == Approx(1e-3 + 2.5e-6));  // 1 GB at 1000 GB/s
   // The GPU spec reports the fit: memory efficiency = 1000 / 1000 GB/s, matmul 1/1.25.
   CHECK(model->gpu().memory_efficiency == Approx(1.0));
@@ -400,7 +400,7 @@ TEST_CASE("roofline model: peak × efficiency plus launch overhead") {
   const auto m = make_roofline_model(g);
   const GemmShape s{4096, 4096, 4096, 1, ir::Dtype::kBf16};
   CHECK(m->gemm(s).seconds() == Approx(s.flops().value() / 50e12 + 4e-6).epsilon(1e-9));
-  CHECK(m->memory_bound(Bytes(800'000'000)).seconds() == Approx(1e-3 + 4e-6).epsilon(1e-9));
+  CHECK(m->memory_bound(Bytes(800'000'000), MemoryKernel::kStreaming).seconds() == Approx(1e-3 + 4e-6).epsilon(1e-9));
 }
 
 TEST_CASE("host dispatch: no kernel runs faster than the host issues it; long kernels keep their time") {
@@ -415,8 +415,8 @@ TEST_CASE("host dispatch: no kernel runs faster than the host issues it; long ke
   REQUIRE(gpu_only->gemm(tiny) < Duration::from_us(70));
   CHECK(eager->gemm(tiny) == Duration::from_us(70));
   CHECK(eager->gemm(large) == gpu_only->gemm(large));
-  CHECK(eager->memory_bound(Bytes(1000)) == Duration::from_us(70));
-  CHECK(eager->memory_bound(Bytes(80'000'000'000)) == gpu_only->memory_bound(Bytes(80'000'000'000)));
+  CHECK(eager->memory_bound(Bytes(1000), MemoryKernel::kStreaming) == Duration::from_us(70));
+  CHECK(eager->memory_bound(Bytes(80'000'000'000), MemoryKernel::kStreaming) == gpu_only->memory_bound(Bytes(80'000'000'000), MemoryKernel::kStreaming));
   AttentionShape a;
   a.batch = 1;
   a.heads = a.kv_heads = 1;

@@ -128,6 +128,25 @@ TEST_CASE("imports bring another GPU's points with their efficiency and say so")
   REQUIRE(!a40->memory.empty());
   REQUIRE(!a80->memory.empty());
   CHECK(a40->memory[0].points[0].gbps == Approx(a80->memory[0].points[0].gbps * 1555.0 / 2039.0));
+  // The Hoppers import only the A100's native LayerNorm points (family "normalization"), scaled
+  // by the spec bandwidths: no A100 streaming point joins their own.
+  const auto norm_gbps = [](const compute::Calibration& c, bool imported) {
+    std::vector<double> out;
+    for (const auto& t : c.memory) {
+      if (t.role != compute::TableRole::kFit || ends_with(t.name, "[from A100-SXM4-80GB]") != imported) continue;
+      for (const auto& p : t.points) {
+        CHECK((compute::is_norm_pattern(p.pattern) || !imported));
+        if (compute::is_norm_pattern(p.pattern)) out.push_back(p.gbps);
+      }
+    }
+    return out;
+  };
+  const auto a80_norms = norm_gbps(*a80, false);
+  const auto h100_norms = norm_gbps(*h100, true);
+  REQUIRE(a80_norms.size() == 6);
+  REQUIRE(h100_norms.size() == 6);
+  for (std::size_t i = 0; i < 6; ++i) CHECK(h100_norms[i] == Approx(a80_norms[i] * 3350.0 / 2039.0));
+  CHECK(norm_gbps(*h100, false).empty());
   // A100 FP32 GEMM: H100 SGEMM efficiency at the A100 FP32 peak (19.5 vs 67 TFLOP/s).
   double h100_fp32 = 0, a100_fp32 = 0;
   for (const auto& t : h100->gemm) {
@@ -176,6 +195,35 @@ TEST_CASE("a valid small calibration file loads and fits") {
   CHECK(cal->gemm.at(0).points.at(1).origin.line == 15);
   const auto model = compute::make_calibrated_model(cal);
   CHECK(model->gemm(compute::GemmShape{4096, 4096, 4096, 1, ir::Dtype::kBf16}) > Duration::zero());
+  // Without native LayerNorm points the norm streams.
+  const Bytes moved = Bytes::gb(1);
+  CHECK(model->memory_bound(moved, compute::MemoryKernel::kNativeNormBackward) ==
+        model->memory_bound(moved, compute::MemoryKernel::kStreaming));
+}
+
+TEST_CASE("native LayerNorm points: forward and forward+backward together, the backward slower") {
+  test::TempDir dir;
+  int files = 0;
+  const auto with = [&](const std::string& points) {
+    std::string text(kValid);
+    const std::string copy = "  point { kernel: \"copy\" pattern: \"load_store\" achieved_gbps: 850 }\n";
+    text.replace(text.find(copy), copy.size(), copy + points);
+    return dir.write("NORM-" + std::to_string(++files) + ".textproto", text);
+  };
+  const std::string fwd = "  point { kernel: \"ln\" pattern: \"norm_forward\" achieved_gbps: 500 }\n";
+  const std::string full = "  point { kernel: \"ln\" pattern: \"norm_forward_backward\" achieved_gbps: 400 }\n";
+  const auto model = compute::make_calibrated_model(load_calibration(with(fwd + full)));
+  const auto& m = model->fitted().memory;
+  CHECK(m.native_norm_fwd_bps == Approx(500e9));
+  // 5 passes in 5/400 = 2/500 + 3/bwd: bwd = 3 / (5/400 - 2/500) GB/s.
+  CHECK(m.native_norm_bwd_bps == Approx(3.0 / (5.0 / 400 - 2.0 / 500) * 1e9));
+  CHECK(m.predicted_bps(compute::MemoryPattern::kNormForwardBackward) == Approx(400e9));
+  // One without the other, or a forward+backward faster than the forward alone, is an error.
+  for (const std::string& bad : {fwd, full + "  point { kernel: \"ln\" pattern: \"norm_forward\" achieved_gbps: 150 }\n"}) {
+    const auto ds = diagnostics_of([&] { compute::make_calibrated_model(load_calibration(with(bad))); });
+    REQUIRE(ds.size() == 1);
+    CHECK(ds[0].message.find("native LayerNorm") != std::string::npos);
+  }
 }
 
 TEST_CASE("every problem of a calibration file is reported at once, with line and field path") {

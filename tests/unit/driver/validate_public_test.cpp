@@ -1,5 +1,5 @@
 // The public validation set (tests/validation/public-runs.csv): every row is simulated or listed
-// with its reason; the accuracy targets of the validation issue as a hidden test ([.accuracy]).
+// with its reason, and the accuracy targets of the validation issue hold.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -74,10 +74,9 @@ TEST_CASE("public validation set: the JSON report has rows and the summary keys"
   }
 }
 
-// The targets met so far, and a regression guard for the one still open: the Megatron TP+PP rows of
-// Korthikanti et al. 2022 (the best-specified runs of the set, iteration times of short benchmark
-// runs) stay within 8 % median error; the whole set meets the 8 % median target and the memory
-// rows the 15 % one; its 90th percentile does not drift back above the level reached.
+// Regression guards for subsets: the Megatron TP+PP rows of Korthikanti et al. 2022 (the
+// best-specified runs of the set, iteration times of short benchmark runs) stay within 8 % median
+// error, the H100 rows within 12 %.
 TEST_CASE("public validation set: errors do not regress") {
   const auto& s = public_report().summary;
   INFO(driver::validation_text(public_report()));
@@ -86,19 +85,15 @@ TEST_CASE("public validation set: errors do not regress") {
   REQUIRE(k != s.by_source.end());
   CHECK(k->second.n == 9);
   CHECK(k->second.median_abs <= 0.08);
-  CHECK(s.throughput.median_abs <= 0.08);
-  CHECK(s.throughput.p90_abs <= 0.23);
-  CHECK(s.memory.max_abs <= 0.15);
   // The H100 rows, 29.9 % median before the H100 Triton FlashAttention and 2023 cuBLAS points.
   const auto h = s.by_gpu.find("H100-SXM5-80GB");
   REQUIRE(h != s.by_gpu.end());
   CHECK(h->second.median_abs <= 0.12);
 }
 
-// The targets of the validation issue. Hidden until the model meets them (run with
-// `test_driver "[.accuracy]"`): median absolute throughput error ≤ 8 %, 90th percentile ≤ 20 %,
-// memory comparisons within 15 %.
-TEST_CASE("public validation set: accuracy targets", "[.accuracy]") {
+// The targets of the validation issue: median absolute throughput error ≤ 8 %, 90th percentile
+// ≤ 20 %, memory comparisons within 15 %.
+TEST_CASE("public validation set: accuracy targets", "[accuracy]") {
   const auto& s = public_report().summary;
   INFO(driver::validation_text(public_report()));
   CHECK(s.skipped == 0);

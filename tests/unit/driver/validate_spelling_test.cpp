@@ -493,8 +493,10 @@ TEST_CASE("spelling: frameworks decide eager elementwise ops and the loss on fp3
     return scenario_of(row).plan;
   };
   // torchtitan runs eager unless compiled (`compile = false` in its train_configs); HuggingFace
-  // models compose RMSNorm, rotary and SwiGLU from eager ops.
-  for (const char* f : {"torchtitan", "torchtitan (eager)", "HuggingFace transformers", "Hugging Face Trainer"}) {
+  // models compose RMSNorm, rotary and SwiGLU from eager ops; Composer's llm-foundry runs MPT's
+  // LayerNorm as PyTorch's native kernel.
+  for (const char* f : {"torchtitan", "torchtitan (eager)", "HuggingFace transformers", "Hugging Face Trainer",
+                        "Composer + PyTorch FSDP", "llm-foundry"}) {
     INFO(f);
     CHECK(plan_of(f, "bf16").elementwise == parallel::Elementwise::kEager);
   }
@@ -503,7 +505,8 @@ TEST_CASE("spelling: frameworks decide eager elementwise ops and the loss on fp3
            {"torchtitan", "Float8 (torch.compile)"},
            {"HuggingFace transformers + Liger kernels", "bf16"},
            {"Megatron-Core", "bf16"},
-           {"Composer + PyTorch FSDP", "bf16"}}) {
+           {"Composer + torch.compile", "bf16"},
+           {"Megatron-LM", "bf16"}}) {
     INFO(f << " / " << prec);
     CHECK(plan_of(f, prec).elementwise == parallel::Elementwise::kFused);
   }

@@ -277,15 +277,31 @@ TEST_CASE("eager elementwise ops: RMSNorm, rotary and SwiGLU move what PyTorch's
   // The final norm before the LM head too.
   CHECK(moved(build_lm_head(m, s).forward, "final_rmsnorm") == 36 * tokens * m.hidden);
 
-  // LayerNorm and GELU are single native kernels in eager PyTorch: a GPT layer is unchanged.
+  // LayerNorm and GELU are single kernels in eager PyTorch: a GPT layer moves the same bytes, but
+  // its LayerNorms (and only they) are PyTorch's native kernel, forward and backward.
   const ModelSpec g = gpt(24, 2048, 16);
   LayerShape gs = s;
   gs.eager_elementwise = false;
   const LayerOps gpt_fused = build_layer(g, gs);
   gs.eager_elementwise = true;
   const LayerOps gpt_eager = build_layer(g, gs);
+  for (const auto* pair : {&gpt_fused.mlp, &gpt_fused.attention}) {
+    for (const auto& op : pair->forward) CHECK_FALSE(op.native_norm);
+  }
+  std::int64_t native = 0;
+  for (const auto* ops : {&gpt_eager.mlp.forward, &gpt_eager.mlp.backward, &gpt_eager.attention.forward,
+                          &gpt_eager.attention.backward}) {
+    for (const auto& op : *ops) {
+      CHECK(op.native_norm == (std::string(op.name) == "layernorm"));
+      native += op.native_norm ? 1 : 0;
+    }
+  }
+  CHECK(native == 4);
+  CHECK(build_lm_head(g, gs).forward.front().native_norm);
   REQUIRE(gpt_eager.mlp.forward.size() == gpt_fused.mlp.forward.size());
   for (std::size_t i = 0; i < gpt_eager.mlp.forward.size(); ++i) {
     CHECK(gpt_eager.mlp.forward[i].moved.count() == gpt_fused.mlp.forward[i].moved.count());
   }
+  // A Llama layer's eager RMSNorm is the op-by-op composition above, streaming.
+  for (const auto& op : eager.attention.forward) CHECK_FALSE(op.native_norm);
 }

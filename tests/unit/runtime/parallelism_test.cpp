@@ -18,7 +18,7 @@ class FlopModel final : public compute::ComputeModel {
   Duration attention(const compute::AttentionShape& s) const override {
     return s.flops() / FlopRate::per_s(1e15);
   }
-  Duration memory_bound(Bytes) const override { return Duration::zero(); }
+  Duration memory_bound(Bytes, compute::MemoryKernel) const override { return Duration::zero(); }
   const compute::GpuSpec& gpu() const override { return gpu_; }
 
  private:
