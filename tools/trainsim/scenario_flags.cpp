@@ -26,7 +26,8 @@ void add_fixed_plan_flags(po::options_description& o) {
        "data-parallel gradient reduction precision: fp32 or bf16")
       ("elementwise", po::value<std::string>()->default_value("fused"),
        "norms, rotary embedding and SwiGLU: fused (one kernel each) or eager (PyTorch's op-by-op "
-       "composition, as torchtitan without torch.compile and HuggingFace models)")
+       "composition and its native LayerNorm, as torchtitan without torch.compile, HuggingFace "
+       "models and llm-foundry)")
       ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
       ("unfused-attention", po::bool_switch(), "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")
       ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")
