@@ -23,8 +23,10 @@ const char* memory_pattern_name(MemoryPattern p) {
     case MemoryPattern::kLoadStore: return "load_store";
     case MemoryPattern::kLoad: return "load";
     case MemoryPattern::kStore: return "store";
-    case MemoryPattern::kNormForward: return "norm_forward";
-    case MemoryPattern::kNormForwardBackward: return "norm_forward_backward";
+    case MemoryPattern::kNormForward:
+      return "norm_forward";
+    case MemoryPattern::kNormForwardBackward:
+      return "norm_forward_backward";
   }
   return "?";
 }
@@ -35,22 +37,28 @@ bool is_norm_pattern(MemoryPattern p) {
 
 double MemoryParams::bps(MemoryKernel kernel) const {
   switch (kernel) {
-    case MemoryKernel::kStreaming: return achievable_bps;
-    case MemoryKernel::kNativeNormForward: return native_norm_fwd_bps > 0 ? native_norm_fwd_bps : achievable_bps;
-    case MemoryKernel::kNativeNormBackward: return native_norm_bwd_bps > 0 ? native_norm_bwd_bps : achievable_bps;
+    case MemoryKernel::kStreaming:
+      return achievable_bps;
+    case MemoryKernel::kNativeNormForward:
+      return native_norm_fwd_bps > 0 ? native_norm_fwd_bps : achievable_bps;
+    case MemoryKernel::kNativeNormBackward:
+      return native_norm_bwd_bps > 0 ? native_norm_bwd_bps : achievable_bps;
   }
   return achievable_bps;
 }
 
 double MemoryParams::predicted_bps(MemoryPattern pattern) const {
   switch (pattern) {
-    case MemoryPattern::kNormForward: return bps(MemoryKernel::kNativeNormForward);
+    case MemoryPattern::kNormForward:
+      return bps(MemoryKernel::kNativeNormForward);
     case MemoryPattern::kNormForwardBackward:
       // 5 passes in the time of the forward's 2 and the backward's 3.
-      return 5.0 / (2.0 / bps(MemoryKernel::kNativeNormForward) + 3.0 / bps(MemoryKernel::kNativeNormBackward));
+      return 5.0 / (2.0 / bps(MemoryKernel::kNativeNormForward) +
+                    3.0 / bps(MemoryKernel::kNativeNormBackward));
     case MemoryPattern::kLoadStore:
     case MemoryPattern::kLoad:
-    case MemoryPattern::kStore: return achievable_bps;
+    case MemoryPattern::kStore:
+      return achievable_bps;
   }
   return achievable_bps;
 }
@@ -254,7 +262,8 @@ std::vector<std::string> CalibratedModel::attention_kernels() const {
 }
 
 Duration CalibratedModel::memory_bound(Bytes moved, MemoryKernel kernel) const {
-  return Duration::from_seconds(moved.real() / fitted_.memory.bps(kernel) + fitted_.memory.launch_s);
+  return Duration::from_seconds(moved.real() / fitted_.memory.bps(kernel) +
+                                fitted_.memory.launch_s);
 }
 
 GpuSpec fitted_gpu_spec(const Calibration& calibration, const FittedModel& fitted) {

@@ -353,7 +353,8 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
     out.memory.achievable_bps = sum / static_cast<double>(n);
     out.memory.num_points = n;
     if ((n_fwd == 0) != (n_full == 0)) {
-      fit_error(cal, "memory", "native LayerNorm points need both norm_forward and norm_forward_backward");
+      fit_error(cal, "memory",
+                "native LayerNorm points need both norm_forward and norm_forward_backward");
     }
     if (n_fwd > 0) {
       const double fwd = fwd_sum / static_cast<double>(n_fwd);
@@ -361,7 +362,8 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
       // Forward+backward moves 5 passes in the forward's 2 and the backward's 3.
       const double bwd_s_per_byte = (5.0 / full - 2.0 / fwd) / 3.0;
       if (bwd_s_per_byte <= 0) {
-        fit_error(cal, "memory", "native LayerNorm forward+backward points are faster than the forward alone");
+        fit_error(cal, "memory",
+                  "native LayerNorm forward+backward points are faster than the forward alone");
       }
       out.memory.native_norm_fwd_bps = fwd;
       out.memory.native_norm_bwd_bps = 1.0 / bwd_s_per_byte;

@@ -109,7 +109,8 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       e.fitted_error = pt.gbps * 1e9 / r.fitted.memory.predicted_bps(pt.pattern) - 1.0;
       if (t.role == TableRole::kFit) {
         e.held_out = is_held_out(index++, holdout_every) && !e.check;
-        if (e.held_out) e.held_out_error = pt.gbps * 1e9 / partial->memory.predicted_bps(pt.pattern) - 1.0;
+        if (e.held_out)
+          e.held_out_error = pt.gbps * 1e9 / partial->memory.predicted_bps(pt.pattern) - 1.0;
       }
       r.points.push_back(e);
     }

@@ -269,8 +269,9 @@ void convert_memory(const sch::Calibration& m, const Checker& root, Calibration&
         if (auto pat = parse_pattern(p.pattern())) {
           pt.pattern = *pat;
         } else {
-          pc.fail("pattern", "unknown pattern '" + p.pattern() +
-                                     "' (known: load_store, load, store, norm_forward, norm_forward_backward)");
+          pc.fail("pattern",
+                  "unknown pattern '" + p.pattern() +
+                      "' (known: load_store, load, store, norm_forward, norm_forward_backward)");
         }
       }
       // Streaming kernels can slightly exceed the spec (H100 PCIe store-only: 100.8%), never by 10%.
@@ -311,9 +312,10 @@ void check_imports(const sch::Calibration& m, const Checker& root) {
     const Checker c = root.nested(item("imports", i));
     c.non_empty(im.has_gpu(), im.gpu(), "gpu");
     c.non_empty(im.has_relationship(), im.relationship(), "relationship");
-    if (c.require(im.has_family(), "family") && im.family() != "gemm" && im.family() != "attention" &&
-        im.family() != "memory" && im.family() != "normalization") {
-      c.fail("family", "unknown family '" + im.family() + "' (known: gemm, attention, memory, normalization)");
+    if (c.require(im.has_family(), "family") && im.family() != "gemm" &&
+        im.family() != "attention" && im.family() != "memory" && im.family() != "normalization") {
+      c.fail("family", "unknown family '" + im.family() +
+                           "' (known: gemm, attention, memory, normalization)");
     }
     for (int j = 0; j < im.dtypes_size(); ++j) {
       if (!try_parse_kernel_dtype(im.dtypes(j))) {
@@ -491,7 +493,9 @@ class Resolver {
           imported += nt.points.size();
           if (!nt.points.empty()) cal.memory.push_back(std::move(nt));
         }
-        if (imported == 0) c.fail("gpu", "imports no " + im.family() + " point from " + src->gpu.name);
+        if (imported == 0) {
+          c.fail("gpu", "imports no " + im.family() + " point from " + src->gpu.name);
+        }
         if (!norms_only && !cal.launch_overhead && src->launch_overhead) {
           cal.launch_overhead = src->launch_overhead;
           cal.launch_overhead_provenance = with_note(src->launch_overhead_provenance);

@@ -630,7 +630,10 @@ ordered_json time_json(const runtime::TimeBreakdown& t) {
 
 Duration compute_node_time(const compute::ComputeModel& compute, const config::ChakraNode& node) {
   const double flops = node.flops.value();
-  const Duration stream = node.tensor_bytes.count() > 0 ? compute.memory_bound(node.tensor_bytes, compute::MemoryKernel::kStreaming) : Duration();
+  const Duration stream =
+      node.tensor_bytes.count() > 0
+          ? compute.memory_bound(node.tensor_bytes, compute::MemoryKernel::kStreaming)
+          : Duration();
   const bool matmul = node.op_type.empty() ? flops > 0 : node.op_type == "M";
   if (!matmul || flops <= 0) return stream;
   // A square GEMM with the node's FLOPs: 2·m³ = flops; its time scaled by the rounding of m.

@@ -1349,9 +1349,10 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   }
   if (eager_elementwise(r)) {
     p.elementwise = parallel::Elementwise::kEager;
-    notes.push_back(model->norm == ir::Norm::kLayerNorm
-                        ? "LayerNorm as PyTorch's native kernel (eager PyTorch, no torch.compile)"
-                        : "RMSNorm, rotary embedding and SwiGLU as eager PyTorch ops (no torch.compile)");
+    notes.push_back(
+        model->norm == ir::Norm::kLayerNorm
+            ? "LayerNorm as PyTorch's native kernel (eager PyTorch, no torch.compile)"
+            : "RMSNorm, rotary embedding and SwiGLU as eager PyTorch ops (no torch.compile)");
   }
   // FP8 as Transformer Engine, torchao ("Float8") and the OCP formats (E4M3, E5M2) name it;
   // FP16 also as "float16" (not "bfloat16").

@@ -400,7 +400,8 @@ TEST_CASE("roofline model: peak × efficiency plus launch overhead") {
   const auto m = make_roofline_model(g);
   const GemmShape s{4096, 4096, 4096, 1, ir::Dtype::kBf16};
   CHECK(m->gemm(s).seconds() == Approx(s.flops().value() / 50e12 + 4e-6).epsilon(1e-9));
-  CHECK(m->memory_bound(Bytes(800'000'000), MemoryKernel::kStreaming).seconds() == Approx(1e-3 + 4e-6).epsilon(1e-9));
+  CHECK(m->memory_bound(Bytes(800'000'000), MemoryKernel::kStreaming).seconds() ==
+        Approx(1e-3 + 4e-6).epsilon(1e-9));
 }
 
 TEST_CASE("host dispatch: no kernel runs faster than the host issues it; long kernels keep their time") {
@@ -416,7 +417,9 @@ TEST_CASE("host dispatch: no kernel runs faster than the host issues it; long ke
   CHECK(eager->gemm(tiny) == Duration::from_us(70));
   CHECK(eager->gemm(large) == gpu_only->gemm(large));
   CHECK(eager->memory_bound(Bytes(1000), MemoryKernel::kStreaming) == Duration::from_us(70));
-  CHECK(eager->memory_bound(Bytes(80'000'000'000), MemoryKernel::kStreaming) == gpu_only->memory_bound(Bytes(80'000'000'000), MemoryKernel::kStreaming));
+  const Bytes big(80'000'000'000);
+  CHECK(eager->memory_bound(big, MemoryKernel::kStreaming) ==
+        gpu_only->memory_bound(big, MemoryKernel::kStreaming));
   AttentionShape a;
   a.batch = 1;
   a.heads = a.kv_heads = 1;

@@ -133,7 +133,9 @@ TEST_CASE("imports bring another GPU's points with their efficiency and say so")
   const auto norm_gbps = [](const compute::Calibration& c, bool imported) {
     std::vector<double> out;
     for (const auto& t : c.memory) {
-      if (t.role != compute::TableRole::kFit || ends_with(t.name, "[from A100-SXM4-80GB]") != imported) continue;
+      if (t.role != compute::TableRole::kFit ||
+          ends_with(t.name, "[from A100-SXM4-80GB]") != imported)
+        continue;
       for (const auto& p : t.points) {
         CHECK((compute::is_norm_pattern(p.pattern) || !imported));
         if (compute::is_norm_pattern(p.pattern)) out.push_back(p.gbps);
@@ -145,7 +147,8 @@ TEST_CASE("imports bring another GPU's points with their efficiency and say so")
   const auto h100_norms = norm_gbps(*h100, true);
   REQUIRE(a80_norms.size() == 6);
   REQUIRE(h100_norms.size() == 6);
-  for (std::size_t i = 0; i < 6; ++i) CHECK(h100_norms[i] == Approx(a80_norms[i] * 3350.0 / 2039.0));
+  for (std::size_t i = 0; i < 6; ++i)
+    CHECK(h100_norms[i] == Approx(a80_norms[i] * 3350.0 / 2039.0));
   CHECK(norm_gbps(*h100, false).empty());
   // A100 FP32 GEMM: H100 SGEMM efficiency at the A100 FP32 peak (19.5 vs 67 TFLOP/s).
   double h100_fp32 = 0, a100_fp32 = 0;
@@ -206,12 +209,15 @@ TEST_CASE("native LayerNorm points: forward and forward+backward together, the b
   int files = 0;
   const auto with = [&](const std::string& points) {
     std::string text(kValid);
-    const std::string copy = "  point { kernel: \"copy\" pattern: \"load_store\" achieved_gbps: 850 }\n";
+    const std::string copy =
+        "  point { kernel: \"copy\" pattern: \"load_store\" achieved_gbps: 850 }\n";
     text.replace(text.find(copy), copy.size(), copy + points);
     return dir.write("NORM-" + std::to_string(++files) + ".textproto", text);
   };
-  const std::string fwd = "  point { kernel: \"ln\" pattern: \"norm_forward\" achieved_gbps: 500 }\n";
-  const std::string full = "  point { kernel: \"ln\" pattern: \"norm_forward_backward\" achieved_gbps: 400 }\n";
+  const std::string fwd =
+      "  point { kernel: \"ln\" pattern: \"norm_forward\" achieved_gbps: 500 }\n";
+  const std::string full =
+      "  point { kernel: \"ln\" pattern: \"norm_forward_backward\" achieved_gbps: 400 }\n";
   const auto model = compute::make_calibrated_model(load_calibration(with(fwd + full)));
   const auto& m = model->fitted().memory;
   CHECK(m.native_norm_fwd_bps == Approx(500e9));
@@ -219,8 +225,10 @@ TEST_CASE("native LayerNorm points: forward and forward+backward together, the b
   CHECK(m.native_norm_bwd_bps == Approx(3.0 / (5.0 / 400 - 2.0 / 500) * 1e9));
   CHECK(m.predicted_bps(compute::MemoryPattern::kNormForwardBackward) == Approx(400e9));
   // One without the other, or a forward+backward faster than the forward alone, is an error.
-  for (const std::string& bad : {fwd, full + "  point { kernel: \"ln\" pattern: \"norm_forward\" achieved_gbps: 150 }\n"}) {
-    const auto ds = diagnostics_of([&] { compute::make_calibrated_model(load_calibration(with(bad))); });
+  for (const std::string& bad :
+       {fwd, full + "  point { kernel: \"ln\" pattern: \"norm_forward\" achieved_gbps: 150 }\n"}) {
+    const auto ds =
+        diagnostics_of([&] { compute::make_calibrated_model(load_calibration(with(bad))); });
     REQUIRE(ds.size() == 1);
     CHECK(ds[0].message.find("native LayerNorm") != std::string::npos);
   }

@@ -495,8 +495,8 @@ TEST_CASE("spelling: frameworks decide eager elementwise ops and the loss on fp3
   // torchtitan runs eager unless compiled (`compile = false` in its train_configs); HuggingFace
   // models compose RMSNorm, rotary and SwiGLU from eager ops; Composer's llm-foundry runs MPT's
   // LayerNorm as PyTorch's native kernel.
-  for (const char* f : {"torchtitan", "torchtitan (eager)", "HuggingFace transformers", "Hugging Face Trainer",
-                        "Composer + PyTorch FSDP", "llm-foundry"}) {
+  for (const char* f : {"torchtitan", "torchtitan (eager)", "HuggingFace transformers",
+                        "Hugging Face Trainer", "Composer + PyTorch FSDP", "llm-foundry"}) {
     INFO(f);
     CHECK(plan_of(f, "bf16").elementwise == parallel::Elementwise::kEager);
   }

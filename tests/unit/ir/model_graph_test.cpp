@@ -289,8 +289,8 @@ TEST_CASE("eager elementwise ops: RMSNorm, rotary and SwiGLU move what PyTorch's
     for (const auto& op : pair->forward) CHECK_FALSE(op.native_norm);
   }
   std::int64_t native = 0;
-  for (const auto* ops : {&gpt_eager.mlp.forward, &gpt_eager.mlp.backward, &gpt_eager.attention.forward,
-                          &gpt_eager.attention.backward}) {
+  for (const auto* ops : {&gpt_eager.mlp.forward, &gpt_eager.mlp.backward,
+                          &gpt_eager.attention.forward, &gpt_eager.attention.backward}) {
     for (const auto& op : *ops) {
       CHECK(op.native_norm == (std::string(op.name) == "layernorm"));
       native += op.native_norm ? 1 : 0;

@@ -52,12 +52,15 @@ TEST_CASE("eager PyTorch LayerNorms take the native kernel's time, forward and b
   const auto fused = ir::build_layer(gpt(), s);
   s.eager_elementwise = true;
   const auto eager = ir::build_layer(gpt(), s);
-  // Each LayerNorm moves 2 activation passes forward and 3 backward: 2 B each, 1024 × 1024 elements.
+  // A LayerNorm moves 2 passes of its activation forward, 3 backward; one pass is 2 B × 1024².
   const double pass_bytes = 2.0 * 1024 * 1024;
-  const auto secs = [&](const std::vector<ir::Op>& ops) { return runtime::op_list_time(model, ops).seconds(); };
+  const auto secs = [&](const std::vector<ir::Op>& ops) {
+    return runtime::op_list_time(model, ops).seconds();
+  };
   // Forward: one LayerNorm per block costs 2 ns instead of 1 ns per byte.
   CHECK(secs(eager.mlp.forward) - secs(fused.mlp.forward) == Approx(2 * pass_bytes * 1e-9));
-  CHECK(secs(eager.attention.forward) - secs(fused.attention.forward) == Approx(2 * pass_bytes * 1e-9));
+  CHECK(secs(eager.attention.forward) - secs(fused.attention.forward) ==
+        Approx(2 * pass_bytes * 1e-9));
   // Backward: 3 ns instead of 1 ns per byte.
   CHECK(secs(eager.mlp.backward) - secs(fused.mlp.backward) == Approx(3 * pass_bytes * 2e-9));
 }
