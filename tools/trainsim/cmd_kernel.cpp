@@ -141,6 +141,15 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
               100 * r.fitted.memory.achievable_bps / cal.gpu.memory_bandwidth.bytes_per_s(),
               cal.gpu.memory_bandwidth.gbytes_per_s(), r.fitted.memory.launch_s * 1e6,
               r.fitted.memory.launch_measured ? "measured" : "b + c of the GEMM fit");
+  const auto& mem = r.fitted.memory;
+  if (mem.native_norm_points > 0) {
+    std::printf("  native LayerNorm forward %.1f GB/s (%.2f of B_hbm), backward %.1f GB/s (%.2f), %zu points\n",
+                mem.native_norm_fwd_bps * 1e-9, mem.native_norm_fwd_bps / mem.achievable_bps,
+                mem.native_norm_bwd_bps * 1e-9, mem.native_norm_bwd_bps / mem.achievable_bps,
+                mem.native_norm_points);
+  } else {
+    std::printf("  native LayerNorm: no points (its norms stream)\n");
+  }
   for (const auto& a : r.fitted.attention) {
     std::printf("attention %s (block %lld)%s\n", a.kernel.c_str(), static_cast<long long>(a.block),
                 a.split ? ", forward share from the direction-split reference" : "");
