@@ -39,10 +39,8 @@ double MemoryParams::bps(MemoryKernel kernel) const {
   switch (kernel) {
     case MemoryKernel::kStreaming:
       return achievable_bps;
-    case MemoryKernel::kNativeNormForward:
-      return native_norm_fwd_bps > 0 ? native_norm_fwd_bps : achievable_bps;
-    case MemoryKernel::kNativeNormBackward:
-      return native_norm_bwd_bps > 0 ? native_norm_bwd_bps : achievable_bps;
+    case MemoryKernel::kNativeNormForward: return native_norm_fwd_bps;
+    case MemoryKernel::kNativeNormBackward: return native_norm_bwd_bps;
   }
   return achievable_bps;
 }

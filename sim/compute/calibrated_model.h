@@ -88,7 +88,7 @@ struct MemoryParams {
   bool launch_measured = false;
   std::size_t num_points = 0;
   // PyTorch's native LayerNorm, forward and backward (bytes/s of the op's streaming traffic);
-  // 0 without norm points: the norm then streams.
+  // without norm points (native_norm_points 0) the streaming rate.
   double native_norm_fwd_bps = 0;
   double native_norm_bwd_bps = 0;
   std::size_t native_norm_points = 0;

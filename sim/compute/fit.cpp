@@ -368,6 +368,8 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
       out.memory.native_norm_fwd_bps = fwd;
       out.memory.native_norm_bwd_bps = 1.0 / bwd_s_per_byte;
       out.memory.native_norm_points = n_fwd + n_full;
+    } else {
+      out.memory.native_norm_fwd_bps = out.memory.native_norm_bwd_bps = out.memory.achievable_bps;
     }
   }
 
