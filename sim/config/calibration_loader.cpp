@@ -426,6 +426,15 @@ class Resolver {
         prov.notes = prov.notes.empty() ? note : prov.notes + "; " + note;
         return prov;
       };
+      const std::set<std::string> named(im.tables().begin(), im.tables().end());
+      std::set<std::string> found;
+      // Whether the import takes the source table of this name (all of them without `tables`).
+      const auto takes = [&](const std::string& table) {
+        if (named.empty()) return true;
+        if (named.count(table) == 0) return false;
+        found.insert(table);
+        return true;
+      };
       if (im.family() == "gemm") {
         std::set<ir::Dtype> only;
         for (const auto& d : im.dtypes()) {
@@ -436,6 +445,7 @@ class Resolver {
         }
         std::size_t imported = 0;
         for (const auto& t : src->gemm) {
+          if (!takes(t.name)) continue;
           compute::GemmTable nt{t.name + suffix, t.role, with_note(t.provenance), {}};
           for (auto pt : t.points) {
             if (!only.empty() && only.count(pt.dtype) == 0) continue;
@@ -455,6 +465,7 @@ class Resolver {
         std::size_t imported = 0;
         for (const auto& t : src->attention) {
           if (im.has_kernel() && t.kernel != im.kernel()) continue;
+          if (!takes(t.name)) continue;
           compute::AttentionTable nt{t.name + suffix, t.kernel, t.role, with_note(t.provenance), t.points};
           for (auto& pt : nt.points) pt.tflops *= cal.gpu.peak_bf16.per_s() / src->gpu.peak_bf16.per_s();
           imported += nt.points.size();
@@ -484,6 +495,7 @@ class Resolver {
         const bool norms_only = im.family() == "normalization";
         std::size_t imported = 0;
         for (const auto& t : src->memory) {
+          if (!takes(t.name)) continue;
           compute::MemoryTable nt{t.name + suffix, t.role, with_note(t.provenance), {}};
           for (auto pt : t.points) {
             if (norms_only && !compute::is_norm_pattern(pt.pattern)) continue;
@@ -499,6 +511,12 @@ class Resolver {
         if (!norms_only && !cal.launch_overhead && src->launch_overhead) {
           cal.launch_overhead = src->launch_overhead;
           cal.launch_overhead_provenance = with_note(src->launch_overhead_provenance);
+        }
+      }
+      for (int j = 0; j < im.tables_size(); ++j) {
+        if (found.count(im.tables(j)) == 0) {
+          c.fail(item("tables", j), "no " + im.family() + " table named '" + im.tables(j) +
+                                        "' in " + src->gpu.name);
         }
       }
     }

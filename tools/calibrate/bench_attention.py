@@ -75,7 +75,7 @@ def measure(kernel, batch, heads, kv_heads, seq, head_dim, causal):
     try:
         q, k, v = tensor(heads), tensor(kv_heads), tensor(kv_heads)
         with torch.no_grad():
-            t_fwd = common.time_kernel(lambda: fn(q, k, v, causal))
+            t_fwd = common.time_kernel(lambda: fn(q, k, v, causal), graph=True)
         out = fn(q, k, v, causal)
         dout = torch.randn_like(out)
         t_bwd = common.time_kernel(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True))
@@ -107,7 +107,7 @@ def run(kernel_names=None, quick=False):
     if not names:
         raise SystemExit("no fused attention kernel available (install flash-attn, or torch >= 2.3)")
     lines = []
-    method = (common.TIMING_METHOD + "; forward under no_grad; backward = torch.autograd.grad of a "
+    method = (common.TIMING_METHOD + "; forward under no_grad" + common.GRAPH_METHOD + "; backward = torch.autograd.grad of a "
               "retained forward output; bf16; FlashAttention FLOP convention")
     seqs = [512, 2048, 8192] if quick else PAPER_SEQS
     for name in names:

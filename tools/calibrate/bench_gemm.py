@@ -75,7 +75,7 @@ def measure(dtype, m, n, k, batch=1):
     if fn is None:
         return None
     try:
-        seconds = common.time_kernel(fn)
+        seconds = common.time_kernel(fn, graph=True)
     finally:
         del fn
         common.free_memory()
@@ -107,7 +107,8 @@ def run(dtypes, quick=False):
     if "fp8" in dtypes and not fp8_supported():
         common.log("fp8: not supported on", common.gpu_name(), "- skipped")
         dtypes = [d for d in dtypes if d != "fp8"]
-    method = common.TIMING_METHOD + "; torch.matmul/bmm (cuBLAS) or torch._scaled_mm (fp8, unit scales)"
+    method = (common.TIMING_METHOD + common.GRAPH_METHOD
+              + "; torch.matmul/bmm (cuBLAS) or torch._scaled_mm (fp8, unit scales)")
     squares = QUICK_SQUARES if quick else SQUARES
     for dtype in dtypes:
         pts = []

@@ -80,12 +80,38 @@ def this_source(script):
     return "trainsim tools/calibrate/%s on %s (%s)" % (os.path.basename(script), gpu_name(), host)
 
 
-def time_kernel(fn, warmup=10, repeats=15, min_batch_seconds=2e-3, max_batch=1000):
+GRAPH_BELOW_SECONDS = 100e-6
+
+
+def graph_of(fn, launches):
+    """A CUDA graph replaying `launches` launches of `fn`, or None where `fn` cannot be captured."""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()  # a warm-up on a side stream, as torch.cuda.graph's documentation asks
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(launches):
+                fn()
+        torch.cuda.synchronize()
+        return g
+    except Exception as e:  # noqa: BLE001 - any capture failure falls back to eager timing
+        log("  (CUDA graph capture failed, timed eagerly: %s)" % str(e).splitlines()[0][:120])
+        torch.cuda.synchronize()
+        return None
+
+
+def time_kernel(fn, warmup=10, repeats=15, min_batch_seconds=2e-3, max_batch=1000, graph=False):
     """Median seconds per launch of `fn` (which enqueues GPU work and returns).
 
     Each repetition times a batch of back-to-back launches between two CUDA events; the batch
     size is chosen after the warm-up so that a batch lasts at least `min_batch_seconds`, which
-    keeps the event overhead out of short kernels.
+    keeps the event overhead out of short kernels. With `graph`, a kernel shorter than
+    GRAPH_BELOW_SECONDS is timed as one CUDA graph replaying the batch, so that the host's launch
+    cost (several microseconds per eager PyTorch call, more than a small GEMM takes on a Hopper)
+    is not counted as kernel time: the simulator adds launch and dispatch costs separately.
     """
     for _ in range(warmup):
         fn()
@@ -98,6 +124,20 @@ def time_kernel(fn, warmup=10, repeats=15, min_batch_seconds=2e-3, max_batch=100
     end.synchronize()
     one = max(start.elapsed_time(end) * 1e-3, 1e-7)
     batch = int(min(max_batch, max(1, min_batch_seconds / one)))
+    g = graph_of(fn, batch) if graph and one < GRAPH_BELOW_SECONDS else None
+    if g is not None:
+        g.replay()
+        times = []
+        for _ in range(repeats):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            g.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e-3 / batch)
+        del g
+        return statistics.median(times)
     times = []
     for _ in range(repeats):
         start = torch.cuda.Event(enable_timing=True)
@@ -113,6 +153,8 @@ def time_kernel(fn, warmup=10, repeats=15, min_batch_seconds=2e-3, max_batch=100
 
 TIMING_METHOD = ("CUDA events around a batch of back-to-back launches (batch >= 2 ms), after 10 "
                  "warm-up launches; median of 15 batches; random-normal inputs")
+GRAPH_METHOD = ("; kernels under %d us timed as one CUDA graph of the batch (no host launch cost)"
+                % round(GRAPH_BELOW_SECONDS * 1e6))
 
 
 def free_memory():

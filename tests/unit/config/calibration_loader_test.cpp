@@ -111,17 +111,26 @@ TEST_CASE("every table of every calibration carries its provenance") {
 TEST_CASE("imports bring another GPU's points with their efficiency and say so") {
   const auto h100 = load_calibration("H100-SXM5-80GB");
   const auto h200 = load_calibration("H200-SXM-141GB");
-  // H200 has no bf16 GEMM measurement of its own: the H100's, at the same peak (ratio 1).
-  std::size_t bf16 = 0;
+  // H200 pools the H100's bf16 GEMM points at the same peak (ratio 1) with its own measured ones;
+  // each imported table is named and annotated as such.
+  std::size_t imported_bf16 = 0;
   for (const auto& t : h200->gemm) {
+    const bool imported = ends_with(t.name, "[from H100-SXM5-80GB]");
+    CHECK(imported ==
+          (t.provenance.notes.find("imported from H100-SXM5-80GB") != std::string::npos));
     for (const auto& p : t.points) {
-      if (p.dtype != ir::Dtype::kBf16 && p.dtype != ir::Dtype::kFp16) continue;
-      ++bf16;
-      CHECK(ends_with(t.name, "[from H100-SXM5-80GB]"));
-      CHECK(t.provenance.notes.find("imported from H100-SXM5-80GB") != std::string::npos);
+      if (imported && (p.dtype == ir::Dtype::kBf16 || p.dtype == ir::Dtype::kFp16)) ++imported_bf16;
     }
   }
-  CHECK(bf16 >= 5);
+  CHECK(imported_bf16 >= 5);
+  // The H100 takes only the H200 tables its import names (the published FP8 sweeps).
+  std::size_t from_h200 = 0;
+  for (const auto& t : h100->gemm) {
+    if (!ends_with(t.name, "[from H200-SXM-141GB]")) continue;
+    ++from_h200;
+    for (const auto& p : t.points) CHECK(p.dtype == ir::Dtype::kFp8);
+  }
+  CHECK(from_h200 == 2);
   // A100-40GB memory: the 80GB measurements scaled by the datasheet ratio 1555/2039.
   const auto a40 = load_calibration("A100-SXM4-40GB");
   const auto a80 = load_calibration("A100-SXM4-80GB");
@@ -202,6 +211,38 @@ TEST_CASE("a valid small calibration file loads and fits") {
   const Bytes moved = Bytes::gb(1);
   CHECK(model->memory_bound(moved, compute::MemoryKernel::kNativeNormBackward) ==
         model->memory_bound(moved, compute::MemoryKernel::kStreaming));
+}
+
+TEST_CASE("an import names the source tables it takes; a name the source lacks is an error") {
+  test::TempDir dir;
+  const std::string import_block =
+      "imports { gpu: \"H100-SXM5-80GB\" family: \"gemm\" tables: \"no such table\"\n"
+      "  relationship: \"r\" }\n";
+  const auto bad = dir.write("TEST-GPU.textproto", std::string(kValid) + import_block);
+  const auto ds = diagnostics_of([&] { load_calibration(bad); });
+  INFO(test::dump(ds));
+  const Diagnostic* d = find_field(ds, "imports[0].tables[0]");
+  REQUIRE(d != nullptr);
+  CHECK(d->message.find("no gemm table named 'no such table' in H100-SXM5-80GB") !=
+        std::string::npos);
+
+  // Naming one table takes that table and no other.
+  const auto h100 = load_calibration("H100-SXM5-80GB");
+  REQUIRE(!h100->gemm.empty());
+  const std::string first = h100->gemm.front().name;
+  test::TempDir dir2;
+  const auto good = dir2.write(
+      "TEST-GPU.textproto",
+      std::string(kValid) + "imports { gpu: \"H100-SXM5-80GB\" family: \"gemm\" tables: \"" +
+          first + "\"\n  relationship: \"r\" }\n");
+  const auto cal = load_calibration(good);
+  std::size_t imported = 0;
+  for (const auto& t : cal->gemm) {
+    if (!ends_with(t.name, "[from H100-SXM5-80GB]")) continue;
+    ++imported;
+    CHECK(t.name == first + " [from H100-SXM5-80GB]");
+  }
+  CHECK(imported == 1);
 }
 
 TEST_CASE("native LayerNorm points: forward and forward+backward together, the backward slower") {
