@@ -44,13 +44,18 @@ def available_kernels():
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
+        sdpa_gqa = "enable_gqa" in (torch.nn.functional.scaled_dot_product_attention.__doc__ or "")
+
         def sdpa(q, k, v, causal):
-            if k.shape[1] != q.shape[1]:  # GQA: expand K/V heads (older torch has no enable_gqa)
-                rep = q.shape[1] // k.shape[1]
-                k = k.repeat_interleave(rep, dim=1)
-                v = v.repeat_interleave(rep, dim=1)
+            gqa = {}
+            if k.shape[1] != q.shape[1]:
+                if not sdpa_gqa:
+                    # Expanding K/V here would time two copies (and a reduction in the
+                    # backward) with the kernel: skip GQA shapes on a torch without enable_gqa.
+                    raise ValueError("GQA needs torch >= 2.5 (scaled_dot_product_attention enable_gqa)")
+                gqa["enable_gqa"] = True
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
         kernels["torch-sdpa-flash"] = (sdpa, "bhsd")
     except ImportError:
         pass

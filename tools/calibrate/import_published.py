@@ -688,10 +688,10 @@ def measured_tables(gpu):
     the host bounds (6.3 and 8.6 us in two runs on the same VM), not the GPU's gap between
     kernels that the block describes; the fit's fixed term stays in use.
 
-    The attention tables are kept but not folded in yet: most of their shapes are TP-split zoo
-    layers with fewer query blocks than SMs, where a causal kernel lasts as long as its longest
-    (last) block; the attention model charges the average block, and fitting these points would
-    bend it for every shape (FlashAttention-2 on the H200: median 6-11 %, worst -54 %)."""
+    The attention tables are kept but not folded in: bench_attention.py expanded K and V with
+    repeat_interleave inside the timed call for GQA shapes (most zoo shapes), so those points
+    time two copies (and a reduction in the backward) with the kernel, 20-50 % slower than the
+    model; the script now passes enable_gqa instead, and the next run's tables can be fitted."""
     out = {}
     for family in ("gemm", "memory"):
         path = os.path.join(MEASURED_DIR, gpu, family + ".textproto")
