@@ -196,7 +196,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         const bool meets = q.train.feasible && trial.days <= spec.days;
         trial.outcome = meets ? "meets the deadline" : q.train.feasible ? "too slow" : "too slow: " + q.train.reason;
         ch.trials.push_back(trial);
-        if (!meets) continue;
+        if (!meets || ch.found) continue;  // past the chosen size: only with spec.all_sizes
         ch.found = true;
         ch.num_gpus = n;
         ch.best = q.record;
@@ -212,7 +212,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
           ch.cost_usd = ch.gpu_hours * *ch.usd_per_gpu_hour;
           if (spec.budget_usd) ch.within_budget = *ch.cost_usd <= *spec.budget_usd;
         }
-        break;
+        if (!spec.all_sizes) break;
       }
       out.push_back(std::move(ch));
     }

@@ -55,6 +55,8 @@ struct SizingSpec {
   // Time to train: checkpoints, restarts, stragglers, PUE (goal and price are set per choice).
   TrainSettings train;
   longrun::TrainData train_data;
+  // Also simulate the sizes above the chosen one (their rows for a wall time and cost curve).
+  bool all_sizes = false;
 };
 
 // One cluster size tried for one GPU kind and fabric.

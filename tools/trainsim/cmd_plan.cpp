@@ -84,7 +84,8 @@ int cmd_plan(const Args& args) {
       ("threads", po::value<int>()->default_value(0), "worker threads (0: every core)")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
       ("json", po::value<std::string>(), "also write the JSON document to this file")
-      ("csv", po::value<std::string>(), "also write one CSV row per GPU kind, fabric and size tried");
+      ("csv", po::value<std::string>(), "also write one CSV row per GPU kind, fabric and size tried")
+      ("all-sizes", po::bool_switch(), "also simulate the sizes above the chosen one (for tools/plot plan)");
   po::options_description train("time to train (interruptions, checkpoints, stragglers, energy)");
   add_train_flags(train);
   o.add(train);
@@ -163,6 +164,7 @@ int cmd_plan(const Args& args) {
   problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
   problems.collect([&] { spec.axes = axes_from_flags(vm); });
   spec.threads = vm["threads"].as<int>();
+  spec.all_sizes = vm["all-sizes"].as<bool>();
   problems.collect([&] {
     bool any = false;
     spec.train = train_settings_from_flags(vm, any);
@@ -198,15 +200,20 @@ int cmd_plan(const Args& args) {
                 static_cast<long long>(b.seq_len), std::string(config::name(b.dtype)).c_str());
   std::cout << head;
   if (spec.budget_usd) std::cout << "budget: $" << *spec.budget_usd << "\n";
-  std::cout << driver::sizing_table(spec, choices) << "\nsizes tried:\n";
+  std::cout << driver::sizing_table(spec, choices)
+            << "(days: wall-clock, with interruptions, checkpoints, restarts and stragglers; goodput: the share\n"
+               " of it spent training; MWh: facility energy; see README \"Time to train\")\n\nsizes tried:\n";
   for (const auto& c : choices) {
     std::cout << "  " << c.kind << " [" << c.fabric << "]:";
     for (const auto& t : c.trials) {
       std::cout << "  " << t.num_gpus << " " << t.outcome;
       if (t.best_tokens_per_s > 0) {
         char buf[64];
-        std::snprintf(buf, sizeof buf, " (%.1f days, %lld plans)", std::isfinite(t.days) ? t.days : t.ideal_days,
-                      static_cast<long long>(t.plans));
+        if (std::isfinite(t.days)) {
+          std::snprintf(buf, sizeof buf, " (%.1f days, %lld plans)", t.days, static_cast<long long>(t.plans));
+        } else {
+          std::snprintf(buf, sizeof buf, " (%lld plans)", static_cast<long long>(t.plans));
+        }
         std::cout << buf;
       }
       std::cout << ";";
