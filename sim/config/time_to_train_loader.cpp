@@ -25,7 +25,9 @@ void convert_failure(const sch::FailureComponentData& f, const Checker& c, longr
   longrun::FailureComponent fc;
   c.non_empty(f.has_name(), f.name(), "name");
   fc.name = f.name();
-  if (!fc.name.empty() && !names.insert(fc.name).second) c.fail("name", "component '" + fc.name + "' given twice");
+  if (!fc.name.empty() && !names.insert(fc.name).second) {
+    c.fail("name", "component '" + fc.name + "' given twice");
+  }
   if (c.require(f.has_per(), "per")) {
     if (f.per() == "gpu") {
       fc.per = longrun::FailureUnit::kGpu;
@@ -38,7 +40,8 @@ void convert_failure(const sch::FailureComponentData& f, const Checker& c, longr
     }
   }
   fc.planned = f.planned();
-  c.non_negative(f.has_observed_interruptions(), f.observed_interruptions(), "observed_interruptions");
+  c.non_negative(f.has_observed_interruptions(), f.observed_interruptions(),
+                 "observed_interruptions");
   c.positive(f.has_observed_units(), f.observed_units(), "observed_units");
   c.positive(f.has_observed_days(), f.observed_days(), "observed_days");
   c.non_empty(f.has_source(), f.source(), "source");
@@ -77,7 +80,8 @@ std::filesystem::path default_time_to_train_file() {
 }
 
 longrun::TrainData load_time_to_train_data(const std::string& path) {
-  const std::filesystem::path file = path.empty() ? default_time_to_train_file() : std::filesystem::path(path);
+  const std::filesystem::path file =
+      path.empty() ? default_time_to_train_file() : std::filesystem::path(path);
   const std::string display = file.string();
   DiagnosticList diags;
   sch::TimeToTrainFile msg;
@@ -102,7 +106,8 @@ longrun::TrainData load_time_to_train_data(const std::string& path) {
   sourced(msg.has_fabric_source(), msg.fabric_source(), "fabric_source");
   c.at_least(msg.has_pue(), msg.pue(), 1.0, "pue");
   sourced(msg.has_pue_source(), msg.pue_source(), "pue_source");
-  c.positive(msg.has_checkpoint_gbytes_per_s(), msg.checkpoint_gbytes_per_s(), "checkpoint_gbytes_per_s");
+  c.positive(msg.has_checkpoint_gbytes_per_s(), msg.checkpoint_gbytes_per_s(),
+             "checkpoint_gbytes_per_s");
   sourced(msg.has_checkpoint_source(), msg.checkpoint_source(), "checkpoint_source");
   c.positive(msg.has_snapshot_gbytes_per_s_per_gpu(), msg.snapshot_gbytes_per_s_per_gpu(),
              "snapshot_gbytes_per_s_per_gpu");

@@ -182,7 +182,8 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
           ch.trials.push_back(trial);
           continue;
         }
-        // The quickest plan by wall-clock time to the tokens, interruptions and stragglers included.
+        // The quickest plan by wall-clock time to the tokens, interruptions and stragglers
+        // included.
         TrainSettings ts = spec.train;
         ts.days.reset();
         ts.tokens = spec.tokens;
@@ -194,7 +195,9 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         trial.ideal_days = spec.tokens / trial.best_tokens_per_s / 86400.0;
         trial.days = q.train.feasible ? q.train.wall_days : INFINITY;
         const bool meets = q.train.feasible && trial.days <= spec.days;
-        trial.outcome = meets ? "meets the deadline" : q.train.feasible ? "too slow" : "too slow: " + q.train.reason;
+        trial.outcome = meets              ? "meets the deadline"
+                        : q.train.feasible ? "too slow"
+                                           : "too slow: " + q.train.reason;
         ch.trials.push_back(trial);
         if (!meets || ch.found) continue;  // past the chosen size: only with spec.all_sizes
         ch.found = true;
@@ -222,22 +225,27 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
 
 std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>& choices) {
   const RowReader rr;
-  std::vector<std::vector<std::string>> t = {{"GPU", "fabric", "GPUs", "nodes", "best plan", "tokens/s", "MFU",
-                                              "days", "goodput", "MWh", "GPU-hours", "$/GPU-h", "cost", "budget"}};
+  std::vector<std::vector<std::string>> t = {{"GPU", "fabric", "GPUs", "nodes", "best plan",
+                                              "tokens/s", "MFU", "days", "goodput", "MWh",
+                                              "GPU-hours", "$/GPU-h", "cost", "budget"}};
   for (const auto& c : choices) {
     if (!c.found) {
       t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, "-", "-",
-                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-", "-", "-", "-", "-",
-                   c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-", "-"});
+                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-",
+                   "-", "-", "-", "-",
+                   c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-",
+                   "-"});
       continue;
     }
     const auto f = rr.fields(c.best);
     const std::int64_t nodes = c.gpus_per_node > 0 ? (c.num_gpus + c.gpus_per_node - 1) / c.gpus_per_node : 0;
-    t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, std::to_string(c.num_gpus), std::to_string(nodes),
-                 plan_text(rr, f), format_double("%.3g", c.tokens_per_s), format_double("%.1f%%", 100 * c.mfu), format_double("%.1f", c.days),
+    t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, std::to_string(c.num_gpus),
+                 std::to_string(nodes), plan_text(rr, f), format_double("%.3g", c.tokens_per_s),
+                 format_double("%.1f%%", 100 * c.mfu), format_double("%.1f", c.days),
                  format_double("%.1f%%", 100 * c.train.wall.goodput),
                  c.train.energy_known ? format_double("%.4g", c.train.energy_mwh) : "n/a",
-                 format_double("%.3gM", c.gpu_hours * 1e-6), c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
+                 format_double("%.3gM", c.gpu_hours * 1e-6),
+                 c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
                  c.cost_usd ? "$" + format_double("%.1fM", *c.cost_usd * 1e-6) : "n/a",
                  c.within_budget ? (*c.within_budget ? "within" : "over") : "-"});
   }
@@ -294,8 +302,11 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
       o["ideal_days"] = c.ideal_days;
       o["goodput"] = c.train.wall.goodput;
       o["expected_interruptions"] = c.train.wall.interruptions;
-      o["checkpoint_interval_s"] = c.train.checkpoint_interval_s ? ordered_json(*c.train.checkpoint_interval_s) : ordered_json(nullptr);
-      o["energy_mwh"] = c.train.energy_known ? ordered_json(c.train.energy_mwh) : ordered_json(nullptr);
+      o["checkpoint_interval_s"] = c.train.checkpoint_interval_s
+                                       ? ordered_json(*c.train.checkpoint_interval_s)
+                                       : ordered_json(nullptr);
+      o["energy_mwh"] =
+          c.train.energy_known ? ordered_json(c.train.energy_mwh) : ordered_json(nullptr);
       o["gpu_hours"] = c.gpu_hours;
     }
     o["usd_per_gpu_hour"] = c.usd_per_gpu_hour ? ordered_json(*c.usd_per_gpu_hour) : ordered_json(nullptr);

@@ -118,8 +118,9 @@ struct QuickestPlan {
   SweepRecord record;
   TrainReport train;
 };
-QuickestPlan quickest_plan(const SizingSpec& spec, const config::Cluster& cluster, std::int64_t gpus,
-                           const std::vector<SweepRecord>& ranked, const TrainSettings& settings);
+QuickestPlan quickest_plan(const SizingSpec& spec, const config::Cluster& cluster,
+                           std::int64_t gpus, const std::vector<SweepRecord>& ranked,
+                           const TrainSettings& settings);
 
 // One CSV row per GPU kind, fabric and size tried (plan_time_to_train.cpp): wall time, goodput,
 // energy and cost against cluster size, what `tools/plot plan` draws.

@@ -107,7 +107,9 @@ std::string csv_quote(const std::string& s) {  // RFC 4180 quoting
 
 bool replayed(const RunResult& r) { return r.iteration_time_s > 0; }
 
-ordered_json or_null(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(); }
+ordered_json or_null(const std::optional<double>& v) {
+  return v ? ordered_json(*v) : ordered_json();
+}
 
 ordered_json train_json(const TrainReport& t) {
   ordered_json j;
@@ -160,7 +162,8 @@ ordered_json train_json(const TrainReport& t) {
   j["checkpoint"] = ck;
   j["restart_s"] = t.restart_s;
   j["pue"] = t.pue;
-  j["energy_per_iteration_j"] = t.energy_known ? ordered_json(t.energy_per_iteration_j) : ordered_json();
+  j["energy_per_iteration_j"] =
+      t.energy_known ? ordered_json(t.energy_per_iteration_j) : ordered_json();
   j["average_power_mw"] = t.energy_known ? ordered_json(t.average_power_mw) : ordered_json();
   j["gpu_hours"] = t.gpu_hours;
   j["usd_per_gpu_hour"] = or_null(t.usd_per_gpu_hour);
@@ -170,12 +173,14 @@ ordered_json train_json(const TrainReport& t) {
 std::string train_text(const TrainReport& t, bool by_days) {
   std::string out = "\ntime to train (" +
                     (by_days ? format_double("%g", t.wall_days) + " days of wall time"
-                             : format_double("%.4g", t.tokens) + " tokens") + ")\n";
+                             : format_double("%.4g", t.tokens) + " tokens") +
+                    ")\n";
   if (!t.feasible) return out + "  infeasible: " + t.reason + "\n";
   Table tb(2);
   tb.row({"tokens", format_double("%.4g", t.tokens) + format_double(" in %.0f steps", t.steps)});
   tb.row({"step time with stragglers", format_double("%.4f s", t.step_s) + " (slowest GPU x" +
-                                           format_double("%.3f", t.gpu_factor) + ", slowest link x" +
+                                           format_double("%.3f", t.gpu_factor) +
+                                           ", slowest link x" +
                                            format_double("%.3f", t.link_factor) + ")"});
   tb.row({"expected interruptions",
           format_double("%.1f", t.wall.interruptions) +
@@ -188,24 +193,29 @@ std::string train_text(const TrainReport& t, bool by_days) {
                             format_double(": write %.3g s", t.checkpoint_write_s) +
                             format_double(" at %g GB/s", t.checkpoint_gbytes_per_s) +
                             format_double(", training stops %.3g s", t.checkpoint_blocking_s)});
-  tb.row({"checkpoint interval", t.checkpoint_interval_s
-                                     ? format_double("%.1f min of training", *t.checkpoint_interval_s / 60)
-                                     : std::string("none (no unplanned interruptions)")});
+  tb.row({"checkpoint interval",
+          t.checkpoint_interval_s
+              ? format_double("%.1f min of training", *t.checkpoint_interval_s / 60)
+              : std::string("none (no unplanned interruptions)")});
   tb.row({"restart", format_double("%.0f s per interruption", t.restart_s)});
-  tb.row({"wall time", format_double("%.2f days: ", t.wall_days) + format_double("%.2f useful, ", t.useful_days) +
+  tb.row({"wall time", format_double("%.2f days: ", t.wall_days) +
+                           format_double("%.2f useful, ", t.useful_days) +
                            format_double("%.2f checkpoints, ", t.wall.checkpoint_s / 86400.0) +
                            format_double("%.2f restarts, ", t.wall.restart_s / 86400.0) +
                            format_double("%.2f lost work", t.wall.lost_s / 86400.0)});
   tb.row({"goodput", format_double("%.2f %% of wall time trains", 100.0 * t.wall.goodput)});
   if (t.energy_known) {
-    tb.row({"energy", format_double("%.4g MWh (", t.energy_mwh) + format_double("%.3g MW average, ", t.average_power_mw) +
-                          format_double("%.4g MJ per iteration, ", t.energy_per_iteration_j * 1e-6) +
-                          format_double("PUE %.2f)", t.pue)});
+    tb.row(
+        {"energy", format_double("%.4g MWh (", t.energy_mwh) +
+                       format_double("%.3g MW average, ", t.average_power_mw) +
+                       format_double("%.4g MJ per iteration, ", t.energy_per_iteration_j * 1e-6) +
+                       format_double("PUE %.2f)", t.pue)});
   } else {
     tb.row({"energy", "n/a (no power entry for this GPU)"});
   }
   tb.row({"GPU-hours", format_double("%.4g", t.gpu_hours)});
-  tb.row({"cost", t.cost_usd ? format_double("$%.4g", *t.cost_usd) + format_double(" at $%.3f per GPU-hour", *t.usd_per_gpu_hour)
+  tb.row({"cost", t.cost_usd ? format_double("$%.4g", *t.cost_usd) +
+                                   format_double(" at $%.3f per GPU-hour", *t.usd_per_gpu_hour)
                              : std::string("n/a (no price: give --price)")});
   return out + tb.str("  ");
 }
@@ -221,8 +231,8 @@ HardwareUtilization hardware_utilization(const config::Scenario& sc, const RunRe
   return u;
 }
 
-std::string report_json(const config::Scenario& sc, const RunResult& r, const trace::RunStats& stats,
-                        const TrainReport* train) {
+std::string report_json(const config::Scenario& sc, const RunResult& r,
+                        const trace::RunStats& stats, const TrainReport* train) {
   const HardwareUtilization hw = hardware_utilization(sc, r, stats);
   const bool have_stats = stats.computed && replayed(r);
   ordered_json j;
@@ -278,8 +288,8 @@ std::string report_json(const config::Scenario& sc, const RunResult& r, const tr
   return j.dump(2) + "\n";
 }
 
-std::string report_text(const config::Scenario& sc, const RunResult& r, const trace::RunStats& stats,
-                        const TrainReport* train) {
+std::string report_text(const config::Scenario& sc, const RunResult& r,
+                        const trace::RunStats& stats, const TrainReport* train) {
   const auto& p = sc.plan;
   const HardwareUtilization hw = hardware_utilization(sc, r, stats);
   const bool have_stats = stats.computed && replayed(r);

@@ -17,8 +17,10 @@ constexpr double kDay = 86400.0;
 
 const char* checkpoint_mode_name(CheckpointMode m) {
   switch (m) {
-    case CheckpointMode::kAsync: return "async";
-    case CheckpointMode::kSync: return "sync";
+    case CheckpointMode::kAsync:
+      return "async";
+    case CheckpointMode::kSync:
+      return "sync";
   }
   return "?";
 }
@@ -26,20 +28,22 @@ const char* checkpoint_mode_name(CheckpointMode m) {
 longrun::StepParts step_parts(const runtime::TimeBreakdown& t) {
   using runtime::TimeCategory;
   longrun::StepParts p;
-  for (const TimeCategory c : {TimeCategory::kForward, TimeCategory::kBackward, TimeCategory::kRecompute,
-                               TimeCategory::kOptimizer, TimeCategory::kContention}) {
+  for (const TimeCategory c :
+       {TimeCategory::kForward, TimeCategory::kBackward, TimeCategory::kRecompute,
+        TimeCategory::kOptimizer, TimeCategory::kContention}) {
     p.compute_s += t[c].seconds();
   }
-  for (const TimeCategory c : {TimeCategory::kExposedTp, TimeCategory::kExposedCp, TimeCategory::kExposedPp,
-                               TimeCategory::kExposedDp}) {
+  for (const TimeCategory c : {TimeCategory::kExposedTp, TimeCategory::kExposedCp,
+                               TimeCategory::kExposedPp, TimeCategory::kExposedDp}) {
     p.comm_s += t[c].seconds();
   }
   p.idle_s = t[TimeCategory::kIdle].seconds();
   return p;
 }
 
-TrainInputs train_inputs(const ir::ModelSpec& model, const config::Cluster& cluster, std::int64_t gpus,
-                         const parallel::ParallelPlan& plan, const longrun::StepParts& step) {
+TrainInputs train_inputs(const ir::ModelSpec& model, const config::Cluster& cluster,
+                         std::int64_t gpus, const parallel::ParallelPlan& plan,
+                         const longrun::StepParts& step) {
   TrainInputs in;
   in.gpus = gpus;
   in.gpus_per_node = cluster.cluster.node.gpus_per_node;
@@ -47,8 +51,10 @@ TrainInputs train_inputs(const ir::ModelSpec& model, const config::Cluster& clus
   in.gpu = cluster.gpu.name;
   in.parameters = static_cast<double>(ir::parameter_count(model));
   const memory::BytesPerParameter b = memory::bytes_per_parameter(plan);
-  in.checkpoint_bytes_per_parameter = static_cast<double>(b.weights + b.optimizer_states + b.master_weights);
-  in.tokens_per_iteration = static_cast<double>(plan.global_batch) * static_cast<double>(plan.seq_len);
+  in.checkpoint_bytes_per_parameter =
+      static_cast<double>(b.weights + b.optimizer_states + b.master_weights);
+  in.tokens_per_iteration =
+      static_cast<double>(plan.global_batch) * static_cast<double>(plan.seq_len);
   in.step = step;
   return in;
 }
@@ -56,31 +62,44 @@ TrainInputs train_inputs(const ir::ModelSpec& model, const config::Cluster& clus
 void check_train_settings(const TrainSettings& s) {
   DiagnosticList problems;
   const auto positive = [&](const std::optional<double>& v, const char* flag) {
-    if (v && !(*v > 0 && std::isfinite(*v))) problems.add({"", 0, flag, "must be a positive finite number"});
+    if (v && !(*v > 0 && std::isfinite(*v))) {
+      problems.add({"", 0, flag, "must be a positive finite number"});
+    }
   };
   positive(s.days, "--train-days");
   positive(s.tokens, "--train-tokens");
-  if (s.days && s.tokens) problems.add({"", 0, "--train-days", "give --train-days or --train-tokens, not both"});
+  if (s.days && s.tokens) {
+    problems.add({"", 0, "--train-days", "give --train-days or --train-tokens, not both"});
+  }
   positive(s.checkpoint_gbytes_per_s, "--checkpoint-gbps");
   positive(s.checkpoint_interval_s, "--checkpoint-interval-min");
   positive(s.usd_per_gpu_hour, "--price");
-  if (s.restart_overhead_s && !(*s.restart_overhead_s >= 0 && std::isfinite(*s.restart_overhead_s))) {
+  if (s.restart_overhead_s &&
+      !(*s.restart_overhead_s >= 0 && std::isfinite(*s.restart_overhead_s))) {
     problems.add({"", 0, "--restart-min", "must be >= 0"});
   }
-  if (s.gpu_cv && !(*s.gpu_cv >= 0 && *s.gpu_cv < 1)) problems.add({"", 0, "--straggler", "gpu_cv must be in [0, 1)"});
-  if (!(s.link_cv >= 0 && s.link_cv < 1)) problems.add({"", 0, "--straggler", "link_cv must be in [0, 1)"});
+  if (s.gpu_cv && !(*s.gpu_cv >= 0 && *s.gpu_cv < 1)) {
+    problems.add({"", 0, "--straggler", "gpu_cv must be in [0, 1)"});
+  }
+  if (!(s.link_cv >= 0 && s.link_cv < 1)) {
+    problems.add({"", 0, "--straggler", "link_cv must be in [0, 1)"});
+  }
   if (!(s.slow_gpu_speed > 0 && s.slow_gpu_speed <= 1)) {
     problems.add({"", 0, "--straggler", "slow_gpu must be a percentage in (0, 100]"});
   }
-  if (s.pue && !(*s.pue >= 1 && std::isfinite(*s.pue))) problems.add({"", 0, "--pue", "must be >= 1"});
+  if (s.pue && !(*s.pue >= 1 && std::isfinite(*s.pue))) {
+    problems.add({"", 0, "--pue", "must be >= 1"});
+  }
   problems.throw_if_any();
 }
 
-TrainReport time_to_train(const TrainInputs& in, const TrainSettings& s, const longrun::TrainData& data) {
+TrainReport time_to_train(const TrainInputs& in, const TrainSettings& s,
+                          const longrun::TrainData& data) {
   check_train_settings(s);
   TrainReport r;
   r.tokens_goal = s.tokens.has_value();
-  const std::int64_t nodes = in.gpus_per_node > 0 ? (in.gpus + in.gpus_per_node - 1) / in.gpus_per_node : in.gpus;
+  const std::int64_t nodes =
+      in.gpus_per_node > 0 ? (in.gpus + in.gpus_per_node - 1) / in.gpus_per_node : in.gpus;
   const longrun::JobShape job{in.gpus, nodes, nodes * std::max<std::int64_t>(in.nics_per_node, 0)};
 
   // Stragglers.
@@ -123,9 +142,9 @@ TrainReport time_to_train(const TrainInputs& in, const TrainSettings& s, const l
       // Each GPU copies its share of the state to host memory; the next snapshot waits for the
       // previous write, and a checkpoint counts only once written, so an interruption also loses
       // the write time: added to the restart (a first-order approximation of that loss).
-      r.checkpoint_blocking_s =
-          r.checkpoint_bytes / static_cast<double>(std::max<std::int64_t>(in.gpus, 1)) /
-          (data.snapshot_gbytes_per_s_per_gpu * 1e9);
+      r.checkpoint_blocking_s = r.checkpoint_bytes /
+                                static_cast<double>(std::max<std::int64_t>(in.gpus, 1)) /
+                                (data.snapshot_gbytes_per_s_per_gpu * 1e9);
       r.restart_s = overhead_s + 2 * r.checkpoint_write_s;
       min_interval_s = std::max(min_interval_s, r.checkpoint_write_s);
       break;
@@ -137,8 +156,9 @@ TrainReport time_to_train(const TrainInputs& in, const TrainSettings& s, const l
   if (s.checkpoint_interval_s) {
     policy.interval_s = std::max(*s.checkpoint_interval_s, min_interval_s);
   } else if (unplanned_per_s > 0) {
-    policy.interval_s = std::max(longrun::optimal_checkpoint_interval_s(policy.write_s, 1 / unplanned_per_s),
-                                 min_interval_s);
+    policy.interval_s =
+        std::max(longrun::optimal_checkpoint_interval_s(policy.write_s, 1 / unplanned_per_s),
+                 min_interval_s);
   }
   if (policy.interval_s > 0) r.checkpoint_interval_s = policy.interval_s;
 
@@ -165,7 +185,8 @@ TrainReport time_to_train(const TrainInputs& in, const TrainSettings& s, const l
   // Energy.
   r.pue = s.pue.value_or(data.pue);
   if (const longrun::PowerProfile* p = data.power_for(in.gpu)) {
-    const longrun::PowerInputs pw{p->busy_w, p->comm_w, p->idle_w, p->node_overhead_w, data.fabric_w_per_gpu, r.pue};
+    const longrun::PowerInputs pw{
+        p->busy_w, p->comm_w, p->idle_w, p->node_overhead_w, data.fabric_w_per_gpu, r.pue};
     const longrun::Energy e = longrun::run_energy(r.wall, sg.step, job, pw);
     r.energy_known = true;
     r.power_source = p->source;
@@ -174,7 +195,8 @@ TrainReport time_to_train(const TrainInputs& in, const TrainSettings& s, const l
     r.energy_per_iteration_j =
         r.pue * (static_cast<double>(job.gpus) * longrun::gpu_iteration_energy_j(sg.step, pw) +
                  (static_cast<double>(job.nodes) * pw.node_overhead_w +
-                  static_cast<double>(job.gpus) * pw.fabric_w_per_gpu) * r.step_s);
+                  static_cast<double>(job.gpus) * pw.fabric_w_per_gpu) *
+                     r.step_s);
   }
 
   // Cost: every GPU is paid for all the wall time.

@@ -1,4 +1,5 @@
-// Time-to-train formulas: interruption rates, straggler stretch, checkpoint interval, wall time, energy.
+// Time-to-train formulas: interruption rates, straggler stretch, checkpoint interval, wall time,
+// energy.
 #include "sim/longrun/time_to_train.h"
 
 #include <algorithm>
@@ -17,9 +18,12 @@ std::string lower(std::string s) {
 
 const char* failure_unit_name(FailureUnit u) {
   switch (u) {
-    case FailureUnit::kGpu: return "gpu";
-    case FailureUnit::kNode: return "node";
-    case FailureUnit::kNic: return "nic";
+    case FailureUnit::kGpu:
+      return "gpu";
+    case FailureUnit::kNode:
+      return "node";
+    case FailureUnit::kNic:
+      return "nic";
   }
   return "?";
 }
@@ -36,14 +40,18 @@ const PowerProfile* TrainData::power_for(const std::string& gpu) const {
 
 double unit_count(FailureUnit u, const JobShape& job) {
   switch (u) {
-    case FailureUnit::kGpu: return static_cast<double>(job.gpus);
-    case FailureUnit::kNode: return static_cast<double>(job.nodes);
-    case FailureUnit::kNic: return static_cast<double>(job.nics);
+    case FailureUnit::kGpu:
+      return static_cast<double>(job.gpus);
+    case FailureUnit::kNode:
+      return static_cast<double>(job.nodes);
+    case FailureUnit::kNic:
+      return static_cast<double>(job.nics);
   }
   return 0;
 }
 
-InterruptionRates interruption_rates(const std::vector<FailureComponent>& failures, const JobShape& job) {
+InterruptionRates interruption_rates(const std::vector<FailureComponent>& failures,
+                                     const JobShape& job) {
   InterruptionRates r;
   for (const auto& f : failures) {
     const double per_day = f.rate_per_unit_day * unit_count(f.per, job);
@@ -127,13 +135,16 @@ double gpu_iteration_energy_j(const StepParts& step, const PowerInputs& p) {
   return p.busy_w * step.compute_s + p.comm_w * step.comm_s + p.idle_w * step.idle_s;
 }
 
-Energy run_energy(const WallTime& w, const StepParts& step, const JobShape& job, const PowerInputs& p) {
+Energy run_energy(const WallTime& w, const StepParts& step, const JobShape& job,
+                  const PowerInputs& p) {
   Energy e;
   const double gpus = static_cast<double>(job.gpus);
   const double step_s = step.total_s();
   const double iterations = step_s > 0 ? (w.useful_s + w.lost_s) / step_s : 0.0;
-  e.gpu_j = gpus * (iterations * gpu_iteration_energy_j(step, p) + p.idle_w * (w.checkpoint_s + w.restart_s));
-  e.overhead_j = (static_cast<double>(job.nodes) * p.node_overhead_w + gpus * p.fabric_w_per_gpu) * w.wall_s;
+  e.gpu_j = gpus * (iterations * gpu_iteration_energy_j(step, p) +
+                    p.idle_w * (w.checkpoint_s + w.restart_s));
+  e.overhead_j =
+      (static_cast<double>(job.nodes) * p.node_overhead_w + gpus * p.fabric_w_per_gpu) * w.wall_s;
   e.facility_j = (e.gpu_j + e.overhead_j) * (p.pue - 1);
   return e;
 }

@@ -21,8 +21,8 @@ const char* failure_unit_name(FailureUnit u);
 struct FailureComponent {
   std::string name;
   FailureUnit per = FailureUnit::kGpu;
-  bool planned = false;           // taken at a checkpoint: no lost work, one restart
-  double rate_per_unit_day = 0;   // interruptions per unit and day
+  bool planned = false;          // taken at a checkpoint: no lost work, one restart
+  double rate_per_unit_day = 0;  // interruptions per unit and day
   std::string source;
 };
 
@@ -74,7 +74,8 @@ struct InterruptionRates {
 // A job fails when any of its units fails (units in series, independent, constant rates: the
 // model of Kokolis et al. 2024, arXiv 2410.21680, whose job MTTF falls as 1/scale):
 // rate = sum over components of rate_per_unit_day × units of that kind in the job.
-InterruptionRates interruption_rates(const std::vector<FailureComponent>& failures, const JobShape& job);
+InterruptionRates interruption_rates(const std::vector<FailureComponent>& failures,
+                                     const JobShape& job);
 
 // ---------------------------------------------------------------------------------------------
 // Stragglers
@@ -129,14 +130,14 @@ struct WallTime {
   bool feasible = true;  // false: interruptions come faster than the job can restart
   double useful_s = 0;
   double wall_s = 0;
-  double goodput = 0;           // useful_s / wall_s
-  double interruptions = 0;     // expected, planned and unplanned
-  double checkpoint_s = 0;      // writing the checkpoints of the useful work
-  double restart_s = 0;         // restarting after the interruptions
-  double lost_s = 0;            // work and checkpoints redone after unplanned interruptions
+  double goodput = 0;        // useful_s / wall_s
+  double interruptions = 0;  // expected, planned and unplanned
+  double checkpoint_s = 0;   // writing the checkpoints of the useful work
+  double restart_s = 0;      // restarting after the interruptions
+  double lost_s = 0;         // work and checkpoints redone after unplanned interruptions
 };
-// Expected wall time of `useful_s` of training under Poisson interruptions, by the complete model of
-// Daly (2006) for unplanned ones, with M = 1/rate:
+// Expected wall time of `useful_s` of training under Poisson interruptions, by the complete model
+// of Daly (2006) for unplanned ones, with M = 1/rate:
 //   W_u = M·e^(R/M)·(e^((τ+δ)/M) − 1)·useful/τ,
 // which counts the checkpoints, the restarts, the work lost since the last checkpoint and
 // interruptions during restarts; without unplanned interruptions W_u = useful·(1 + δ/τ). Planned
@@ -167,6 +168,7 @@ struct Energy {
 // The run's energy: every GPU runs (useful + lost)/step iterations at gpu_iteration_energy_j and
 // idles through checkpoints and restarts; nodes and fabric draw their power all the wall time;
 // the facility multiplies the IT power by the PUE.
-Energy run_energy(const WallTime& w, const StepParts& step, const JobShape& job, const PowerInputs& p);
+Energy run_energy(const WallTime& w, const StepParts& step, const JobShape& job,
+                  const PowerInputs& p);
 
 }  // namespace ts::longrun

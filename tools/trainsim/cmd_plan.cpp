@@ -84,8 +84,8 @@ int cmd_plan(const Args& args) {
       ("threads", po::value<int>()->default_value(0), "worker threads (0: every core)")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
       ("json", po::value<std::string>(), "also write the JSON document to this file")
-      ("csv", po::value<std::string>(), "also write one CSV row per GPU kind, fabric and size tried")
-      ("all-sizes", po::bool_switch(), "also simulate the sizes above the chosen one (for tools/plot plan)");
+      ("csv", po::value<std::string>(), "also write one CSV row per GPU kind, fabric and size")
+      ("all-sizes", po::bool_switch(), "also simulate the sizes above the chosen one");
   po::options_description train("time to train (interruptions, checkpoints, stragglers, energy)");
   add_train_flags(train);
   o.add(train);
@@ -189,7 +189,9 @@ int cmd_plan(const Args& args) {
     const std::string path = vm["json"].as<std::string>();
     write_file_atomic(path, json, "--json");
   }
-  if (vm.count("csv")) write_file_atomic(vm["csv"].as<std::string>(), driver::sizing_csv(spec, choices), "--csv");
+  if (vm.count("csv")) {
+    write_file_atomic(vm["csv"].as<std::string>(), driver::sizing_csv(spec, choices), "--csv");
+  }
   if (format == Format::kJson) {
     std::cout << json;
     return kExitOk;
@@ -201,8 +203,9 @@ int cmd_plan(const Args& args) {
   std::cout << head;
   if (spec.budget_usd) std::cout << "budget: $" << *spec.budget_usd << "\n";
   std::cout << driver::sizing_table(spec, choices)
-            << "(days: wall-clock, with interruptions, checkpoints, restarts and stragglers; goodput: the share\n"
-               " of it spent training; MWh: facility energy; see README \"Time to train\")\n\nsizes tried:\n";
+            << "(days: wall-clock, with interruptions, checkpoints, restarts and stragglers;\n"
+               " goodput: the share of it spent training; MWh: facility energy; see README\n"
+               " \"Time to train\")\n\nsizes tried:\n";
   for (const auto& c : choices) {
     std::cout << "  " << c.kind << " [" << c.fabric << "]:";
     for (const auto& t : c.trials) {
@@ -210,7 +213,8 @@ int cmd_plan(const Args& args) {
       if (t.best_tokens_per_s > 0) {
         char buf[64];
         if (std::isfinite(t.days)) {
-          std::snprintf(buf, sizeof buf, " (%.1f days, %lld plans)", t.days, static_cast<long long>(t.plans));
+          std::snprintf(buf, sizeof buf, " (%.1f days, %lld plans)", t.days,
+                        static_cast<long long>(t.plans));
         } else {
           std::snprintf(buf, sizeof buf, " (%lld plans)", static_cast<long long>(t.plans));
         }

@@ -23,26 +23,33 @@ double positive_flag(const po::variables_map& vm, const char* name) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size() || !(v > 0) || !std::isfinite(v)) {
-    throw InputError(Diagnostic{"", 0, std::string("--") + name, "expected a positive finite number (got '" + s + "')"});
+    throw InputError(Diagnostic{"", 0, std::string("--") + name,
+                                "expected a positive finite number (got '" + s + "')"});
   }
   return v;
 }
 
 // The time-to-train settings of `run`: the goal, the shared flags and the price (--price, else the
 // price table's row for the cluster file). Nothing without --train-days or --train-tokens.
-std::optional<driver::TrainSettings> run_train_settings(const po::variables_map& vm, const config::Scenario& sc) {
+std::optional<driver::TrainSettings> run_train_settings(const po::variables_map& vm,
+                                                        const config::Scenario& sc) {
   DiagnosticList problems;
   bool any = false;
   driver::TrainSettings s;
   problems.collect([&] { s = train_settings_from_flags(vm, any); });
   if (vm.count("train-days")) problems.collect([&] { s.days = positive_flag(vm, "train-days"); });
-  if (vm.count("train-tokens")) problems.collect([&] { s.tokens = positive_flag(vm, "train-tokens"); });
+  if (vm.count("train-tokens")) {
+    problems.collect([&] { s.tokens = positive_flag(vm, "train-tokens"); });
+  }
   if (vm.count("price")) {
     any = true;
     problems.collect([&] { s.usd_per_gpu_hour = positive_flag(vm, "price"); });
   }
   if (!s.any_goal()) {
-    if (any) problems.add({"", 0, "--train-days", "the time-to-train flags need --train-days D or --train-tokens T"});
+    if (any) {
+      problems.add({"", 0, "--train-days",
+                    "the time-to-train flags need --train-days D or --train-tokens T"});
+    }
     problems.throw_if_any();
     return std::nullopt;
   }
@@ -71,9 +78,9 @@ int cmd_run(const Args& args) {
       ("fit", po::value<double>()->default_value(0.8), "fraction of GPU memory a plan may safely use");
   po::options_description train_flags("time to train (with --train-days or --train-tokens)");
   train_flags.add_options()
-      ("train-days", po::value<std::string>(), "wall-clock days of training: tokens, interruptions, energy, cost")
-      ("train-tokens", po::value<std::string>(), "training tokens, e.g. 15.6e12: wall time, interruptions, energy, cost")
-      ("price", po::value<std::string>(), "USD per GPU-hour (default: the price table's row for the cluster)");
+      ("train-days", po::value<std::string>(), "wall-clock days of training")
+      ("train-tokens", po::value<std::string>(), "training tokens, e.g. 15.6e12")
+      ("price", po::value<std::string>(), "USD per GPU-hour (default: the price table's)");
   add_train_flags(train_flags);
   o.add(train_flags);
   po::variables_map vm;
@@ -101,7 +108,8 @@ int cmd_run(const Args& args) {
   if (r.trace_size) std::cerr << trace::describe_trace_size(*ro.trace, *r.trace_size) << "\n";
   std::optional<driver::TrainReport> train;
   if (train_settings && r.iteration_time_s > 0) {
-    train = driver::time_to_train(driver::train_inputs(sc.model, sc.cluster, sc.num_gpus, sc.plan, driver::step_parts(r.time)),
+    train = driver::time_to_train(driver::train_inputs(sc.model, sc.cluster, sc.num_gpus, sc.plan,
+                                                       driver::step_parts(r.time)),
                                   *train_settings, *train_data);
   }
   const driver::TrainReport* tr = train ? &*train : nullptr;

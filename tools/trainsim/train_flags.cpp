@@ -28,12 +28,14 @@ void parse_straggler(const std::string& spec, driver::TrainSettings& s, Diagnost
   std::size_t pos = 0;
   while (pos <= spec.size()) {
     const auto comma = spec.find(',', pos);
-    const std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const std::string item =
+        spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? spec.size() + 1 : comma + 1;
     if (item.empty()) continue;
     const auto eq = item.find('=');
     if (eq == std::string::npos) {
-      problems.add({"", 0, "--straggler", "expected KEY=VALUE (gpu_cv, link_cv, slow_gpu), got '" + item + "'"});
+      problems.add({"", 0, "--straggler",
+                    "expected KEY=VALUE (gpu_cv, link_cv, slow_gpu), got '" + item + "'"});
       continue;
     }
     const std::string key = item.substr(0, eq);
@@ -55,15 +57,15 @@ void parse_straggler(const std::string& spec, driver::TrainSettings& s, Diagnost
 void add_train_flags(po::options_description& o) {
   o.add_options()
       ("checkpoint-gbps", po::value<std::string>(),
-       "checkpoint storage bandwidth, GB/s (1e9 bytes) for the whole job (default: the data file's)")
+       "checkpoint storage bandwidth of the job, GB/s (default: the data file's)")
       ("checkpoint-interval-min", po::value<std::string>(),
-       "minutes of training between checkpoints (default: Daly's optimum for the interruption rate)")
+       "minutes of training between checkpoints (default: Daly's optimum)")
       ("checkpoint-mode", po::value<std::string>()->default_value("async"),
-       "async (training stops for a copy to host memory) or sync (for the whole write)")
+       "async (training stops for a copy to host memory) or sync (for the write)")
       ("restart-min", po::value<std::string>(),
-       "minutes from an interruption to training again, checkpoint read excluded (default: the data file's)")
+       "minutes from an interruption to training again, read excluded (default: data file)")
       ("straggler", po::value<std::string>(),
-       "gpu_cv=F (per-GPU speed spread), link_cv=F (per-link), slow_gpu=PCT (one GPU at PCT % speed)")
+       "gpu_cv=F (per-GPU speed spread), link_cv=F (per link), slow_gpu=PCT (one GPU at PCT %)")
       ("pue", po::value<std::string>(), "data-centre PUE (default: the data file's)")
       ("train-calibration", po::value<std::string>(),
        "time-to-train data file (default: calibration/time_to_train.textproto)");
@@ -102,8 +104,8 @@ driver::TrainSettings train_settings_from_flags(const po::variables_map& vm, boo
 }
 
 longrun::TrainData train_data_from_flags(const po::variables_map& vm) {
-  return config::load_time_to_train_data(vm.count("train-calibration") ? vm["train-calibration"].as<std::string>()
-                                                                        : std::string());
+  return config::load_time_to_train_data(
+      vm.count("train-calibration") ? vm["train-calibration"].as<std::string>() : std::string());
 }
 
 }  // namespace ts::cli

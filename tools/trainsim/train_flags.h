@@ -15,7 +15,8 @@ void add_train_flags(boost::program_options::options_description& options);
 
 // The settings those flags give (goal and price left unset); every bad value is reported at once
 // (InputError naming its flag). `any_given` tells whether one of them was on the command line.
-driver::TrainSettings train_settings_from_flags(const boost::program_options::variables_map& vm, bool& any_given);
+driver::TrainSettings train_settings_from_flags(const boost::program_options::variables_map& vm,
+                                                bool& any_given);
 
 // The data file named by --train-calibration, else the default one.
 longrun::TrainData train_data_from_flags(const boost::program_options::variables_map& vm);

@@ -25,7 +25,8 @@ TEST_CASE("the shipped time-to-train data loads with sources for every value") {
   }
   CHECK(unplanned == Approx(419));
   CHECK(planned == Approx(47));
-  for (const char* gpu : {"H100-SXM5-80GB", "h100-sxm5-96gb", "H200-SXM-141GB", "A100-SXM4-40GB", "A100-SXM4-80GB"}) {
+  for (const char* gpu :
+       {"H100-SXM5-80GB", "h100-sxm5-96gb", "H200-SXM-141GB", "A100-SXM4-40GB", "A100-SXM4-80GB"}) {
     INFO(gpu);
     REQUIRE(d.power_for(gpu) != nullptr);
     CHECK(d.power_for(gpu)->busy_w > d.power_for(gpu)->idle_w);
@@ -37,18 +38,19 @@ TEST_CASE("the shipped time-to-train data loads with sources for every value") {
 
 TEST_CASE("a broken time-to-train file reports every problem with its line and field") {
   TempDir dir;
-  const std::string path = dir.write("ttt.textproto",
-                                     "failures {\n"                       // 1
-                                     "  name: \"gpu\"\n"                  // 2
-                                     "  per: \"rack\"\n"                  // 3
-                                     "  observed_interruptions: 1\n"      // 4
-                                     "  observed_units: 0\n"              // 5
-                                     "  observed_days: 1\n"               // 6
-                                     "}\n"                                // 7
-                                     "failures { name: \"gpu\" per: \"gpu\" observed_interruptions: 1 "
-                                     "observed_units: 1 observed_days: 1 source: \"x\" }\n"  // 8
-                                     "pue: 0.9\n"                         // 9
-                                     "pue_source: \"x\"\n");              // 10
+  const std::string path =
+      dir.write("ttt.textproto",
+                "failures {\n"                   // 1
+                "  name: \"gpu\"\n"              // 2
+                "  per: \"rack\"\n"              // 3
+                "  observed_interruptions: 1\n"  // 4
+                "  observed_units: 0\n"          // 5
+                "  observed_days: 1\n"           // 6
+                "}\n"                            // 7
+                "failures { name: \"gpu\" per: \"gpu\" observed_interruptions: 1 "
+                "observed_units: 1 observed_days: 1 source: \"x\" }\n"  // 8
+                "pue: 0.9\n"                                            // 9
+                "pue_source: \"x\"\n");                                 // 10
   const auto ds = test::diagnostics_of([&] { load_time_to_train_data(path); });
   INFO(test::dump(ds));
   const Diagnostic* per = test::find_field(ds, "failures[0].per");

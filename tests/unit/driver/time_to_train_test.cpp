@@ -87,7 +87,8 @@ TEST_CASE("a token budget: steps, useful time, wall time, GPU-hours and cost") {
   // sqrt(2·0.0138·11,135) ≈ 17.6 s, above one step (10 s) and the write (2.8 s).
   REQUIRE(r.checkpoint_interval_s);
   const double m = 54 * 86400.0 / 419;
-  CHECK(*r.checkpoint_interval_s == Approx(longrun::optimal_checkpoint_interval_s(r.checkpoint_blocking_s, m)));
+  CHECK(*r.checkpoint_interval_s ==
+        Approx(longrun::optimal_checkpoint_interval_s(r.checkpoint_blocking_s, m)));
   CHECK(*r.checkpoint_interval_s == Approx(17.6).epsilon(0.02));
   // Energy: the H100 entry exists.
   CHECK(r.energy_known);
