@@ -76,7 +76,7 @@ void convert_power(const sch::GpuPowerData& p, const Checker& c, longrun::TrainD
 }  // namespace
 
 std::filesystem::path default_time_to_train_file() {
-  return data_dir() / "calibration" / "time_to_train.textproto";
+  return data_dir() / "calibration" / "longrun" / "time_to_train.textproto";
 }
 
 longrun::TrainData load_time_to_train_data(const std::string& path) {

@@ -1,4 +1,4 @@
-// Loading of calibration/time_to_train.textproto into longrun::TrainData.
+// Loading of calibration/longrun/time_to_train.textproto into longrun::TrainData.
 #pragma once
 
 #include <filesystem>
@@ -8,7 +8,7 @@
 
 namespace ts::config {
 
-// data_dir()/calibration/time_to_train.textproto.
+// data_dir()/calibration/longrun/time_to_train.textproto.
 std::filesystem::path default_time_to_train_file();
 
 // Loads the time-to-train data (empty path: the default file). Throws InputError listing every

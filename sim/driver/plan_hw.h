@@ -54,7 +54,7 @@ struct SizingSpec {
   int threads = 0;
   // Time to train: checkpoints, restarts, stragglers, PUE (goal and price are set per choice).
   TrainSettings train;
-  longrun::TrainData train_data;
+  longrun::TrainData train_data;  // default-constructed: the ideal time (no interruptions, …)
   // Also simulate the sizes above the chosen one (their rows for a wall time and cost curve).
   bool all_sizes = false;
 };

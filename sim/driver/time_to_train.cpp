@@ -127,7 +127,11 @@ TrainReport time_to_train(const TrainInputs& in, const TrainSettings& s,
   r.checkpoint_mode = s.checkpoint_mode;
   r.checkpoint_bytes = in.parameters * in.checkpoint_bytes_per_parameter;
   r.checkpoint_gbytes_per_s = s.checkpoint_gbytes_per_s.value_or(data.checkpoint_gbytes_per_s);
-  r.checkpoint_write_s = r.checkpoint_bytes / (r.checkpoint_gbytes_per_s * 1e9);
+  // A rate of 0 (a TrainData without checkpoint data) makes checkpoints free.
+  const auto transfer_s = [](double bytes, double gbytes_per_s) {
+    return gbytes_per_s > 0 ? bytes / (gbytes_per_s * 1e9) : 0.0;
+  };
+  r.checkpoint_write_s = transfer_s(r.checkpoint_bytes, r.checkpoint_gbytes_per_s);
   const double overhead_s = s.restart_overhead_s.value_or(data.restart_overhead_s);
   longrun::CheckpointPolicy policy;
   // Checkpoints are taken between steps: at most one a step.
@@ -142,9 +146,9 @@ TrainReport time_to_train(const TrainInputs& in, const TrainSettings& s,
       // Each GPU copies its share of the state to host memory; the next snapshot waits for the
       // previous write, and a checkpoint counts only once written, so an interruption also loses
       // the write time: added to the restart (a first-order approximation of that loss).
-      r.checkpoint_blocking_s = r.checkpoint_bytes /
-                                static_cast<double>(std::max<std::int64_t>(in.gpus, 1)) /
-                                (data.snapshot_gbytes_per_s_per_gpu * 1e9);
+      r.checkpoint_blocking_s =
+          transfer_s(r.checkpoint_bytes / static_cast<double>(std::max<std::int64_t>(in.gpus, 1)),
+                     data.snapshot_gbytes_per_s_per_gpu);
       r.restart_s = overhead_s + 2 * r.checkpoint_write_s;
       min_interval_s = std::max(min_interval_s, r.checkpoint_write_s);
       break;

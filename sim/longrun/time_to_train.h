@@ -2,7 +2,7 @@
 //
 // Pure functions over explicit inputs. Times are doubles in seconds (a run of months is beyond
 // Duration's int64 picoseconds, about 106 days); powers in watts, energies in joules. The data
-// (rates, powers, defaults) come from calibration/time_to_train.textproto, loaded by sim/config.
+// (rates, powers, defaults) come from calibration/longrun/time_to_train.textproto, loaded by sim/config.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +35,8 @@ struct PowerProfile {
   std::string source;
 };
 
-// The whole data file.
+// The whole data file. Default-constructed: no interruptions, no stragglers, free checkpoints,
+// no power entries, PUE 1 (the time to train is then the ideal one).
 struct TrainData {
   std::string file;
   std::vector<FailureComponent> failures;
@@ -83,7 +84,7 @@ InterruptionRates interruption_rates(const std::vector<FailureComponent>& failur
 // The inverse of the standard normal distribution function, p in (0, 1).
 double inverse_normal_cdf(double p);
 // E[max of n independent standard normals], by Blom's (1958) approximation
-// Φ⁻¹((n − 0.375)/(n + 0.25)); 0 for n = 1. Within 0.5 % of the exact value for n ≥ 10.
+// Φ⁻¹((n − 0.375)/(n + 0.25)); 0 for n = 1. Within 1 % of the exact value for n ≥ 10.
 double expected_max_standard_normal(std::int64_t n);
 
 struct StragglerSettings {

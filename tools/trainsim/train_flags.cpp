@@ -68,7 +68,7 @@ void add_train_flags(po::options_description& o) {
        "gpu_cv=F (per-GPU speed spread), link_cv=F (per link), slow_gpu=PCT (one GPU at PCT %)")
       ("pue", po::value<std::string>(), "data-centre PUE (default: the data file's)")
       ("train-calibration", po::value<std::string>(),
-       "time-to-train data file (default: calibration/time_to_train.textproto)");
+       "time-to-train data file (default: calibration/longrun/time_to_train.textproto)");
 }
 
 driver::TrainSettings train_settings_from_flags(const po::variables_map& vm, bool& any_given) {

@@ -1,11 +1,14 @@
 // Time to train of a plan: the data file's defaults through driver::time_to_train, checked by hand.
 #include "sim/driver/time_to_train.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "sim/base/diagnostic.h"
 #include "sim/config/time_to_train_loader.h"
+#include "sim/driver/plan_hw.h"
+#include "sim/ir/model_graph.h"
 
 namespace ts::driver {
 namespace {
@@ -36,7 +39,8 @@ TEST_CASE("the Llama 3 405B 54-day snapshot: 466 expected interruptions with the
   // The default rates are Table 5's counts over the units exposed (16,384 GPUs or NICs, 2,048
   // nodes) and 54 days; the same job over the same 54 days must expect 419 unplanned + 47
   // planned = 466. This checks the per-unit scaling and the bookkeeping; the rates were fitted to
-  // this run (calibration/time_to_train.textproto says so), so it is no independent validation.
+  // this run (calibration/longrun/time_to_train.textproto says so), so it is no independent
+  // validation.
   CHECK(r.wall.wall_s == Approx(54 * 86400.0));
   CHECK(r.unplanned_per_day * 54 == Approx(419));
   CHECK(r.planned_per_day * 54 == Approx(47));
@@ -152,6 +156,56 @@ TEST_CASE("restarts slower than the interruptions: an infeasible report, not a c
   const TrainReport r = time_to_train(llama3_405b(), s, data);
   CHECK_FALSE(r.feasible);
   CHECK(r.reason.find("interruptions") != std::string::npos);
+}
+
+TEST_CASE("plan sizes by wall-clock time: interruptions and stragglers only add time") {
+  SizingSpec s;
+  s.model = config::load_model("llama3-8b");
+  s.base.seq_len = 2048;
+  s.base.global_batch = 32;
+  s.axes.tp = {1, 2, 8};
+  s.axes.pp = {1};
+  s.axes.micro_batch = {1};
+  s.axes.schedule = {parallel::Schedule::k1F1B};
+  s.axes.zero = {1};
+  s.axes.sequence_parallel = {true};
+  s.axes.recompute = {parallel::Recompute::kSelective};
+  s.offers = {GpuOffer{"h100", "dgx-h100", 2.0, "test", "test"}};
+  s.cluster_sizes = {8, 16, 32};
+  s.threads = 2;
+  s.tokens = 1e9;
+  s.all_sizes = true;
+  s.train_data = config::load_time_to_train_data();
+  // A deadline 8 GPUs cannot meet even at 100 % MFU (as in the sweep test's plan case).
+  const double flops = ir::model_flops(s.model, s.base.seq_len, s.tokens).value();
+  s.days = flops / (8 * 989e12) / 86400 * 0.9;
+  const auto choices = plan_hardware(s);
+  REQUIRE(choices.size() == 1);
+  const SizingChoice& c = choices[0];
+  REQUIRE(c.found);
+  // --all-sizes: every size above the skipped one was simulated.
+  REQUIRE(c.trials.size() == 3);
+  for (const auto& t : c.trials) {
+    if (!t.train) continue;
+    INFO(t.num_gpus);
+    // Wall-clock days ≥ the ideal tokens/(tokens/s): goodput ≤ 1 and stragglers ≥ 1.
+    CHECK(t.days >= t.ideal_days);
+    CHECK(t.days == Approx(t.train->wall_days));
+    CHECK(t.train->wall.goodput <= 1.0);
+    CHECK(t.train->gpu_factor > 1.0);  // gpu_cv 0.021 over 16 or 32 GPUs
+  }
+  CHECK(c.days == Approx(c.train.wall_days));
+  CHECK(c.days <= s.days);
+  CHECK(c.gpu_hours == Approx(static_cast<double>(c.num_gpus) * c.days * 24.0));
+  REQUIRE(c.cost_usd);
+  CHECK(*c.cost_usd == Approx(c.gpu_hours * 2.0));
+  // The CSV: a header and one row per size tried, the chosen one marked.
+  const std::string csv = sizing_csv(s, choices);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
+  CHECK(csv.find(",goodput,") != std::string::npos);
+  CHECK(csv.find(",energy_mwh,") != std::string::npos);
+  CHECK(csv.find(",cost_usd\n") != std::string::npos);
+  CHECK(csv.find(",true,") != std::string::npos);
 }
 
 }  // namespace
