@@ -171,11 +171,11 @@ ordered_json train_json(const TrainReport& t) {
 }
 
 std::string train_text(const TrainReport& t, bool by_days) {
+  if (!t.feasible) return "\ntime to train\n  infeasible: " + t.reason + "\n";
   std::string out = "\ntime to train (" +
                     (by_days ? format_double("%g", t.wall_days) + " days of wall time"
                              : format_double("%.4g", t.tokens) + " tokens") +
                     ")\n";
-  if (!t.feasible) return out + "  infeasible: " + t.reason + "\n";
   Table tb(2);
   tb.row({"tokens", format_double("%.4g", t.tokens) + format_double(" in %.0f steps", t.steps)});
   tb.row({"step time with stragglers", format_double("%.4f s", t.step_s) + " (slowest GPU x" +

@@ -51,6 +51,18 @@ assert sync["checkpoint"]["mode"] == "sync" and sync["usd_per_gpu_hour"] == 2
 assert sync["checkpoint"]["blocking_s"] == sync["checkpoint"]["write_s"]
 PY
 
+# A plan that does not fit is not trained: the object says why, its figures are null.
+"$bin" run --model llama3-70b --cluster dgx-h100 --gpus 8 --tp 8 --global-batch 16 --seq 4096 \
+  --train-days 3 --format json > "$tmp/oom.json"
+python3 - "$tmp/oom.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["status"] == "oom"
+t = j["time_to_train"]
+assert t["feasible"] is False and "not simulated" in t["reason"], t
+assert t["wall_days"] is None and t["goodput"] is None and t["cost_usd"] is None
+PY
+
 # The text report has the section.
 "$bin" "${flags[@]}" --train-days 10 > "$tmp/days.txt"
 grep -q "^time to train (10 days of wall time)" "$tmp/days.txt"

@@ -107,7 +107,13 @@ int cmd_run(const Args& args) {
   // The size report goes to stderr so that stdout stays one report in the chosen format.
   if (r.trace_size) std::cerr << trace::describe_trace_size(*ro.trace, *r.trace_size) << "\n";
   std::optional<driver::TrainReport> train;
-  if (train_settings && r.iteration_time_s > 0) {
+  if (train_settings && !(r.iteration_time_s > 0)) {
+    // Rejected before the replay (out of memory): no step to train with.
+    train = driver::TrainReport{};
+    train->feasible = false;
+    train->tokens_goal = train_settings->tokens.has_value();
+    train->reason = "the plan was not simulated (" + std::string(driver::status_name(r.status)) + ")";
+  } else if (train_settings) {
     train = driver::time_to_train(driver::train_inputs(sc.model, sc.cluster, sc.num_gpus, sc.plan,
                                                        driver::step_parts(r.time)),
                                   *train_settings, *train_data);
