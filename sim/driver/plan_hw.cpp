@@ -176,32 +176,46 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         }
         const SweepOutcome res = run_sweep(ss, so);
         trial.plans = res.stats.simulated;
-        const auto top = top_records(res.records, 1);
-        if (top.empty()) {
+        const auto ranked = top_records(res.records, 0);
+        if (ranked.empty()) {
           trial.outcome = "no plan fits";
           ch.trials.push_back(trial);
           continue;
         }
-        trial.best_tokens_per_s = top.front().tokens_per_s;
-        trial.days = spec.tokens / trial.best_tokens_per_s / 86400.0;
-        const bool meets = trial.days <= spec.days;
-        trial.outcome = meets ? "meets the deadline" : "too slow";
+        // The quickest plan by wall-clock time to the tokens, interruptions and stragglers
+        // included.
+        TrainSettings ts = spec.train;
+        ts.days.reset();
+        ts.tokens = spec.tokens;
+        ts.usd_per_gpu_hour = offer.usd_per_gpu_hour;
+        const QuickestPlan q = quickest_plan(spec, cluster, n, ranked, ts);
+        trial.best = q.record;
+        trial.train = q.train;
+        trial.best_tokens_per_s = q.record.tokens_per_s;
+        trial.ideal_days = spec.tokens / trial.best_tokens_per_s / 86400.0;
+        trial.days = q.train.feasible ? q.train.wall_days : INFINITY;
+        const bool meets = q.train.feasible && trial.days <= spec.days;
+        trial.outcome = meets              ? "meets the deadline"
+                        : q.train.feasible ? "too slow"
+                                           : "too slow: " + q.train.reason;
         ch.trials.push_back(trial);
-        if (!meets) continue;
+        if (!meets || ch.found) continue;  // past the chosen size: only with spec.all_sizes
         ch.found = true;
         ch.num_gpus = n;
-        ch.best = top.front();
+        ch.best = q.record;
+        ch.train = q.train;
         const auto f = rr.fields(ch.best);
         ch.tokens_per_s = trial.best_tokens_per_s;
         ch.mfu = rr.num(f, "mfu");
         ch.peak_memory_gib = rr.num(f, "peak_memory_bytes") / 1073741824.0;
         ch.days = trial.days;
-        ch.gpu_hours = static_cast<double>(n) * ch.days * 24.0;
+        ch.ideal_days = trial.ideal_days;
+        ch.gpu_hours = ch.train.gpu_hours;
         if (ch.usd_per_gpu_hour) {
           ch.cost_usd = ch.gpu_hours * *ch.usd_per_gpu_hour;
           if (spec.budget_usd) ch.within_budget = *ch.cost_usd <= *spec.budget_usd;
         }
-        break;
+        if (!spec.all_sizes) break;
       }
       out.push_back(std::move(ch));
     }
@@ -211,20 +225,27 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
 
 std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>& choices) {
   const RowReader rr;
-  std::vector<std::vector<std::string>> t = {{"GPU", "fabric", "GPUs", "nodes", "best plan", "tokens/s", "MFU",
-                                              "days", "GPU-hours", "$/GPU-h", "cost", "budget"}};
+  std::vector<std::vector<std::string>> t = {{"GPU", "fabric", "GPUs", "nodes", "best plan",
+                                              "tokens/s", "MFU", "days", "goodput", "MWh",
+                                              "GPU-hours", "$/GPU-h", "cost", "budget"}};
   for (const auto& c : choices) {
     if (!c.found) {
       t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, "-", "-",
-                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-", "-", "-",
-                   c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-", "-"});
+                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-",
+                   "-", "-", "-", "-",
+                   c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-",
+                   "-"});
       continue;
     }
     const auto f = rr.fields(c.best);
     const std::int64_t nodes = c.gpus_per_node > 0 ? (c.num_gpus + c.gpus_per_node - 1) / c.gpus_per_node : 0;
-    t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, std::to_string(c.num_gpus), std::to_string(nodes),
-                 plan_text(rr, f), format_double("%.3g", c.tokens_per_s), format_double("%.1f%%", 100 * c.mfu), format_double("%.1f", c.days),
-                 format_double("%.3gM", c.gpu_hours * 1e-6), c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
+    t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, std::to_string(c.num_gpus),
+                 std::to_string(nodes), plan_text(rr, f), format_double("%.3g", c.tokens_per_s),
+                 format_double("%.1f%%", 100 * c.mfu), format_double("%.1f", c.days),
+                 format_double("%.1f%%", 100 * c.train.wall.goodput),
+                 c.train.energy_known ? format_double("%.4g", c.train.energy_mwh) : "n/a",
+                 format_double("%.3gM", c.gpu_hours * 1e-6),
+                 c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
                  c.cost_usd ? "$" + format_double("%.1fM", *c.cost_usd * 1e-6) : "n/a",
                  c.within_budget ? (*c.within_budget ? "within" : "over") : "-"});
   }
@@ -235,7 +256,7 @@ std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>
   std::string s;
   for (const auto& row : t) {
     for (std::size_t i = 0; i < row.size(); ++i) {
-      const bool left = i <= 1 || i == 4 || i == 11;
+      const bool left = i <= 1 || i == 4 || i == 13;
       const std::string pad(w[i] - row[i].size(), ' ');
       s += left ? row[i] + pad : pad + row[i];
       s += i + 1 < row.size() ? "  " : "\n";
@@ -278,6 +299,14 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
       o["iteration_time_s"] = rr.num(f, "iteration_time_s");
       o["peak_memory_bytes"] = static_cast<std::int64_t>(rr.num(f, "peak_memory_bytes"));
       o["training_days"] = c.days;
+      o["ideal_days"] = c.ideal_days;
+      o["goodput"] = c.train.wall.goodput;
+      o["expected_interruptions"] = c.train.wall.interruptions;
+      o["checkpoint_interval_s"] = c.train.checkpoint_interval_s
+                                       ? ordered_json(*c.train.checkpoint_interval_s)
+                                       : ordered_json(nullptr);
+      o["energy_mwh"] =
+          c.train.energy_known ? ordered_json(c.train.energy_mwh) : ordered_json(nullptr);
       o["gpu_hours"] = c.gpu_hours;
     }
     o["usd_per_gpu_hour"] = c.usd_per_gpu_hour ? ordered_json(*c.usd_per_gpu_hour) : ordered_json(nullptr);
@@ -291,7 +320,8 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
       x["plans_simulated"] = tr.plans;
       if (tr.best_tokens_per_s > 0) {
         x["best_tokens_per_s"] = tr.best_tokens_per_s;
-        x["training_days"] = tr.days;
+        x["training_days"] = std::isfinite(tr.days) ? ordered_json(tr.days) : ordered_json(nullptr);
+        x["ideal_days"] = tr.ideal_days;
       }
       trials.push_back(x);
     }

@@ -11,6 +11,7 @@
 
 #include "sim/config/loader.h"
 #include "sim/driver/sweep.h"
+#include "sim/driver/time_to_train.h"
 
 namespace ts::driver {
 
@@ -51,6 +52,11 @@ struct SizingSpec {
   parallel::ParallelPlan base;              // global batch, sequence length, dtype, …
   SweepAxes axes;
   int threads = 0;
+  // Time to train: checkpoints, restarts, stragglers, PUE (goal and price are set per choice).
+  TrainSettings train;
+  longrun::TrainData train_data;  // default-constructed: the ideal time (no interruptions, …)
+  // Also simulate the sizes above the chosen one (their rows for a wall time and cost curve).
+  bool all_sizes = false;
 };
 
 // One cluster size tried for one GPU kind and fabric.
@@ -58,8 +64,11 @@ struct SizeTrial {
   std::int64_t num_gpus = 0;
   std::string outcome;  // "meets the deadline", "too slow", "skipped: …", "no plan fits"
   double best_tokens_per_s = 0;
-  double days = 0;
+  double days = 0;         // wall-clock days of the best plan (time_to_train)
+  double ideal_days = 0;   // tokens / tokens per second of that plan, without interruptions
   std::int64_t plans = 0;  // simulated
+  SweepRecord best;        // the plan with the least wall time
+  std::optional<TrainReport> train;
 };
 
 struct SizingChoice {
@@ -74,11 +83,13 @@ struct SizingChoice {
   double tokens_per_s = 0;
   double mfu = 0;
   double peak_memory_gib = 0;
-  double days = 0;
-  double gpu_hours = 0;
+  double days = 0;        // wall-clock days
+  double ideal_days = 0;  // without interruptions, checkpoints and stragglers
+  double gpu_hours = 0;   // GPUs × wall-clock hours
   std::optional<double> usd_per_gpu_hour;
   std::optional<double> cost_usd;
   std::optional<bool> within_budget;
+  TrainReport train;  // of the chosen size and plan
   std::vector<SizeTrial> trials;
 };
 
@@ -91,14 +102,28 @@ struct SizingProgress {
 
 // For each offer and fabric, walks the candidate sizes upwards: sizes whose GPUs could not meet
 // the deadline even at 100 % MFU (model FLOPs over dense peak) are skipped without simulation;
-// the others are swept (every valid plan) and the first whose best plan trains `tokens` within
-// `days` is chosen. Training days = tokens / (tokens/s of the best plan) / 86400; GPU-hours =
-// GPUs × days × 24; cost = GPU-hours × price.
+// the others are swept (every valid plan), each plan's wall-clock time to `tokens` is computed
+// with interruptions, checkpoints, restarts and stragglers (time_to_train), and the first size
+// whose quickest plan finishes within `days` is chosen. GPU-hours = GPUs × wall-clock hours;
+// cost = GPU-hours × price.
 std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
                                         const std::function<void(const SizingProgress&)>& progress = {});
 
 // The comparison table (one row per GPU kind and fabric) and the JSON document.
 std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>& choices);
 std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>& choices);
+// The plan among `ranked` (a sweep's feasible rows at one size, quickest first) with the least
+// wall-clock time to the token budget of `settings`, and its report; ties keep the sweep's order.
+struct QuickestPlan {
+  SweepRecord record;
+  TrainReport train;
+};
+QuickestPlan quickest_plan(const SizingSpec& spec, const config::Cluster& cluster,
+                           std::int64_t gpus, const std::vector<SweepRecord>& ranked,
+                           const TrainSettings& settings);
+
+// One CSV row per GPU kind, fabric and size tried (plan_time_to_train.cpp): wall time, goodput,
+// energy and cost against cluster size, what `tools/plot plan` draws.
+std::string sizing_csv(const SizingSpec& spec, const std::vector<SizingChoice>& choices);
 
 }  // namespace ts::driver

@@ -107,6 +107,119 @@ std::string csv_quote(const std::string& s) {  // RFC 4180 quoting
 
 bool replayed(const RunResult& r) { return r.iteration_time_s > 0; }
 
+ordered_json or_null(const std::optional<double>& v) {
+  return v ? ordered_json(*v) : ordered_json();
+}
+
+ordered_json train_json(const TrainReport& t) {
+  ordered_json j;
+  j["goal"] = t.tokens_goal ? "tokens" : "days";
+  j["feasible"] = t.feasible;
+  j["reason"] = t.reason;
+  j["expected_interruptions"] = t.feasible ? ordered_json(t.wall.interruptions) : ordered_json();
+  j["goodput"] = t.feasible ? ordered_json(t.wall.goodput) : ordered_json();
+  j["checkpoint_interval_s"] = or_null(t.checkpoint_interval_s);
+  j["wall_days"] = t.feasible ? ordered_json(t.wall_days) : ordered_json();
+  j["energy_mwh"] = t.feasible && t.energy_known ? ordered_json(t.energy_mwh) : ordered_json();
+  j["cost_usd"] = t.feasible ? or_null(t.cost_usd) : ordered_json();
+  j["tokens"] = t.tokens;
+  j["steps"] = t.steps;
+  j["step_time_s"] = t.step_s;
+  j["useful_days"] = t.useful_days;
+  ordered_json days;
+  days["useful"] = t.wall.useful_s / 86400.0;
+  days["checkpoint"] = t.wall.checkpoint_s / 86400.0;
+  days["restart"] = t.wall.restart_s / 86400.0;
+  days["lost"] = t.wall.lost_s / 86400.0;
+  j["wall_days_breakdown"] = days;
+  ordered_json st;
+  st["gpu_cv"] = t.gpu_cv;
+  st["link_cv"] = t.link_cv;
+  st["slow_gpu_speed"] = t.slow_gpu_speed;
+  st["gpu_factor"] = t.gpu_factor;
+  st["link_factor"] = t.link_factor;
+  j["straggler"] = st;
+  j["interruptions_per_day"] = t.unplanned_per_day + t.planned_per_day;
+  j["unplanned_per_day"] = t.unplanned_per_day;
+  j["planned_per_day"] = t.planned_per_day;
+  j["mtbf_hours"] = t.mtbf_hours;
+  ordered_json comps = ordered_json::array();
+  for (const auto& c : t.components) {
+    ordered_json cj;
+    cj["name"] = c.name;
+    cj["planned"] = c.planned;
+    cj["per_day"] = c.per_day;
+    cj["expected"] = c.per_day * t.wall.wall_s / 86400.0;
+    comps.push_back(cj);
+  }
+  j["interruptions_by_component"] = comps;
+  ordered_json ck;
+  ck["mode"] = checkpoint_mode_name(t.checkpoint_mode);
+  ck["bytes"] = t.checkpoint_bytes;
+  ck["gbytes_per_s"] = t.checkpoint_gbytes_per_s;
+  ck["write_s"] = t.checkpoint_write_s;
+  ck["blocking_s"] = t.checkpoint_blocking_s;
+  j["checkpoint"] = ck;
+  j["restart_s"] = t.restart_s;
+  j["pue"] = t.pue;
+  j["energy_per_iteration_j"] =
+      t.energy_known ? ordered_json(t.energy_per_iteration_j) : ordered_json();
+  j["average_power_mw"] = t.energy_known ? ordered_json(t.average_power_mw) : ordered_json();
+  j["gpu_hours"] = t.gpu_hours;
+  j["usd_per_gpu_hour"] = or_null(t.usd_per_gpu_hour);
+  return j;
+}
+
+std::string train_text(const TrainReport& t, bool by_days) {
+  if (!t.feasible) return "\ntime to train\n  infeasible: " + t.reason + "\n";
+  std::string out = "\ntime to train (" +
+                    (by_days ? format_double("%g", t.wall_days) + " days of wall time"
+                             : format_double("%.4g", t.tokens) + " tokens") +
+                    ")\n";
+  Table tb(2);
+  tb.row({"tokens", format_double("%.4g", t.tokens) + format_double(" in %.0f steps", t.steps)});
+  tb.row({"step time with stragglers", format_double("%.4f s", t.step_s) + " (slowest GPU x" +
+                                           format_double("%.3f", t.gpu_factor) +
+                                           ", slowest link x" +
+                                           format_double("%.3f", t.link_factor) + ")"});
+  tb.row({"expected interruptions",
+          format_double("%.1f", t.wall.interruptions) +
+              format_double(" (%.3g a day: ", t.unplanned_per_day + t.planned_per_day) +
+              format_double("%.3g unplanned, ", t.unplanned_per_day) +
+              format_double("%.3g planned; ", t.planned_per_day) +
+              format_double("one every %.3g h)", t.mtbf_hours)});
+  tb.row({"checkpoint", format_double("%.4g GB, ", t.checkpoint_bytes * 1e-9) +
+                            std::string(checkpoint_mode_name(t.checkpoint_mode)) +
+                            format_double(": write %.3g s", t.checkpoint_write_s) +
+                            format_double(" at %g GB/s", t.checkpoint_gbytes_per_s) +
+                            format_double(", training stops %.3g s", t.checkpoint_blocking_s)});
+  tb.row({"checkpoint interval",
+          t.checkpoint_interval_s
+              ? format_double("%.1f min of training", *t.checkpoint_interval_s / 60)
+              : std::string("none (no unplanned interruptions)")});
+  tb.row({"restart", format_double("%.0f s per interruption", t.restart_s)});
+  tb.row({"wall time", format_double("%.2f days: ", t.wall_days) +
+                           format_double("%.2f useful, ", t.useful_days) +
+                           format_double("%.2f checkpoints, ", t.wall.checkpoint_s / 86400.0) +
+                           format_double("%.2f restarts, ", t.wall.restart_s / 86400.0) +
+                           format_double("%.2f lost work", t.wall.lost_s / 86400.0)});
+  tb.row({"goodput", format_double("%.2f %% of wall time trains", 100.0 * t.wall.goodput)});
+  if (t.energy_known) {
+    tb.row(
+        {"energy", format_double("%.4g MWh (", t.energy_mwh) +
+                       format_double("%.3g MW average, ", t.average_power_mw) +
+                       format_double("%.4g MJ per iteration, ", t.energy_per_iteration_j * 1e-6) +
+                       format_double("PUE %.2f)", t.pue)});
+  } else {
+    tb.row({"energy", "n/a (no power entry for this GPU)"});
+  }
+  tb.row({"GPU-hours", format_double("%.4g", t.gpu_hours)});
+  tb.row({"cost", t.cost_usd ? format_double("$%.4g", *t.cost_usd) +
+                                   format_double(" at $%.3f per GPU-hour", *t.usd_per_gpu_hour)
+                             : std::string("n/a (no price: give --price)")});
+  return out + tb.str("  ");
+}
+
 }  // namespace
 
 HardwareUtilization hardware_utilization(const config::Scenario& sc, const RunResult& r,
@@ -118,7 +231,8 @@ HardwareUtilization hardware_utilization(const config::Scenario& sc, const RunRe
   return u;
 }
 
-std::string report_json(const config::Scenario& sc, const RunResult& r, const trace::RunStats& stats) {
+std::string report_json(const config::Scenario& sc, const RunResult& r,
+                        const trace::RunStats& stats, const TrainReport* train) {
   const HardwareUtilization hw = hardware_utilization(sc, r, stats);
   const bool have_stats = stats.computed && replayed(r);
   ordered_json j;
@@ -170,10 +284,12 @@ std::string report_json(const config::Scenario& sc, const RunResult& r, const tr
   j["devices"] = devices;
   j["tasks"] = r.tasks;
   j["events"] = r.events;
+  if (train) j["time_to_train"] = train_json(*train);
   return j.dump(2) + "\n";
 }
 
-std::string report_text(const config::Scenario& sc, const RunResult& r, const trace::RunStats& stats) {
+std::string report_text(const config::Scenario& sc, const RunResult& r,
+                        const trace::RunStats& stats, const TrainReport* train) {
   const auto& p = sc.plan;
   const HardwareUtilization hw = hardware_utilization(sc, r, stats);
   const bool have_stats = stats.computed && replayed(r);
@@ -251,6 +367,7 @@ std::string report_text(const config::Scenario& sc, const RunResult& r, const tr
     }
     out += t.str("  ");
   }
+  if (train) out += train_text(*train, !train->tokens_goal);
   return out;
 }
 

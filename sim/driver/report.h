@@ -5,6 +5,7 @@
 
 #include "sim/config/loader.h"
 #include "sim/driver/simulate.h"
+#include "sim/driver/time_to_train.h"
 #include "sim/trace/run_stats.h"
 
 namespace ts::driver {
@@ -20,11 +21,12 @@ HardwareUtilization hardware_utilization(const config::Scenario& scenario, const
                                          const trace::RunStats& stats);
 
 // `stats` adds what RunResult does not hold (HFU, the most exposed communication ops); a default
-// RunStats leaves them out (JSON null, empty CSV fields).
+// RunStats leaves them out (JSON null, empty CSV fields). `train`, when given, adds the time to
+// train (a text section, the JSON object "time_to_train").
 std::string report_text(const config::Scenario& scenario, const RunResult& result,
-                        const trace::RunStats& stats = {});
+                        const trace::RunStats& stats = {}, const TrainReport* train = nullptr);
 std::string report_json(const config::Scenario& scenario, const RunResult& result,
-                        const trace::RunStats& stats = {});
+                        const trace::RunStats& stats = {}, const TrainReport* train = nullptr);
 std::string report_csv_header();
 std::string report_csv_row(const config::Scenario& scenario, const RunResult& result,
                            const trace::RunStats& stats = {});

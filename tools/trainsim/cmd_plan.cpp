@@ -12,6 +12,7 @@
 #include "sim/driver/plan_hw.h"
 #include "tools/trainsim/cli.h"
 #include "tools/trainsim/sweep_flags.h"
+#include "tools/trainsim/train_flags.h"
 
 namespace po = boost::program_options;
 
@@ -82,7 +83,12 @@ int cmd_plan(const Args& args) {
   o.add_options()
       ("threads", po::value<int>()->default_value(0), "worker threads (0: every core)")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
-      ("json", po::value<std::string>(), "also write the JSON document to this file");
+      ("json", po::value<std::string>(), "also write the JSON document to this file")
+      ("csv", po::value<std::string>(), "also write one CSV row per GPU kind, fabric and size")
+      ("all-sizes", po::bool_switch(), "also simulate the sizes above the chosen one");
+  po::options_description train("time to train (interruptions, checkpoints, stragglers, energy)");
+  add_train_flags(train);
+  o.add(train);
   po::variables_map vm;
   if (!parse_flags(args, o, vm, "usage: trainsim plan --model M --tokens T --days D [--budget USD] [flags]")) return kExitOk;
   const Format format = parse_format(vm["format"].as<std::string>(), false);
@@ -158,6 +164,12 @@ int cmd_plan(const Args& args) {
   problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
   problems.collect([&] { spec.axes = axes_from_flags(vm); });
   spec.threads = vm["threads"].as<int>();
+  spec.all_sizes = vm["all-sizes"].as<bool>();
+  problems.collect([&] {
+    bool any = false;
+    spec.train = train_settings_from_flags(vm, any);
+  });
+  problems.collect([&] { spec.train_data = train_data_from_flags(vm); });
   problems.throw_if_any();
 
   const bool terminal = isatty(STDERR_FILENO) != 0;
@@ -177,6 +189,9 @@ int cmd_plan(const Args& args) {
     const std::string path = vm["json"].as<std::string>();
     write_file_atomic(path, json, "--json");
   }
+  if (vm.count("csv")) {
+    write_file_atomic(vm["csv"].as<std::string>(), driver::sizing_csv(spec, choices), "--csv");
+  }
   if (format == Format::kJson) {
     std::cout << json;
     return kExitOk;
@@ -187,14 +202,22 @@ int cmd_plan(const Args& args) {
                 static_cast<long long>(b.seq_len), std::string(config::name(b.dtype)).c_str());
   std::cout << head;
   if (spec.budget_usd) std::cout << "budget: $" << *spec.budget_usd << "\n";
-  std::cout << driver::sizing_table(spec, choices) << "\nsizes tried:\n";
+  std::cout << driver::sizing_table(spec, choices)
+            << "(days: wall-clock, with interruptions, checkpoints, restarts and stragglers;\n"
+               " goodput: the share of it spent training; MWh: facility energy; see README\n"
+               " \"Time to train\")\n\nsizes tried:\n";
   for (const auto& c : choices) {
     std::cout << "  " << c.kind << " [" << c.fabric << "]:";
     for (const auto& t : c.trials) {
       std::cout << "  " << t.num_gpus << " " << t.outcome;
       if (t.best_tokens_per_s > 0) {
         char buf[64];
-        std::snprintf(buf, sizeof buf, " (%.1f days, %lld plans)", t.days, static_cast<long long>(t.plans));
+        if (std::isfinite(t.days)) {
+          std::snprintf(buf, sizeof buf, " (%.1f days, %lld plans)", t.days,
+                        static_cast<long long>(t.plans));
+        } else {
+          std::snprintf(buf, sizeof buf, " (%lld plans)", static_cast<long long>(t.plans));
+        }
         std::cout << buf;
       }
       std::cout << ";";

@@ -1,15 +1,69 @@
 // trainsim run / inspect.
+#include <cmath>
 #include <iostream>
+#include <optional>
 
 #include "sim/base/diagnostic.h"
+#include "sim/driver/plan_hw.h"
 #include "sim/driver/report.h"
 #include "sim/driver/simulate.h"
+#include "sim/driver/time_to_train.h"
 #include "tools/trainsim/cli.h"
 #include "tools/trainsim/scenario_flags.h"
+#include "tools/trainsim/train_flags.h"
 
 namespace po = boost::program_options;
 
 namespace ts::cli {
+namespace {
+
+// A positive number of a flag, or InputError naming it.
+double positive_flag(const po::variables_map& vm, const char* name) {
+  const std::string s = vm[name].as<std::string>();
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !(v > 0) || !std::isfinite(v)) {
+    throw InputError(Diagnostic{"", 0, std::string("--") + name,
+                                "expected a positive finite number (got '" + s + "')"});
+  }
+  return v;
+}
+
+// The time-to-train settings of `run`: the goal, the shared flags and the price (--price, else the
+// price table's row for the cluster file). Nothing without --train-days or --train-tokens.
+std::optional<driver::TrainSettings> run_train_settings(const po::variables_map& vm,
+                                                        const config::Scenario& sc) {
+  DiagnosticList problems;
+  bool any = false;
+  driver::TrainSettings s;
+  problems.collect([&] { s = train_settings_from_flags(vm, any); });
+  if (vm.count("train-days")) problems.collect([&] { s.days = positive_flag(vm, "train-days"); });
+  if (vm.count("train-tokens")) {
+    problems.collect([&] { s.tokens = positive_flag(vm, "train-tokens"); });
+  }
+  if (vm.count("price")) {
+    any = true;
+    problems.collect([&] { s.usd_per_gpu_hour = positive_flag(vm, "price"); });
+  }
+  if (!s.any_goal()) {
+    if (any) {
+      problems.add({"", 0, "--train-days",
+                    "the time-to-train flags need --train-days D or --train-tokens T"});
+    }
+    problems.throw_if_any();
+    return std::nullopt;
+  }
+  problems.collect([&] { driver::check_train_settings(s); });
+  problems.throw_if_any();
+  if (!s.usd_per_gpu_hour) {
+    for (const auto& offer : driver::load_prices(driver::default_prices_path())) {
+      if (offer.cluster == sc.cluster.cluster.name) s.usd_per_gpu_hour = offer.usd_per_gpu_hour;
+    }
+  }
+  return s;
+}
+
+}  // namespace
 
 int cmd_run(const Args& args) {
   po::options_description o("run flags");
@@ -22,10 +76,20 @@ int cmd_run(const Args& args) {
       ("format", po::value<std::string>()->default_value("text"), "text, json or csv")
       ("fail-infeasible", po::bool_switch(), "exit 1 when the plan does not fit in memory")
       ("fit", po::value<double>()->default_value(0.8), "fraction of GPU memory a plan may safely use");
+  po::options_description train_flags("time to train (with --train-days or --train-tokens)");
+  train_flags.add_options()
+      ("train-days", po::value<std::string>(), "wall-clock days of training")
+      ("train-tokens", po::value<std::string>(), "training tokens, e.g. 15.6e12")
+      ("price", po::value<std::string>(), "USD per GPU-hour (default: the price table's)");
+  add_train_flags(train_flags);
+  o.add(train_flags);
   po::variables_map vm;
   if (!parse_flags(args, o, vm, "usage: trainsim run --model M --cluster C --gpus N [flags]")) return kExitOk;
   const Format format = parse_format(vm["format"].as<std::string>(), true);
   const config::Scenario sc = scenario_from_flags(vm);
+  const std::optional<driver::TrainSettings> train_settings = run_train_settings(vm, sc);
+  std::optional<longrun::TrainData> train_data;
+  if (train_settings) train_data = train_data_from_flags(vm);
   driver::RunOptions ro;
   ro.full = vm["full"].as<bool>();
   ro.fit = vm["fit"].as<double>();
@@ -42,9 +106,22 @@ int cmd_run(const Args& args) {
   const driver::RunResult r = driver::simulate(sc, ro);
   // The size report goes to stderr so that stdout stays one report in the chosen format.
   if (r.trace_size) std::cerr << trace::describe_trace_size(*ro.trace, *r.trace_size) << "\n";
+  std::optional<driver::TrainReport> train;
+  if (train_settings && !(r.iteration_time_s > 0)) {
+    // Rejected before the replay (out of memory): no step to train with.
+    train = driver::TrainReport{};
+    train->feasible = false;
+    train->tokens_goal = train_settings->tokens.has_value();
+    train->reason = "the plan was not simulated (" + std::string(driver::status_name(r.status)) + ")";
+  } else if (train_settings) {
+    train = driver::time_to_train(driver::train_inputs(sc.model, sc.cluster, sc.num_gpus, sc.plan,
+                                                       driver::step_parts(r.time)),
+                                  *train_settings, *train_data);
+  }
+  const driver::TrainReport* tr = train ? &*train : nullptr;
   switch (format) {
-    case Format::kText: std::cout << driver::report_text(sc, r, r.stats); break;
-    case Format::kJson: std::cout << driver::report_json(sc, r, r.stats); break;
+    case Format::kText: std::cout << driver::report_text(sc, r, r.stats, tr); break;
+    case Format::kJson: std::cout << driver::report_json(sc, r, r.stats, tr); break;
     case Format::kCsv: std::cout << driver::report_csv_header() << driver::report_csv_row(sc, r, r.stats); break;
   }
   if (vm["fail-infeasible"].as<bool>() && r.status != driver::Status::kOk) return kExitInfeasible;
