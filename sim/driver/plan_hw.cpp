@@ -23,6 +23,9 @@ class RowReader {
     for (std::size_t i = 0; i < cols.size(); ++i) at_[cols[i]] = i;
   }
   std::vector<std::string> fields(const SweepRecord& r) const { return split_csv_line(r.line); }
+  // The layers per pipeline stage of a balanced split ("" for an even one): the column after the
+  // reason, which sweeps with balanced splits add.
+  std::string pp_layers(const std::vector<std::string>& f) const { return f.size() > at_.size() ? f.back() : ""; }
   const std::string& get(const std::vector<std::string>& f, const char* col) const { return f[at_.at(col)]; }
   double num(const std::vector<std::string>& f, const char* col) const {
     const auto& s = get(f, col);
@@ -33,9 +36,31 @@ class RowReader {
   std::map<std::string, std::size_t> at_;
 };
 
-// "tp8 pp4 dp64 vpp5 mb1 interleaved zero1 sp recompute=selective".
+// "27,27,26" → "27x2,26": runs of equal layer counts folded.
+std::string fold_runs(const std::string& layers) {
+  const auto v = split_csv_line(layers);
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    out += (out.empty() ? "" : ",") + v[i] + (j - i > 1 ? "x" + std::to_string(j - i) : "");
+    i = j;
+  }
+  return out;
+}
+
+// "tokens of a batch": "8Mi" where it is a whole number of Mi (2^20), else "%.3g".
+std::string tokens_text(double tokens) {
+  const double mi = tokens / 1048576.0;
+  if (mi >= 1 && mi == std::floor(mi)) return format_double("%.0fMi", mi);
+  return format_double("%.3g", tokens);
+}
+
+// "tp8 pp4 [19,20x2,21] dp64 vpp5 mb1 interleaved zero1 sp rc:selective".
 std::string plan_text(const RowReader& rr, const std::vector<std::string>& f) {
-  std::string s = "tp" + rr.get(f, "tp") + " pp" + rr.get(f, "pp") + " dp" + rr.get(f, "dp");
+  std::string s = "tp" + rr.get(f, "tp") + " pp" + rr.get(f, "pp");
+  if (const std::string split = rr.pp_layers(f); !split.empty()) s += " [" + fold_runs(split) + "]";
+  s += " dp" + rr.get(f, "dp");
   if (rr.get(f, "cp") != "1") s += " cp" + rr.get(f, "cp") + " " + rr.get(f, "cp_algo");
   if (rr.get(f, "vpp") != "1") s += " vpp" + rr.get(f, "vpp");
   s += " mb" + rr.get(f, "micro_batch") + " " + rr.get(f, "schedule") + " zero" + rr.get(f, "zero");
@@ -43,6 +68,50 @@ std::string plan_text(const RowReader& rr, const std::vector<std::string>& f) {
   if (rr.get(f, "recompute") != "none") s += " rc:" + rr.get(f, "recompute");
   if (rr.get(f, "mst_chunks") != "1") s += " mst" + rr.get(f, "mst_chunks");
   return s;
+}
+
+// Why a swept size has no plan that runs: no valid combination (the rule most of them break),
+// or valid plans none of which fits in memory or is supported.
+std::string no_plan_verdict(const RowReader& rr, const SweepOutcome& res) {
+  const auto& en = res.enumeration;
+  if (en.plans.empty()) {
+    if (en.reasons.empty()) return "no valid plan: no combination of the axes";
+    const auto& top = en.reasons.front();
+    return "no valid plan: " + std::to_string(en.combinations) + " combinations, " +
+           std::to_string(top.count) + " break '" + top.rule + "' (e.g. " + top.example + ")";
+  }
+  std::int64_t oom = 0, unsupported = 0, other = 0;
+  double least_peak = 0, capacity = 0;
+  std::string unsupported_reason;
+  for (const auto& r : res.records) {
+    const auto f = rr.fields(r);
+    if (r.status == "oom") {
+      ++oom;
+      const double peak = rr.num(f, "peak_memory_bytes");
+      if (least_peak == 0 || peak < least_peak) least_peak = peak;
+      capacity = rr.num(f, "memory_capacity_bytes");
+    } else if (r.status == "unsupported") {
+      ++unsupported;
+      if (unsupported_reason.empty()) unsupported_reason = rr.get(f, "reason");
+    } else {
+      ++other;
+    }
+  }
+  std::string s = "no plan fits: " + std::to_string(en.plans.size()) + " valid plans";
+  if (oom > 0) {
+    s += ", " + std::to_string(oom) + " out of memory (least peak " +
+         format_double("%.1f", least_peak / 1073741824.0) + " GiB of " +
+         format_double("%.1f", capacity / 1073741824.0) + " GiB)";
+  }
+  if (unsupported > 0) s += ", " + std::to_string(unsupported) + " unsupported (" + unsupported_reason + ")";
+  if (other > 0) s += ", " + std::to_string(other) + " failed";
+  return s;
+}
+
+// "1536 (12Mi)": sequences and tokens of a row's global batch.
+std::string batch_text(const RowReader& rr, const std::vector<std::string>& f, std::int64_t seq_len) {
+  const std::string gb = rr.get(f, "global_batch");
+  return gb + " (" + tokens_text(std::stod(gb) * static_cast<double>(seq_len)) + ")";
 }
 
 std::string trim(std::string s) {
@@ -53,6 +122,21 @@ std::string trim(std::string s) {
 }
 
 }  // namespace
+
+std::vector<std::int64_t> batch_choices(double min_tokens, double max_tokens, std::int64_t seq_len) {
+  std::vector<std::int64_t> out;
+  if (seq_len <= 0 || !(min_tokens <= max_tokens)) return out;
+  const double seq = static_cast<double>(seq_len);
+  for (std::int64_t p = 1; static_cast<double>(p) * seq <= max_tokens && p < (std::int64_t{1} << 50); p *= 2) {
+    for (const std::int64_t b : {p, 3 * p}) {
+      const double tokens = static_cast<double>(b) * seq;
+      if (tokens >= min_tokens && tokens <= max_tokens) out.push_back(b);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 std::filesystem::path default_prices_path() { return config::data_dir() / "calibration" / "prices.csv"; }
 
@@ -168,6 +252,9 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         ss.num_gpus = n;
         ss.base = spec.base;
         ss.axes = spec.axes;
+        // One batch: pinned. Several: each mapping at the largest it divides.
+        if (spec.batch_choices.size() > 1) ss.axes.batch_choices = spec.batch_choices;
+        if (spec.batch_choices.size() == 1) ss.base.global_batch = spec.batch_choices.front();
         SweepOptions so;
         so.threads = spec.threads;
         so.compute_cache = cache;
@@ -178,19 +265,37 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         trial.plans = res.stats.simulated;
         const auto top = top_records(res.records, 1);
         if (top.empty()) {
-          trial.outcome = "no plan fits";
+          trial.outcome = no_plan_verdict(rr, res);
           ch.trials.push_back(trial);
           continue;
         }
-        trial.best_tokens_per_s = top.front().tokens_per_s;
-        trial.days = spec.tokens / trial.best_tokens_per_s / 86400.0;
+        SweepRecord best = top.front();
+        const auto days_of = [&](const SweepRecord& r) { return spec.tokens / r.tokens_per_s / 86400.0; };
+        if (days_of(best) <= spec.days && spec.batch_choices.size() > 1) {
+          // Smaller batches, from the next smaller one down, while the deadline is still met.
+          const std::int64_t fastest_batch = std::stoll(rr.get(rr.fields(best), "global_batch"));
+          for (auto it = spec.batch_choices.rbegin(); it != spec.batch_choices.rend(); ++it) {
+            if (*it >= fastest_batch) continue;
+            SweepSpec smaller = ss;
+            smaller.axes.batch_choices.clear();
+            smaller.base.global_batch = *it;
+            const SweepOutcome r = run_sweep(smaller, so);
+            trial.plans += r.stats.simulated;
+            const auto t = top_records(r.records, 1);
+            if (t.empty() || days_of(t.front()) > spec.days) break;
+            best = t.front();
+          }
+        }
+        trial.best_tokens_per_s = best.tokens_per_s;
+        trial.days = days_of(best);
+        trial.global_batch = std::stoll(rr.get(rr.fields(best), "global_batch"));
         const bool meets = trial.days <= spec.days;
         trial.outcome = meets ? "meets the deadline" : "too slow";
         ch.trials.push_back(trial);
         if (!meets) continue;
         ch.found = true;
         ch.num_gpus = n;
-        ch.best = top.front();
+        ch.best = best;
         const auto f = rr.fields(ch.best);
         ch.tokens_per_s = trial.best_tokens_per_s;
         ch.mfu = rr.num(f, "mfu");
@@ -211,19 +316,19 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
 
 std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>& choices) {
   const RowReader rr;
-  std::vector<std::vector<std::string>> t = {{"GPU", "fabric", "GPUs", "nodes", "best plan", "tokens/s", "MFU",
-                                              "days", "GPU-hours", "$/GPU-h", "cost", "budget"}};
+  std::vector<std::vector<std::string>> t = {{"GPU", "fabric", "GPUs", "nodes", "best plan", "batch", "tokens/s",
+                                              "MFU", "days", "GPU-hours", "$/GPU-h", "cost", "budget"}};
   for (const auto& c : choices) {
     if (!c.found) {
       t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, "-", "-",
-                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-", "-", "-",
+                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-", "-", "-", "-",
                    c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-", "-"});
       continue;
     }
     const auto f = rr.fields(c.best);
     const std::int64_t nodes = c.gpus_per_node > 0 ? (c.num_gpus + c.gpus_per_node - 1) / c.gpus_per_node : 0;
     t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, std::to_string(c.num_gpus), std::to_string(nodes),
-                 plan_text(rr, f), format_double("%.3g", c.tokens_per_s), format_double("%.1f%%", 100 * c.mfu), format_double("%.1f", c.days),
+                 plan_text(rr, f), batch_text(rr, f, spec.base.seq_len), format_double("%.3g", c.tokens_per_s), format_double("%.1f%%", 100 * c.mfu), format_double("%.1f", c.days),
                  format_double("%.3gM", c.gpu_hours * 1e-6), c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
                  c.cost_usd ? "$" + format_double("%.1fM", *c.cost_usd * 1e-6) : "n/a",
                  c.within_budget ? (*c.within_budget ? "within" : "over") : "-"});
@@ -235,7 +340,7 @@ std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>
   std::string s;
   for (const auto& row : t) {
     for (std::size_t i = 0; i < row.size(); ++i) {
-      const bool left = i <= 1 || i == 4 || i == 11;
+      const bool left = i <= 1 || i == 4 || i == 12;
       const std::string pad(w[i] - row[i].size(), ' ');
       s += left ? row[i] + pad : pad + row[i];
       s += i + 1 < row.size() ? "  " : "\n";
@@ -252,7 +357,9 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
   j["tokens"] = spec.tokens;
   j["days"] = spec.days;
   if (spec.budget_usd) j["budget_usd"] = *spec.budget_usd;
-  j["global_batch"] = spec.base.global_batch;
+  // A pinned batch, or null and the choices tried at each size.
+  j["global_batch"] = spec.batch_choices.size() > 1 ? ordered_json(nullptr) : ordered_json(spec.base.global_batch);
+  j["batch_choices"] = spec.batch_choices.size() > 1 ? spec.batch_choices : std::vector<std::int64_t>{spec.base.global_batch};
   j["seq_len"] = spec.base.seq_len;
   ordered_json arr = ordered_json::array();
   for (const auto& c : choices) {
@@ -272,7 +379,14 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
       }
       for (const char* k : {"schedule", "recompute", "cp_algo"}) plan[k] = rr.get(f, k);
       plan["sequence_parallel"] = rr.get(f, "sequence_parallel") == "true";
+      std::vector<std::int64_t> layers;  // empty: an even split
+      if (const std::string split = rr.pp_layers(f); !split.empty()) {
+        for (const auto& x : split_csv_line(split)) layers.push_back(std::stoll(x));
+      }
+      plan["pp_layers"] = layers;
       o["plan"] = plan;
+      o["global_batch"] = std::stoll(rr.get(f, "global_batch"));
+      o["batch_tokens"] = std::stoll(rr.get(f, "global_batch")) * spec.base.seq_len;
       o["tokens_per_s"] = c.tokens_per_s;
       o["mfu"] = c.mfu;
       o["iteration_time_s"] = rr.num(f, "iteration_time_s");
@@ -292,6 +406,7 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
       if (tr.best_tokens_per_s > 0) {
         x["best_tokens_per_s"] = tr.best_tokens_per_s;
         x["training_days"] = tr.days;
+        x["global_batch"] = tr.global_batch;
       }
       trials.push_back(x);
     }

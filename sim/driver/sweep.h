@@ -15,6 +15,7 @@
 #include "sim/config/calibration_loader.h"
 #include "sim/config/loader.h"
 #include "sim/driver/simulate.h"
+#include "sim/parallel/pipeline_split.h"
 
 namespace ts::driver {
 
@@ -37,7 +38,30 @@ struct SweepAxes {
   std::vector<parallel::Recompute> recompute = {parallel::Recompute::kNone};
   std::vector<parallel::CpAlgo> cp_algo = {parallel::CpAlgo::kRing};
   std::vector<std::int64_t> mst_chunks = {1};
+  // How the layers are split over the pipeline stages: kEven needs pp·vpp to divide the layers;
+  // kBalanced gives every pp·vpp up to the layer count the split of
+  // parallel::balanced_stage_layers with the end_stage_costs of the model on the cluster's GPU
+  // (ParallelPlan::pp_layers; the sweep CSV then ends with a pp_layers column). With both,
+  // a balanced split equal to the even one is the same plan, tried once.
+  std::vector<parallel::PipelineSplit> pp_split = {parallel::PipelineSplit::kEven};
+  // Global batches (sequences) to choose from, ascending; empty: base.global_batch. Each plan
+  // takes the largest of them that dp·micro_batch divides and, interleaved, whose micro-batch
+  // count pp divides (else the largest, rejected with check_plan's reason): the batch at which
+  // that mapping runs fastest, since a larger batch spreads the pipeline bubble and the
+  // gradient reduction over more micro-batches.
+  std::vector<std::int64_t> batch_choices;
 };
+
+// The cost of the embedding (first pipeline stage) and of the final norm, LM head and loss (last
+// stage), in transformer layers: forward and backward of one sequence of base.seq_len on one GPU
+// of the cluster, each op at its roofline (GEMM and attention FLOPs at the dense peak of the
+// plan's dtype, memory-bound bytes at HBM bandwidth). The extras of balanced_stage_layers.
+struct EndStageCosts {
+  double embedding = 0;
+  double lm_head = 0;
+};
+EndStageCosts end_stage_costs(const ir::ModelSpec& model, const compute::GpuSpec& gpu,
+                              const parallel::ParallelPlan& base);
 
 // What to sweep: model, cluster and GPU count, the plan fields that stay fixed (global batch,
 // sequence length, dtype, rank order, optimizer options) in `base`, and the axes.
@@ -70,8 +94,8 @@ struct Enumeration {
 };
 
 // Every valid plan in a fixed order: nested loops over tp, pp, cp, dp, micro_batch, schedule
-// (with vpp), zero, zero_shard_group, sequence_parallel, recompute, cp_algo, mst_chunks,
-// outermost first, each list in ascending order. Throws InputError (naming the flag) for an
+// (with vpp), pp_split, zero, zero_shard_group, sequence_parallel, recompute, cp_algo,
+// mst_chunks, outermost first, each list in ascending order. Throws InputError (naming the flag) for an
 // empty enumerated list or a non-positive value.
 Enumeration enumerate_plans(const SweepSpec& spec);
 
@@ -92,9 +116,12 @@ Shard parse_shard(std::string_view text, std::string_view flag);
 std::optional<Shard> slurm_shard(const std::function<const char*(const char*)>& getenv);
 
 // The sweep CSV: one row per plan, columns plan_id, the plan, status, the metrics of
-// report_json, the time breakdown and the reason. Numbers are printed with fixed formats, so the
-// same results give the same bytes.
-std::string sweep_csv_header();
+// report_json, the time breakdown and the reason, and, for sweeps that try balanced pipeline
+// splits (`pp_layers_column`), the layers per stage ("20,20,21,19"; empty for an even split).
+// Numbers are printed with fixed formats, so the same results give the same bytes.
+std::string sweep_csv_header(bool pp_layers_column = false);
+// Whether the sweep's CSV has the pp_layers column.
+bool has_pp_layers_column(const SweepSpec& spec);
 std::string sweep_csv_row(std::int64_t plan_id, const SweepSpec& spec,
                           const parallel::ParallelPlan& plan, const RunResult& result);
 // The columns that identify a plan (all before `status`, without plan_id), comma-joined.
