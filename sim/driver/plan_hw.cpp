@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "sim/base/diagnostic.h"
@@ -112,6 +113,85 @@ std::string no_plan_verdict(const RowReader& rr, const SweepOutcome& res) {
 std::string batch_text(const RowReader& rr, const std::vector<std::string>& f, std::int64_t seq_len) {
   const std::string gb = rr.get(f, "global_batch");
   return gb + " (" + tokens_text(std::stod(gb) * static_cast<double>(seq_len)) + ")";
+}
+
+// An upper bound on a plan's tokens/s: every GPU at the dense peak of the plan's dtype on an
+// equal share of the iteration's model FLOPs (ir::model_flops; recompute only adds to them),
+// stretched by the pipeline bubble of m micro-batches over pp stages, (m + pp − 1)/m, or
+// (m + (pp − 1)/v)/m with v model chunks per rank interleaved (Narayanan et al. SC'21, §2.2).
+// Communication, kernel efficiency and unequal stages only lengthen an iteration.
+double tokens_per_s_bound(const SweepSpec& spec, const parallel::ParallelPlan& p) {
+  const double peak = spec.cluster.gpu.peak(p.dtype).per_s();
+  const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  const double flops = ir::model_flops(spec.model, p.seq_len, tokens).value();
+  const double m = static_cast<double>(std::max<std::int64_t>(1, p.num_micro_batches()));
+  const double fill = static_cast<double>(p.pp - 1) / static_cast<double>(p.model_chunks());
+  const double seconds = flops / (static_cast<double>(spec.num_gpus) * peak) * (m + fill) / m;
+  return seconds > 0 ? tokens / seconds : INFINITY;
+}
+
+// The best plans of `spec` without simulating those that cannot beat them, or cannot reach
+// `needed_tokens_per_s` (0: any rate). Two rules, each exact for the best plan's throughput:
+// - recompute adds work and saves only memory, so the recompute modes are tried in ascending
+//   order of the work they add (none, selective, selective-op, full; parallel::Recompute), and
+//   a mapping only with a mode while it did not fit with any cheaper one;
+// - within a mode, plans are simulated from the highest tokens_per_s_bound down: a quarter of
+//   them first, then those of the rest whose bound is above both the best rate found so far
+//   and `needed_tokens_per_s`.
+// The records of every plan simulated, with the enumeration; `stats.simulated` counts them all.
+SweepOutcome search_plans(const SweepSpec& spec, const SweepOptions& options, double needed_tokens_per_s) {
+  SweepOutcome all;
+  all.enumeration = enumerate_plans(spec);
+  const auto& plans = all.enumeration.plans;
+  std::vector<double> bound(plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) bound[i] = tokens_per_s_bound(spec, plans[i]);
+  auto modes = spec.axes.recompute;
+  std::sort(modes.begin(), modes.end());
+  modes.erase(std::unique(modes.begin(), modes.end()), modes.end());
+  // The mapping without its recompute mode.
+  const auto mapping = [&](parallel::ParallelPlan p) {
+    p.recompute = parallel::Recompute::kNone;
+    std::string key = sweep_plan_key(spec, p);
+    for (auto n : p.pp_layers) key += "," + std::to_string(n);
+    return key;
+  };
+  std::set<std::string> fits;
+  double best = 0;
+  const auto run = [&](const std::vector<char>& chosen) {
+    SweepOptions o = options;
+    o.select = [&](std::int64_t id) { return chosen[static_cast<std::size_t>(id)] != 0; };
+    SweepOutcome r = run_sweep(spec, o);
+    all.stats.simulated += r.stats.simulated;
+    for (auto& rec : r.records) {
+      if (rec.status == "ok") {
+        fits.insert(mapping(plans[static_cast<std::size_t>(rec.plan_id)]));
+        best = std::max(best, rec.tokens_per_s);
+      }
+      all.records.push_back(std::move(rec));
+    }
+  };
+  for (const auto mode : modes) {
+    std::vector<std::size_t> ids;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (plans[i].recompute == mode && !fits.count(mapping(plans[i]))) ids.push_back(i);
+    }
+    std::stable_sort(ids.begin(), ids.end(), [&](std::size_t a, std::size_t b) { return bound[a] > bound[b]; });
+    const std::size_t first = std::min(ids.size(), std::max<std::size_t>(8, (ids.size() + 3) / 4));
+    std::vector<char> chosen(plans.size(), 0);
+    for (std::size_t k = 0; k < first; ++k) chosen[ids[k]] = bound[ids[k]] > needed_tokens_per_s;
+    run(chosen);
+    std::fill(chosen.begin(), chosen.end(), 0);
+    bool any = false;
+    for (std::size_t k = first; k < ids.size(); ++k) {
+      chosen[ids[k]] = bound[ids[k]] > std::max(best, needed_tokens_per_s);
+      any = any || chosen[ids[k]] != 0;
+    }
+    if (any) run(chosen);
+  }
+  // Plan order, as a sweep's records.
+  std::stable_sort(all.records.begin(), all.records.end(),
+                   [](const SweepRecord& a, const SweepRecord& b) { return a.plan_id < b.plan_id; });
+  return all;
 }
 
 std::string trim(std::string s) {
@@ -258,10 +338,12 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         SweepOptions so;
         so.threads = spec.threads;
         so.compute_cache = cache;
+        // Every sweep of this size (recompute modes, batches) reuses the workers' topologies.
+        so.resource_pool = std::make_shared<ResourcePool>(cache);
         if (progress) {
           so.progress = [&](const SweepProgress& p) { progress(SizingProgress{offer.kind, ch.fabric, n, p}); };
         }
-        const SweepOutcome res = run_sweep(ss, so);
+        const SweepOutcome res = search_plans(ss, so, 0.0);
         trial.plans = res.stats.simulated;
         const auto top = top_records(res.records, 1);
         if (top.empty()) {
@@ -271,6 +353,8 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         }
         SweepRecord best = top.front();
         const auto days_of = [&](const SweepRecord& r) { return spec.tokens / r.tokens_per_s / 86400.0; };
+        // The rate that meets the deadline: smaller batches need only say whether they reach it.
+        const double needed = spec.tokens / (spec.days * 86400.0);
         if (days_of(best) <= spec.days && spec.batch_choices.size() > 1) {
           // Smaller batches, from the next smaller one down, while the deadline is still met.
           const std::int64_t fastest_batch = std::stoll(rr.get(rr.fields(best), "global_batch"));
@@ -279,7 +363,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
             SweepSpec smaller = ss;
             smaller.axes.batch_choices.clear();
             smaller.base.global_batch = *it;
-            const SweepOutcome r = run_sweep(smaller, so);
+            const SweepOutcome r = search_plans(smaller, so, needed);
             trial.plans += r.stats.simulated;
             const auto t = top_records(r.records, 1);
             if (t.empty() || days_of(t.front()) > spec.days) break;

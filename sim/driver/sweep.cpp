@@ -695,7 +695,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   std::vector<std::int64_t> todo;
   for (std::int64_t id = options.shard.index; id < total; id += options.shard.count) {
     ++out.stats.in_shard;
-    if (!done.count(id)) todo.push_back(id);
+    if (done.count(id)) continue;
+    if (options.select && !options.select(id)) continue;
+    todo.push_back(id);
   }
   out.stats.resumed = static_cast<std::int64_t>(done.size());
   std::size_t jobs = todo.size();
@@ -747,7 +749,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   std::size_t written = 0;  // rows written (guarded by `mutex`)
 
   auto worker = [&] {
-    Resources resources(cache);
+    std::unique_ptr<Resources> owned =
+        options.resource_pool ? options.resource_pool->take() : std::make_unique<Resources>(cache);
+    Resources& resources = *owned;
     config::Scenario sc;
     sc.model = spec.model;
     sc.cluster = spec.cluster;
@@ -791,6 +795,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       // waking it for any other costs a context switch per plan.
       if (awaited) cv.notify_one();
     }
+    if (options.resource_pool) options.resource_pool->give(std::move(owned));
   };
   std::vector<std::thread> pool;
   pool.reserve(static_cast<std::size_t>(threads));
@@ -865,6 +870,19 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   }
   while (f != fresh.end()) out.records.push_back(std::move(*f++));
   return out;
+}
+
+std::unique_ptr<Resources> ResourcePool::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.empty()) return std::make_unique<Resources>(cache_);
+  auto r = std::move(free_.back());
+  free_.pop_back();
+  return r;
+}
+
+void ResourcePool::give(std::unique_ptr<Resources> resources) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(std::move(resources));
 }
 
 std::vector<SweepRecord> top_records(const std::vector<SweepRecord>& records, std::size_t k) {

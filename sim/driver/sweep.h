@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 
 #include "sim/config/calibration_loader.h"
 #include "sim/config/loader.h"
+#include "sim/driver/resources.h"
 #include "sim/driver/simulate.h"
 #include "sim/parallel/pipeline_split.h"
 
@@ -144,6 +146,21 @@ struct SweepProgress {
   double elapsed_s = 0;
 };
 
+// Workers' Resources kept from one run_sweep to the next (their topologies and collective costs
+// cached per cluster and GPU count): for searches that sweep one cluster several times.
+// Thread-safe; each Resources is used by one worker at a time.
+class ResourcePool {
+ public:
+  explicit ResourcePool(std::shared_ptr<config::ComputeModelCache> cache) : cache_(std::move(cache)) {}
+  std::unique_ptr<Resources> take();            // a kept one, else a new one
+  void give(std::unique_ptr<Resources> resources);
+
+ private:
+  std::shared_ptr<config::ComputeModelCache> cache_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Resources>> free_;
+};
+
 struct SweepOptions {
   int threads = 0;  // 0: every core
   Shard shard;
@@ -156,6 +173,11 @@ struct SweepOptions {
   std::shared_ptr<config::ComputeModelCache> compute_cache;
   // Stop after this many new rows (0: no limit): what a killed sweep leaves behind, for tests.
   std::int64_t stop_after = 0;
+  // Only the plans (by id) it accepts are simulated (none: all); the others have no row. For
+  // searches that skip plans which cannot win (plan_hardware); not for sweep files.
+  std::function<bool(std::int64_t plan_id)> select;
+  // Workers take their Resources from it and give them back (none: fresh ones per run).
+  std::shared_ptr<ResourcePool> resource_pool;
 };
 
 struct PlanTiming {

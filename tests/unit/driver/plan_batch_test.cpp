@@ -30,6 +30,7 @@ driver::SweepSpec llama70b(std::int64_t gpus) {
   s.base.seq_len = 8192;
   s.base.global_batch = 512;
   s.axes.tp = {8};
+  s.axes.cp = {1};
   s.axes.micro_batch = {1, 2};
   s.axes.schedule = {Schedule::k1F1B};
   s.axes.zero = {1};
@@ -58,10 +59,11 @@ TEST_CASE("plan: the embedding is far lighter than a layer, the LM head about on
   p.seq_len = 8192;
   const auto e = driver::end_stage_costs(m, c.gpu, p);
   // The LM head's GEMM is 6·h·V FLOPs per token (forward and backward) = 6·8192·128256 = 6.3e9;
-  // a layer's GEMMs are 6·(parameters per layer, 0.86e9) = 5.2e9 plus causal attention
-  // 3·2·s·h = 0.4e9: about 1.1 layers, a little more with the loss's memory traffic.
-  CHECK(e.lm_head > 1.0);
-  CHECK(e.lm_head < 1.3);
+  // a layer's GEMMs are 6·(parameters per layer, 0.86e9) = 5.2e9 plus causal attention, about
+  // 0.4e9: 1.1 layers in FLOPs; the loss over fp32 logits (V values per token, read and written
+  // several times) adds memory traffic that a layer's norms and activations do not match.
+  CHECK(e.lm_head > 1.1);
+  CHECK(e.lm_head < 1.5);
   // The embedding is a row lookup: bytes of one activation, no FLOPs.
   CHECK(e.embedding >= 0);
   CHECK(e.embedding < 0.01);
