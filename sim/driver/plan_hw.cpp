@@ -37,30 +37,18 @@ class RowReader {
   std::map<std::string, std::size_t> at_;
 };
 
-// "27,27,26" → "27x2,26": runs of equal layer counts folded.
-std::string fold_runs(const std::string& layers) {
-  const auto v = split_csv_line(layers);
-  std::string out;
-  for (std::size_t i = 0; i < v.size();) {
-    std::size_t j = i;
-    while (j < v.size() && v[j] == v[i]) ++j;
-    out += (out.empty() ? "" : ",") + v[i] + (j - i > 1 ? "x" + std::to_string(j - i) : "");
-    i = j;
-  }
-  return out;
-}
-
-// "tokens of a batch": "8Mi" where it is a whole number of Mi (2^20), else "%.3g".
+// Tokens of a batch: "8Mi" or "64Ki" where a whole number of them (2^20, 2^10), else "%.3g".
 std::string tokens_text(double tokens) {
-  const double mi = tokens / 1048576.0;
+  const double mi = tokens / 1048576.0, ki = tokens / 1024.0;
   if (mi >= 1 && mi == std::floor(mi)) return format_double("%.0fMi", mi);
+  if (ki >= 1 && ki == std::floor(ki)) return format_double("%.0fKi", ki);
   return format_double("%.3g", tokens);
 }
 
 // "tp8 pp4 [19,20x2,21] dp64 vpp5 mb1 interleaved zero1 sp rc:selective".
 std::string plan_text(const RowReader& rr, const std::vector<std::string>& f) {
   std::string s = "tp" + rr.get(f, "tp") + " pp" + rr.get(f, "pp");
-  if (const std::string split = rr.pp_layers(f); !split.empty()) s += " [" + fold_runs(split) + "]";
+  if (const std::string split = rr.pp_layers(f); !split.empty()) s += " [" + fold_layer_counts(split) + "]";
   s += " dp" + rr.get(f, "dp");
   if (rr.get(f, "cp") != "1") s += " cp" + rr.get(f, "cp") + " " + rr.get(f, "cp_algo");
   if (rr.get(f, "vpp") != "1") s += " vpp" + rr.get(f, "vpp");

@@ -516,6 +516,18 @@ std::optional<Shard> slurm_shard(const std::function<const char*(const char*)>& 
   return Shard{(task - min) / step, n};
 }
 
+std::string fold_layer_counts(std::string_view pp_layers) {
+  const auto v = split_csv_line(pp_layers);
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    out += (out.empty() ? "" : ",") + v[i] + (j - i > 1 ? "x" + std::to_string(j - i) : "");
+    i = j;
+  }
+  return out;
+}
+
 bool has_pp_layers_column(const SweepSpec& spec) {
   const auto& v = spec.axes.pp_split;
   return std::find(v.begin(), v.end(), parallel::PipelineSplit::kBalanced) != v.end();
@@ -914,7 +926,7 @@ std::string format_top_table(const std::vector<SweepRecord>& records) {
     const auto get = [&](const char* c) { return f[at.at(c)]; };
     // A balanced pipeline split (the pp_layers column after the reason) follows pp.
     const std::string pp_text =
-        f.size() > cols.size() && !f.back().empty() ? get("pp") + " [" + f.back() + "]" : get("pp");
+        f.size() > cols.size() && !f.back().empty() ? get("pp") + " [" + fold_layer_counts(f.back()) + "]" : get("pp");
     table.push_back({std::to_string(++rank), format_double("%.0f", parse_double(get("tokens_per_s"))),
                      format_double("%.1f%%", 100.0 * parse_double(get("mfu"))),
                      format_double("%.3f", parse_double(get("iteration_time_s"))),

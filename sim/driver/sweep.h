@@ -124,6 +124,8 @@ std::optional<Shard> slurm_shard(const std::function<const char*(const char*)>& 
 std::string sweep_csv_header(bool pp_layers_column = false);
 // Whether the sweep's CSV has the pp_layers column.
 bool has_pp_layers_column(const SweepSpec& spec);
+// A pp_layers value with runs of equal counts folded: "2,2,2,3,1" → "2x3,3,1".
+std::string fold_layer_counts(std::string_view pp_layers);
 std::string sweep_csv_row(std::int64_t plan_id, const SweepSpec& spec,
                           const parallel::ParallelPlan& plan, const RunResult& result);
 // The columns that identify a plan (all before `status`, without plan_id), comma-joined.
