@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "sim/base/diagnostic.h"
 #include "sim/ir/model_graph.h"
@@ -26,7 +26,9 @@ class RowReader {
   std::vector<std::string> fields(const SweepRecord& r) const { return split_csv_line(r.line); }
   // The layers per pipeline stage of a balanced split ("" for an even one): the column after the
   // reason, which sweeps with balanced splits add.
-  std::string pp_layers(const std::vector<std::string>& f) const { return f.size() > at_.size() ? f.back() : ""; }
+  std::string pp_layers(const std::vector<std::string>& f) const {
+    return f.size() > at_.size() ? f.back() : "";
+  }
   const std::string& get(const std::vector<std::string>& f, const char* col) const { return f[at_.at(col)]; }
   double num(const std::vector<std::string>& f, const char* col) const {
     const auto& s = get(f, col);
@@ -48,7 +50,8 @@ std::string tokens_text(double tokens) {
 // "tp8 pp4 [19,20x2,21] dp64 vpp5 mb1 interleaved zero1 sp rc:selective".
 std::string plan_text(const RowReader& rr, const std::vector<std::string>& f) {
   std::string s = "tp" + rr.get(f, "tp") + " pp" + rr.get(f, "pp");
-  if (const std::string split = rr.pp_layers(f); !split.empty()) s += " [" + fold_layer_counts(split) + "]";
+  if (const std::string split = rr.pp_layers(f); !split.empty())
+    s += " [" + fold_layer_counts(split) + "]";
   s += " dp" + rr.get(f, "dp");
   if (rr.get(f, "cp") != "1") s += " cp" + rr.get(f, "cp") + " " + rr.get(f, "cp_algo");
   if (rr.get(f, "vpp") != "1") s += " vpp" + rr.get(f, "vpp");
@@ -92,13 +95,15 @@ std::string no_plan_verdict(const RowReader& rr, const SweepOutcome& res) {
          format_double("%.1f", least_peak / 1073741824.0) + " GiB of " +
          format_double("%.1f", capacity / 1073741824.0) + " GiB)";
   }
-  if (unsupported > 0) s += ", " + std::to_string(unsupported) + " unsupported (" + unsupported_reason + ")";
+  if (unsupported > 0)
+    s += ", " + std::to_string(unsupported) + " unsupported (" + unsupported_reason + ")";
   if (other > 0) s += ", " + std::to_string(other) + " failed";
   return s;
 }
 
 // "1536 (12Mi)": sequences and tokens of a row's global batch.
-std::string batch_text(const RowReader& rr, const std::vector<std::string>& f, std::int64_t seq_len) {
+std::string batch_text(const RowReader& rr, const std::vector<std::string>& f,
+                       std::int64_t seq_len) {
   const std::string gb = rr.get(f, "global_batch");
   return gb + " (" + tokens_text(std::stod(gb) * static_cast<double>(seq_len)) + ")";
 }
@@ -127,7 +132,8 @@ double tokens_per_s_bound(const SweepSpec& spec, const parallel::ParallelPlan& p
 //   them first, then those of the rest whose bound is above both the best rate found so far
 //   and `needed_tokens_per_s`.
 // The records of every plan simulated, with the enumeration; `stats.simulated` counts them all.
-SweepOutcome search_plans(const SweepSpec& spec, const SweepOptions& options, double needed_tokens_per_s) {
+SweepOutcome search_plans(const SweepSpec& spec, const SweepOptions& options,
+                          double needed_tokens_per_s) {
   SweepOutcome all;
   all.enumeration = enumerate_plans(spec);
   const auto& plans = all.enumeration.plans;
@@ -163,7 +169,8 @@ SweepOutcome search_plans(const SweepSpec& spec, const SweepOptions& options, do
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (plans[i].recompute == mode && !fits.count(mapping(plans[i]))) ids.push_back(i);
     }
-    std::stable_sort(ids.begin(), ids.end(), [&](std::size_t a, std::size_t b) { return bound[a] > bound[b]; });
+    std::stable_sort(ids.begin(), ids.end(),
+                     [&](std::size_t a, std::size_t b) { return bound[a] > bound[b]; });
     const std::size_t first = std::min(ids.size(), std::max<std::size_t>(8, (ids.size() + 3) / 4));
     std::vector<char> chosen(plans.size(), 0);
     for (std::size_t k = 0; k < first; ++k) chosen[ids[k]] = bound[ids[k]] > needed_tokens_per_s;
@@ -177,8 +184,9 @@ SweepOutcome search_plans(const SweepSpec& spec, const SweepOptions& options, do
     if (any) run(chosen);
   }
   // Plan order, as a sweep's records.
-  std::stable_sort(all.records.begin(), all.records.end(),
-                   [](const SweepRecord& a, const SweepRecord& b) { return a.plan_id < b.plan_id; });
+  std::stable_sort(
+      all.records.begin(), all.records.end(),
+      [](const SweepRecord& a, const SweepRecord& b) { return a.plan_id < b.plan_id; });
   return all;
 }
 
@@ -191,11 +199,13 @@ std::string trim(std::string s) {
 
 }  // namespace
 
-std::vector<std::int64_t> batch_choices(double min_tokens, double max_tokens, std::int64_t seq_len) {
+std::vector<std::int64_t> batch_choices(double min_tokens, double max_tokens,
+                                        std::int64_t seq_len) {
   std::vector<std::int64_t> out;
   if (seq_len <= 0 || !(min_tokens <= max_tokens)) return out;
   const double seq = static_cast<double>(seq_len);
-  for (std::int64_t p = 1; static_cast<double>(p) * seq <= max_tokens && p < (std::int64_t{1} << 50); p *= 2) {
+  for (std::int64_t p = 1;
+       static_cast<double>(p) * seq <= max_tokens && p < (std::int64_t{1} << 50); p *= 2) {
     for (const std::int64_t b : {p, 3 * p}) {
       const double tokens = static_cast<double>(b) * seq;
       if (tokens >= min_tokens && tokens <= max_tokens) out.push_back(b);
@@ -340,7 +350,9 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
           continue;
         }
         SweepRecord best = top.front();
-        const auto days_of = [&](const SweepRecord& r) { return spec.tokens / r.tokens_per_s / 86400.0; };
+        const auto days_of = [&](const SweepRecord& r) {
+          return spec.tokens / r.tokens_per_s / 86400.0;
+        };
         // The rate that meets the deadline: smaller batches need only say whether they reach it.
         const double needed = spec.tokens / (spec.days * 86400.0);
         if (days_of(best) <= spec.days && spec.batch_choices.size() > 1) {
@@ -388,20 +400,25 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
 
 std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>& choices) {
   const RowReader rr;
-  std::vector<std::vector<std::string>> t = {{"GPU", "fabric", "GPUs", "nodes", "best plan", "batch", "tokens/s",
-                                              "MFU", "days", "GPU-hours", "$/GPU-h", "cost", "budget"}};
+  std::vector<std::vector<std::string>> t = {{"GPU", "fabric", "GPUs", "nodes", "best plan",
+                                              "batch", "tokens/s", "MFU", "days", "GPU-hours",
+                                              "$/GPU-h", "cost", "budget"}};
   for (const auto& c : choices) {
     if (!c.found) {
       t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, "-", "-",
-                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-", "-", "-", "-",
-                   c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-", "-"});
+                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-",
+                   "-", "-", "-",
+                   c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-",
+                   "-"});
       continue;
     }
     const auto f = rr.fields(c.best);
     const std::int64_t nodes = c.gpus_per_node > 0 ? (c.num_gpus + c.gpus_per_node - 1) / c.gpus_per_node : 0;
-    t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, std::to_string(c.num_gpus), std::to_string(nodes),
-                 plan_text(rr, f), batch_text(rr, f, spec.base.seq_len), format_double("%.3g", c.tokens_per_s), format_double("%.1f%%", 100 * c.mfu), format_double("%.1f", c.days),
-                 format_double("%.3gM", c.gpu_hours * 1e-6), c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
+    t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, std::to_string(c.num_gpus),
+                 std::to_string(nodes), plan_text(rr, f), batch_text(rr, f, spec.base.seq_len),
+                 format_double("%.3g", c.tokens_per_s), format_double("%.1f%%", 100 * c.mfu),
+                 format_double("%.1f", c.days), format_double("%.3gM", c.gpu_hours * 1e-6),
+                 c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
                  c.cost_usd ? "$" + format_double("%.1fM", *c.cost_usd * 1e-6) : "n/a",
                  c.within_budget ? (*c.within_budget ? "within" : "over") : "-"});
   }
@@ -430,8 +447,11 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
   j["days"] = spec.days;
   if (spec.budget_usd) j["budget_usd"] = *spec.budget_usd;
   // A pinned batch, or null and the choices tried at each size.
-  j["global_batch"] = spec.batch_choices.size() > 1 ? ordered_json(nullptr) : ordered_json(spec.base.global_batch);
-  j["batch_choices"] = spec.batch_choices.size() > 1 ? spec.batch_choices : std::vector<std::int64_t>{spec.base.global_batch};
+  j["global_batch"] =
+      spec.batch_choices.size() > 1 ? ordered_json(nullptr) : ordered_json(spec.base.global_batch);
+  j["batch_choices"] = spec.batch_choices.size() > 1
+                           ? spec.batch_choices
+                           : std::vector<std::int64_t>{spec.base.global_batch};
   j["seq_len"] = spec.base.seq_len;
   ordered_json arr = ordered_json::array();
   for (const auto& c : choices) {

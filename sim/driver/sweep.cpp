@@ -206,7 +206,8 @@ std::vector<SweepRecord> read_sweep_file(const std::filesystem::path& path, bool
       if (line != plain && line != with_layers) {
         throw InputError(Diagnostic{path.string(), 1, "",
                                     "not a sweep CSV of this trainsim version: the header differs "
-                                    "from '" + plain + "' (and from it with ',pp_layers')"});
+                                    "from '" +
+                                        plain + "' (and from it with ',pp_layers')"});
       }
       pp_layers_column = line == with_layers;
       if (pp_layers_column) ++columns;
@@ -255,10 +256,12 @@ EndStageCosts end_stage_costs(const ir::ModelSpec& model, const compute::GpuSpec
     switch (op.kind) {
       case ir::OpKind::kGemm:
       case ir::OpKind::kAttention: {
-        const double peak = gpu.supports(op.dtype) ? gpu.peak(op.dtype).per_s() : gpu.peak_bf16.per_s();
+        const double peak =
+            gpu.supports(op.dtype) ? gpu.peak(op.dtype).per_s() : gpu.peak_bf16.per_s();
         return peak > 0 ? op.flops.value() / peak : 0.0;
       }
-      case ir::OpKind::kMemoryBound: return hbm > 0 ? static_cast<double>(op.moved.count()) / hbm : 0.0;
+      case ir::OpKind::kMemoryBound:
+        return hbm > 0 ? static_cast<double>(op.moved.count()) / hbm : 0.0;
     }
     return 0.0;
   };
@@ -307,18 +310,22 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
     }
     return batches.back();  // check_plan says why none fits
   };
-  const EndStageCosts ends = balanced ? end_stage_costs(spec.model, spec.cluster.gpu, spec.base) : EndStageCosts{};
+  const EndStageCosts ends =
+      balanced ? end_stage_costs(spec.model, spec.cluster.gpu, spec.base) : EndStageCosts{};
   // The layers per stage of `split` over `stages` stages: the base plan's (empty: even) for an
   // even split; for a balanced one, empty where it comes out even (the same plan as the even
   // split), nullopt where there are more stages than layers.
   const auto split_layers = [&](parallel::PipelineSplit split,
                                 std::int64_t stages) -> std::optional<std::vector<std::int64_t>> {
     switch (split) {
-      case parallel::PipelineSplit::kEven: return spec.base.pp_layers;
+      case parallel::PipelineSplit::kEven:
+        return spec.base.pp_layers;
       case parallel::PipelineSplit::kBalanced: {
         if (stages > spec.model.num_layers) return std::nullopt;
-        auto v = parallel::balanced_stage_layers(spec.model.num_layers, stages, ends.embedding, ends.lm_head);
-        if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); })) v.clear();
+        auto v = parallel::balanced_stage_layers(spec.model.num_layers, stages, ends.embedding,
+                                                 ends.lm_head);
+        if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); }))
+          v.clear();
         return v;
       }
     }
@@ -400,19 +407,22 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
                 if (vpps.empty()) vpps = {2};  // one candidate, rejected with check_plan's reason
               }
             }
-            const std::int64_t batch = batch_for(dp, mb, schedule == parallel::Schedule::kInterleaved, pp);
+            const std::int64_t batch =
+                batch_for(dp, mb, schedule == parallel::Schedule::kInterleaved, pp);
             for (const auto vpp : vpps) {
-              const std::int64_t stages = schedule == parallel::Schedule::kInterleaved ? pp * vpp : pp;
+              const std::int64_t stages =
+                  schedule == parallel::Schedule::kInterleaved ? pp * vpp : pp;
               for (const auto split : splits) {
                 const auto stage_split = split_layers(split, stages);
-                const bool same_split = split != splits.front() && stage_split && stage_split->empty();
+                const bool same_split =
+                    split != splits.front() && stage_split && stage_split->empty();
                 for (const auto zero : zeros) {
                   const auto groups = shard_groups(zero, dp * cp);
                   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
                     const std::int64_t group = groups[gi];
                     const bool same_group =
-                        std::find(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(gi), group) !=
-                        groups.begin() + static_cast<std::ptrdiff_t>(gi);
+                        std::find(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(gi),
+                                  group) != groups.begin() + static_cast<std::ptrdiff_t>(gi);
                     for (const bool sp : sps) {
                       for (const auto recompute : recomputes) {
                         for (const auto cp_algo : cp_algos) {
@@ -420,7 +430,8 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
                             ++en.combinations;
                             // Axes without effect on this plan take their first value only.
                             if ((dp == 1 && zero != zeros.front()) || same_group || same_split ||
-                                (tp == 1 && sp != sps.front()) || (cp == 1 && cp_algo != cp_algos.front())) {
+                                (tp == 1 && sp != sps.front()) ||
+                                (cp == 1 && cp_algo != cp_algos.front())) {
                               ++en.equivalent;
                               continue;
                             }
@@ -433,12 +444,13 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
                             p.schedule = schedule;
                             p.vpp = vpp;
                             if (!stage_split) {
-                            reject("--pp-split: a balanced split needs a layer per pipeline stage",
-                                   std::to_string(stages) + " stages for " + std::to_string(layers) +
-                                       " layers");
-                            continue;
-                          }
-                          p.pp_layers = *stage_split;
+                              reject(
+                                  "--pp-split: a balanced split needs a layer per pipeline stage",
+                                  std::to_string(stages) + " stages for " + std::to_string(layers) +
+                                      " layers");
+                              continue;
+                            }
+                            p.pp_layers = *stage_split;
                             p.zero_stage = zero;
                             p.zero_shard_group = group;
                             p.sequence_parallel = sp;
@@ -673,10 +685,11 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     auto rows = read_sweep_file(*options.out, true, empty, pp_layers_column);
     write_header = empty;
     if (!empty && pp_layers_column != has_pp_layers_column(spec)) {
-      throw InputError(Diagnostic{options.out->string(), 1, "--out",
-                                  std::string("the file ") + (pp_layers_column ? "has" : "lacks") +
-                                      " the pp_layers column of sweeps with --pp-split balanced; use "
-                                      "another output file"});
+      throw InputError(
+          Diagnostic{options.out->string(), 1, "--out",
+                     std::string("the file ") + (pp_layers_column ? "has" : "lacks") +
+                         " the pp_layers column of sweeps with --pp-split balanced; use "
+                         "another output file"});
     }
     int line_no = 1;
     for (auto& r : rows) {
@@ -925,16 +938,18 @@ std::string format_top_table(const std::vector<SweepRecord>& records) {
     const auto f = split_csv_line(r.line);
     const auto get = [&](const char* c) { return f[at.at(c)]; };
     // A balanced pipeline split (the pp_layers column after the reason) follows pp.
-    const std::string pp_text =
-        f.size() > cols.size() && !f.back().empty() ? get("pp") + " [" + fold_layer_counts(f.back()) + "]" : get("pp");
-    table.push_back({std::to_string(++rank), format_double("%.0f", parse_double(get("tokens_per_s"))),
+    const std::string pp_text = f.size() > cols.size() && !f.back().empty()
+                                    ? get("pp") + " [" + fold_layer_counts(f.back()) + "]"
+                                    : get("pp");
+    table.push_back({std::to_string(++rank),
+                     format_double("%.0f", parse_double(get("tokens_per_s"))),
                      format_double("%.1f%%", 100.0 * parse_double(get("mfu"))),
                      format_double("%.3f", parse_double(get("iteration_time_s"))),
-                     format_double("%.1f", parse_double(get("peak_memory_bytes")) / 1073741824.0), get("tp"),
-                     pp_text, get("dp"), get("cp"), get("vpp"), get("micro_batch"),
+                     format_double("%.1f", parse_double(get("peak_memory_bytes")) / 1073741824.0),
+                     get("tp"), pp_text, get("dp"), get("cp"), get("vpp"), get("micro_batch"),
                      get("schedule"), get("zero"), shard_text(get("zero_shard_group")),
-                     get("sequence_parallel") == "true" ? "on" : "off",
-                     get("recompute"), get("cp_algo"), get("mst_chunks"), std::to_string(r.plan_id)});
+                     get("sequence_parallel") == "true" ? "on" : "off", get("recompute"),
+                     get("cp_algo"), get("mst_chunks"), std::to_string(r.plan_id)});
   }
   std::vector<std::size_t> width(heads.size(), 0);
   for (const auto& row : table) {

@@ -97,8 +97,8 @@ struct Enumeration {
 
 // Every valid plan in a fixed order: nested loops over tp, pp, cp, dp, micro_batch, schedule
 // (with vpp), pp_split, zero, zero_shard_group, sequence_parallel, recompute, cp_algo,
-// mst_chunks, outermost first, each list in ascending order. Throws InputError (naming the flag) for an
-// empty enumerated list or a non-positive value.
+// mst_chunks, outermost first, each list in ascending order. Throws InputError (naming the flag)
+// for an empty enumerated list or a non-positive value.
 Enumeration enumerate_plans(const SweepSpec& spec);
 
 // Every divisor of n, ascending.
@@ -153,8 +153,9 @@ struct SweepProgress {
 // Thread-safe; each Resources is used by one worker at a time.
 class ResourcePool {
  public:
-  explicit ResourcePool(std::shared_ptr<config::ComputeModelCache> cache) : cache_(std::move(cache)) {}
-  std::unique_ptr<Resources> take();            // a kept one, else a new one
+  explicit ResourcePool(std::shared_ptr<config::ComputeModelCache> cache)
+      : cache_(std::move(cache)) {}
+  std::unique_ptr<Resources> take();  // a kept one, else a new one
   void give(std::unique_ptr<Resources> resources);
 
  private:

@@ -6,8 +6,8 @@
 
 namespace ts::parallel {
 
-std::vector<std::int64_t> balanced_stage_layers(std::int64_t layers, std::int64_t stages, double first_extra,
-                                                double last_extra) {
+std::vector<std::int64_t> balanced_stage_layers(std::int64_t layers, std::int64_t stages,
+                                                double first_extra, double last_extra) {
   if (stages < 1 || layers < stages) return {};
   const auto count = static_cast<std::size_t>(stages);
   std::vector<double> extra(count, 0.0);
@@ -49,7 +49,8 @@ std::vector<std::int64_t> balanced_stage_layers(std::int64_t layers, std::int64_
     // The costliest stage with more than one layer; ties: first stage, last stage, lowest index.
     std::size_t pick = count;
     const auto better = [&](std::size_t a, std::size_t b) {  // a preferred over b
-      const double ca = static_cast<double>(out[a]) + extra[a], cb = static_cast<double>(out[b]) + extra[b];
+      const double ca = static_cast<double>(out[a]) + extra[a],
+                   cb = static_cast<double>(out[b]) + extra[b];
       if (std::abs(ca - cb) > kEps) return ca > cb;
       const auto rank = [&](std::size_t s) { return s == 0 ? 0 : s + 1 == count ? 1 : 2; };
       if (rank(a) != rank(b)) return rank(a) < rank(b);

@@ -20,7 +20,7 @@ enum class PipelineSplit { kEven, kBalanced };
 // else the lowest index. Empty when stages < 1 or stages > layers.
 // Example: 80 layers on 4 stages with an LM head of 1.1 layers and an embedding of 0.01:
 // 20, 20, 21, 19 (largest cost 21; an even split of 20 per stage has 21.1 on the last stage).
-std::vector<std::int64_t> balanced_stage_layers(std::int64_t layers, std::int64_t stages, double first_extra,
-                                                double last_extra);
+std::vector<std::int64_t> balanced_stage_layers(std::int64_t layers, std::int64_t stages,
+                                                double first_extra, double last_extra);
 
 }  // namespace ts::parallel

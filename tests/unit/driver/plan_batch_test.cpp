@@ -44,7 +44,8 @@ driver::SweepSpec llama70b(std::int64_t gpus) {
 TEST_CASE("plan: batch candidates are 2^k and 3·2^k sequences within the token range") {
   const double mi = 1048576.0;
   // 4Mi-16Mi tokens of 8192-token sequences: 512 to 2048 sequences.
-  CHECK(driver::batch_choices(4 * mi, 16 * mi, 8192) == std::vector<std::int64_t>{512, 768, 1024, 1536, 2048});
+  CHECK(driver::batch_choices(4 * mi, 16 * mi, 8192) ==
+        std::vector<std::int64_t>{512, 768, 1024, 1536, 2048});
   CHECK(driver::batch_choices(4 * mi, 4 * mi, 8192) == std::vector<std::int64_t>{512});
   // 6.25e6 to 7.5e6 tokens are 763 to 915 sequences: only 768 (3·2^8) lies between.
   CHECK(driver::batch_choices(6.25e6, 7.5e6, 8192) == std::vector<std::int64_t>{768});
@@ -80,7 +81,8 @@ TEST_CASE("sweep: balanced splits give plans to pipeline degrees that do not div
   spec.axes.pp_split = {PipelineSplit::kEven, PipelineSplit::kBalanced};
   const auto both = driver::enumerate_plans(spec);
   CHECK(driver::has_pp_layers_column(spec));
-  CHECK(both.combinations == static_cast<std::int64_t>(both.plans.size()) + both.rejected + both.equivalent);
+  CHECK(both.combinations ==
+        static_cast<std::int64_t>(both.plans.size()) + both.rejected + both.equivalent);
   const auto ends = driver::end_stage_costs(spec.model, spec.cluster.gpu, spec.base);
   int uneven = 0;
   for (const auto& p : both.plans) {
@@ -96,7 +98,8 @@ TEST_CASE("sweep: balanced splits give plans to pipeline degrees that do not div
   }
   CHECK(uneven > 0);
   const auto has_pp = [&](std::int64_t pp) {
-    return std::any_of(both.plans.begin(), both.plans.end(), [&](const auto& p) { return p.pp == pp; });
+    return std::any_of(both.plans.begin(), both.plans.end(),
+                       [&](const auto& p) { return p.pp == pp; });
   };
   CHECK(has_pp(3));
   CHECK(has_pp(6));
@@ -110,7 +113,8 @@ TEST_CASE("sweep: balanced splits give plans to pipeline degrees that do not div
   CHECK(too_many.reasons.front().rule.rfind("--pp-split", 0) == 0);
 }
 
-TEST_CASE("sweep: with batch choices, data-parallel degrees that are not powers of two get a batch") {
+TEST_CASE(
+    "sweep: with batch choices, data-parallel degrees that are not powers of two get a batch") {
   // 12,288 GPUs with tp 8 and pp 16 leave dp 96, which divides none of 512, 1024, 2048.
   auto spec = llama70b(12288);
   spec.axes.pp = {16};
@@ -156,7 +160,8 @@ TEST_CASE("sweep: a CSV of balanced splits ends with their layers; without them 
   std::string header, row;
   std::getline(in, header);
   std::getline(in, row);
-  CHECK(header == driver::sweep_csv_header(true).substr(0, driver::sweep_csv_header(true).size() - 1));
+  CHECK(header ==
+        driver::sweep_csv_header(true).substr(0, driver::sweep_csv_header(true).size() - 1));
   CHECK(header.ends_with(",reason,pp_layers"));
   CHECK(row.ends_with(",\"" + std::to_string(split[0]) + "," + std::to_string(split[1]) + "," +
                       std::to_string(split[2]) + "\""));

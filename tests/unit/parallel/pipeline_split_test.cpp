@@ -78,7 +78,8 @@ TEST_CASE("balanced split: as good as the best split, whole layers, at least one
           REQUIRE(static_cast<std::int64_t>(v.size()) == stages);
           CHECK(std::accumulate(v.begin(), v.end(), std::int64_t{0}) == layers);
           CHECK(*std::min_element(v.begin(), v.end()) >= 1);
-          CHECK(largest_cost(v, first, last) == Approx(best_by_search(layers, stages, first, last)));
+          CHECK(largest_cost(v, first, last) ==
+                Approx(best_by_search(layers, stages, first, last)));
         }
       }
     }
