@@ -50,6 +50,9 @@ struct SizingSpec {
   std::vector<std::int64_t> cluster_sizes;  // candidate GPU counts
   std::vector<FabricOption> fabrics;        // at least one (an empty option: as in the file)
   parallel::ParallelPlan base;              // global batch, sequence length, dtype, …
+  // Global batches (sequences) to choose from at each size (see plan_hardware); empty: the
+  // batch is pinned at base.global_batch.
+  std::vector<std::int64_t> batch_choices;
   SweepAxes axes;
   int threads = 0;
   // Time to train: checkpoints, restarts, stragglers, PUE (goal and price are set per choice).
@@ -62,14 +65,24 @@ struct SizingSpec {
 // One cluster size tried for one GPU kind and fabric.
 struct SizeTrial {
   std::int64_t num_gpus = 0;
-  std::string outcome;  // "meets the deadline", "too slow", "skipped: …", "no plan fits"
+  // "meets the deadline", "too slow", "skipped: …" (not whole nodes, or too few GPUs even at
+  // 100 % MFU), "no valid plan: …" (every combination of the axes breaks a plan rule, the most
+  // frequent named), "no plan fits: …" (valid plans, none runs within the GPU's memory).
+  std::string outcome;
   double best_tokens_per_s = 0;
   double days = 0;         // wall-clock days of the best plan (time_to_train)
   double ideal_days = 0;   // tokens / tokens per second of that plan, without interruptions
-  std::int64_t plans = 0;  // simulated
+  std::int64_t global_batch = 0;  // of the best plan (the chosen one where the deadline is met)
+  std::int64_t plans = 0;  // simulated, over every batch tried
   SweepRecord best;        // the plan with the least wall time
   std::optional<TrainReport> train;
 };
+
+// Candidate global batches between `min_tokens` and `max_tokens` (inclusive) for sequences of
+// `seq_len` tokens: every count of sequences of the form 2^k or 3·2^k in the range, ascending
+// (such counts split evenly over the data-parallel degrees of clusters of 2^k and 3·2^k GPUs).
+// Empty when none lies in the range.
+std::vector<std::int64_t> batch_choices(double min_tokens, double max_tokens, std::int64_t seq_len);
 
 struct SizingChoice {
   std::string kind;
@@ -106,6 +119,14 @@ struct SizingProgress {
 // with interruptions, checkpoints, restarts and stragglers (time_to_train), and the first size
 // whose quickest plan finishes within `days` is chosen. GPU-hours = GPUs × wall-clock hours;
 // cost = GPU-hours × price.
+// With batch choices, each size is first swept with every mapping at the largest batch it
+// divides (SweepAxes::batch_choices): the fastest that size can train, as throughput grows with
+// the batch at a fixed mapping (the pipeline bubble and the gradient reduction are spread over
+// more micro-batches). If that meets the deadline, smaller batches are swept in turn, from the
+// next smaller one down, and the smallest before the first that misses the deadline is chosen:
+// a batch is a training hyperparameter, and the smallest that is fast enough departs least from
+// the usual one (beyond the critical batch size, more tokens are needed for the same loss;
+// McCandlish et al. 2018, "An Empirical Model of Large-Batch Training").
 std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
                                         const std::function<void(const SizingProgress&)>& progress = {});
 

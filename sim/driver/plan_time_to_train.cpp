@@ -81,7 +81,7 @@ std::string sizing_csv(const SizingSpec& spec, const std::vector<SizingChoice>& 
   const Columns c;
   std::string out =
       "kind,cluster,gpu,fabric,num_gpus,nodes,outcome,chosen,plans_simulated,tp,pp,dp,cp,vpp,micro_"
-      "batch,"
+      "batch,global_batch,"
       "tokens_per_s,mfu,iteration_time_s,step_time_s,ideal_days,wall_days,goodput,expected_"
       "interruptions,"
       "checkpoint_interval_s,energy_mwh,gpu_hours,usd_per_gpu_hour,cost_usd\n";
@@ -95,11 +95,13 @@ std::string sizing_csv(const SizingSpec& spec, const std::vector<SizingChoice>& 
              (ch.found && ch.num_gpus == t.num_gpus ? "true" : "false") + "," +
              std::to_string(t.plans);
       if (!t.train) {
-        out += std::string(19, ',') + "\n";
+        out += std::string(20, ',') + "\n";
         continue;
       }
       const auto f = split_csv_line(t.best.line);
-      for (const char* k : {"tp", "pp", "dp", "cp", "vpp", "micro_batch"}) out += "," + c.get(f, k);
+      for (const char* k : {"tp", "pp", "dp", "cp", "vpp", "micro_batch", "global_batch"}) {
+        out += "," + c.get(f, k);
+      }
       const TrainReport& r = *t.train;
       out += "," + g(t.best_tokens_per_s) + "," + g(c.num(f, "mfu")) + "," +
              g(c.num(f, "iteration_time_s")) + "," + g(r.step_s) + "," + g(t.ideal_days);

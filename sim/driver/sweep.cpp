@@ -11,11 +11,13 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "sim/base/diagnostic.h"
 #include "sim/config/names.h"
+#include "sim/ir/model_graph.h"
 #include "sim/runtime/breakdown.h"
 
 namespace ts::driver {
@@ -160,10 +162,18 @@ HeaderIndex header_index() {
   return h;
 }
 
-// Reads a sweep CSV: checks the header, parses the rows. `fix_partial` truncates a last line
-// without its newline (what a killed writer can leave) instead of reading it.
+// "20,20,21,19"; empty for an even split.
+std::string join_layers(const std::vector<std::int64_t>& layers) {
+  std::string s;
+  for (auto n : layers) s += (s.empty() ? "" : ",") + std::to_string(n);
+  return s;
+}
+
+// Reads a sweep CSV: checks the header (with or without the pp_layers column, said in
+// `pp_layers_column`), parses the rows. `fix_partial` truncates a last line without its newline
+// (what a killed writer can leave) instead of reading it.
 std::vector<SweepRecord> read_sweep_file(const std::filesystem::path& path, bool fix_partial,
-                                         bool& empty) {
+                                         bool& empty, bool& pp_layers_column) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Diagnostic{path.string(), 0, "", "cannot open the file"});
   std::stringstream ss;
@@ -179,9 +189,11 @@ std::vector<SweepRecord> read_sweep_file(const std::filesystem::path& path, bool
   std::vector<SweepRecord> out;
   if (text.empty()) return out;
   const std::string header = sweep_csv_header();
-  const std::string expected = header.substr(0, header.size() - 1);
-  const std::size_t columns = count_columns(expected);
+  const std::string plain = header.substr(0, header.size() - 1);
+  const std::string with_layers = plain + ",pp_layers";
+  std::size_t columns = count_columns(plain);
   const HeaderIndex hx = header_index();
+  pp_layers_column = false;
   std::size_t pos = 0;
   int line_no = 0;
   while (pos < text.size()) {
@@ -191,11 +203,14 @@ std::vector<SweepRecord> read_sweep_file(const std::filesystem::path& path, bool
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_no == 1) {
-      if (line != expected) {
+      if (line != plain && line != with_layers) {
         throw InputError(Diagnostic{path.string(), 1, "",
                                     "not a sweep CSV of this trainsim version: the header differs "
-                                    "from '" + expected + "'"});
+                                    "from '" +
+                                        plain + "' (and from it with ',pp_layers')"});
       }
+      pp_layers_column = line == with_layers;
+      if (pp_layers_column) ++columns;
       continue;
     }
     if (line.empty()) continue;
@@ -228,6 +243,41 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return small;
 }
 
+EndStageCosts end_stage_costs(const ir::ModelSpec& model, const compute::GpuSpec& gpu,
+                              const parallel::ParallelPlan& base) {
+  ir::LayerShape shape;
+  shape.seq = base.seq_len;
+  shape.full_seq = base.seq_len;
+  shape.gemm_dtype = base.dtype;
+  shape.flash_attention = base.flash_attention;
+  const double hbm = gpu.memory_bandwidth.bytes_per_s();
+  // Seconds of one op at its roofline; GEMMs in a precision the GPU lacks at the bf16 peak.
+  const auto seconds = [&](const ir::Op& op) {
+    switch (op.kind) {
+      case ir::OpKind::kGemm:
+      case ir::OpKind::kAttention: {
+        const double peak =
+            gpu.supports(op.dtype) ? gpu.peak(op.dtype).per_s() : gpu.peak_bf16.per_s();
+        return peak > 0 ? op.flops.value() / peak : 0.0;
+      }
+      case ir::OpKind::kMemoryBound:
+        return hbm > 0 ? static_cast<double>(op.moved.count()) / hbm : 0.0;
+    }
+    return 0.0;
+  };
+  const auto block_seconds = [&](const ir::Block& b) {
+    double t = 0;
+    for (const auto& op : b.forward) t += seconds(op);
+    for (const auto& op : b.backward) t += seconds(op);
+    return t;
+  };
+  const ir::LayerOps layer = ir::build_layer(model, shape);
+  const double per_layer = block_seconds(layer.attention) + block_seconds(layer.mlp);
+  if (!(per_layer > 0)) return {};
+  return {block_seconds(ir::build_embedding(model, shape)) / per_layer,
+          block_seconds(ir::build_lm_head(model, shape)) / per_layer};
+}
+
 Enumeration enumerate_plans(const SweepSpec& spec) {
   const std::int64_t n = spec.num_gpus;
   if (n <= 0) bad_flag("--gpus", "must be > 0 (got " + std::to_string(n) + ")");
@@ -248,6 +298,39 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
   const auto cp_algos = ascending_enum(ax.cp_algo, "--cp-algo");
   if (ax.mst_chunks.empty()) bad_flag("--mst-chunks", "needs at least one value");
   const auto msts = ascending(ax.mst_chunks, "--mst-chunks");
+  const auto splits = ascending_enum(ax.pp_split, "--pp-split");
+  const bool balanced = has_pp_layers_column(spec);
+  const auto batches = ascending(ax.batch_choices, "--batch-tokens");
+  // The largest batch choice that dp·mb divides, with a micro-batch count pp divides when
+  // interleaved (SweepAxes::batch_choices); the base batch without choices.
+  const auto batch_for = [&](std::int64_t dp, std::int64_t mb, bool interleaved, std::int64_t pp) {
+    if (batches.empty()) return spec.base.global_batch;
+    for (auto it = batches.rbegin(); it != batches.rend(); ++it) {
+      if (*it % (dp * mb) == 0 && (!interleaved || (*it / (dp * mb)) % pp == 0)) return *it;
+    }
+    return batches.back();  // check_plan says why none fits
+  };
+  const EndStageCosts ends =
+      balanced ? end_stage_costs(spec.model, spec.cluster.gpu, spec.base) : EndStageCosts{};
+  // The layers per stage of `split` over `stages` stages: the base plan's (empty: even) for an
+  // even split; for a balanced one, empty where it comes out even (the same plan as the even
+  // split), nullopt where there are more stages than layers.
+  const auto split_layers = [&](parallel::PipelineSplit split,
+                                std::int64_t stages) -> std::optional<std::vector<std::int64_t>> {
+    switch (split) {
+      case parallel::PipelineSplit::kEven:
+        return spec.base.pp_layers;
+      case parallel::PipelineSplit::kBalanced: {
+        if (stages > spec.model.num_layers) return std::nullopt;
+        auto v = parallel::balanced_stage_layers(spec.model.num_layers, stages, ends.embedding,
+                                                 ends.lm_head);
+        if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); }))
+          v.clear();
+        return v;
+      }
+    }
+    return std::nullopt;
+  };
   // Shard group sizes, ascending, 0 (all ranks) first; empty: every divisor (see SweepAxes).
   std::vector<std::int64_t> groups_given;
   for (const auto g : ax.zero_shard_group) {
@@ -304,9 +387,9 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
         }
         std::vector<std::int64_t> mbs = mbs_given;
         if (mbs.empty()) {
-          mbs = spec.base.global_batch > 0 && spec.base.global_batch % dp == 0
-                    ? divisors(spec.base.global_batch / dp)
-                    : std::vector<std::int64_t>{1};  // check_plan says why
+          const std::int64_t batch = batch_for(dp, 1, false, pp);
+          mbs = batch > 0 && batch % dp == 0 ? divisors(batch / dp)
+                                             : std::vector<std::int64_t>{1};  // check_plan says why
         }
         for (const auto mb : mbs) {
           for (const auto schedule : schedules) {
@@ -314,7 +397,9 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
             if (schedule == parallel::Schedule::kInterleaved) {
               vpps = vpps_given;
               if (vpps.empty()) {
-                if (pp >= 2 && layers > 0 && layers % pp == 0) {
+                // Balanced splits take about as many layers per chunk as an even split would
+                // with layers/pp rounded down.
+                if (pp >= 2 && layers > 0 && (layers % pp == 0 || (balanced && layers >= 2 * pp))) {
                   for (auto v : divisors(layers / pp)) {
                     if (v >= 2) vpps.push_back(v);
                   }
@@ -322,48 +407,67 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
                 if (vpps.empty()) vpps = {2};  // one candidate, rejected with check_plan's reason
               }
             }
+            const std::int64_t batch =
+                batch_for(dp, mb, schedule == parallel::Schedule::kInterleaved, pp);
             for (const auto vpp : vpps) {
-              for (const auto zero : zeros) {
-                const auto groups = shard_groups(zero, dp * cp);
-                for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-                  const std::int64_t group = groups[gi];
-                  const bool same_group =
-                      std::find(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(gi), group) !=
-                      groups.begin() + static_cast<std::ptrdiff_t>(gi);
-                  for (const bool sp : sps) {
-                    for (const auto recompute : recomputes) {
-                      for (const auto cp_algo : cp_algos) {
-                        for (const auto mst : msts) {
-                          ++en.combinations;
-                          // Axes without effect on this plan take their first value only.
-                          if ((dp == 1 && zero != zeros.front()) || same_group ||
-                              (tp == 1 && sp != sps.front()) || (cp == 1 && cp_algo != cp_algos.front())) {
-                            ++en.equivalent;
-                            continue;
+              const std::int64_t stages =
+                  schedule == parallel::Schedule::kInterleaved ? pp * vpp : pp;
+              for (const auto split : splits) {
+                const auto stage_split = split_layers(split, stages);
+                const bool same_split =
+                    split != splits.front() && stage_split && stage_split->empty();
+                for (const auto zero : zeros) {
+                  const auto groups = shard_groups(zero, dp * cp);
+                  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+                    const std::int64_t group = groups[gi];
+                    const bool same_group =
+                        std::find(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(gi),
+                                  group) != groups.begin() + static_cast<std::ptrdiff_t>(gi);
+                    for (const bool sp : sps) {
+                      for (const auto recompute : recomputes) {
+                        for (const auto cp_algo : cp_algos) {
+                          for (const auto mst : msts) {
+                            ++en.combinations;
+                            // Axes without effect on this plan take their first value only.
+                            if ((dp == 1 && zero != zeros.front()) || same_group || same_split ||
+                                (tp == 1 && sp != sps.front()) ||
+                                (cp == 1 && cp_algo != cp_algos.front())) {
+                              ++en.equivalent;
+                              continue;
+                            }
+                            p.tp = tp;
+                            p.pp = pp;
+                            p.cp = cp;
+                            p.dp = dp;
+                            p.micro_batch = mb;
+                            p.global_batch = batch;
+                            p.schedule = schedule;
+                            p.vpp = vpp;
+                            if (!stage_split) {
+                              reject(
+                                  "--pp-split: a balanced split needs a layer per pipeline stage",
+                                  std::to_string(stages) + " stages for " + std::to_string(layers) +
+                                      " layers");
+                              continue;
+                            }
+                            p.pp_layers = *stage_split;
+                            p.zero_stage = zero;
+                            p.zero_shard_group = group;
+                            p.sequence_parallel = sp;
+                            // TP overlap pipelines sequence parallelism's collectives: plans
+                            // without them run as they are.
+                            p.tp_comm_overlap = spec.base.tp_comm_overlap && sp && tp > 1;
+                            p.recompute = recompute;
+                            p.cp_algo = cp_algo;
+                            p.mst_chunks = mst;
+                            const auto diags = config::check_plan(p, spec.model, spec.cluster, n);
+                            if (diags.empty()) {
+                              en.plans.push_back(p);
+                              continue;
+                            }
+                            ++en.rejected;
+                            for (const auto& d : diags) reasons.add(rule_of(d), d.to_string());
                           }
-                          p.tp = tp;
-                          p.pp = pp;
-                          p.cp = cp;
-                          p.dp = dp;
-                          p.micro_batch = mb;
-                          p.schedule = schedule;
-                          p.vpp = vpp;
-                          p.zero_stage = zero;
-                          p.zero_shard_group = group;
-                          p.sequence_parallel = sp;
-                          // TP overlap pipelines sequence parallelism's collectives: plans
-                          // without them run as they are.
-                          p.tp_comm_overlap = spec.base.tp_comm_overlap && sp && tp > 1;
-                          p.recompute = recompute;
-                          p.cp_algo = cp_algo;
-                          p.mst_chunks = mst;
-                          const auto diags = config::check_plan(p, spec.model, spec.cluster, n);
-                          if (diags.empty()) {
-                            en.plans.push_back(p);
-                            continue;
-                          }
-                          ++en.rejected;
-                          for (const auto& d : diags) reasons.add(rule_of(d), d.to_string());
                         }
                       }
                     }
@@ -424,7 +528,24 @@ std::optional<Shard> slurm_shard(const std::function<const char*(const char*)>& 
   return Shard{(task - min) / step, n};
 }
 
-std::string sweep_csv_header() {
+std::string fold_layer_counts(std::string_view pp_layers) {
+  const auto v = split_csv_line(pp_layers);
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    out += (out.empty() ? "" : ",") + v[i] + (j - i > 1 ? "x" + std::to_string(j - i) : "");
+    i = j;
+  }
+  return out;
+}
+
+bool has_pp_layers_column(const SweepSpec& spec) {
+  const auto& v = spec.axes.pp_split;
+  return std::find(v.begin(), v.end(), parallel::PipelineSplit::kBalanced) != v.end();
+}
+
+std::string sweep_csv_header(bool pp_layers_column) {
   std::string h = "plan_id,";
   h += kPlanColumns;
   h += ",status,iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,peak_memory_bytes,"
@@ -435,7 +556,7 @@ std::string sweep_csv_header() {
     h += runtime::time_category_name(static_cast<runtime::TimeCategory>(c));
     h += "_s";
   }
-  h += ",reason\n";
+  h += pp_layers_column ? ",reason,pp_layers\n" : ",reason\n";
   return h;
 }
 
@@ -484,6 +605,10 @@ std::string csv_row(std::int64_t plan_id, const SweepSpec& spec, const parallel:
   }
   row += ',';
   row += quote(r.reason);
+  if (has_pp_layers_column(spec)) {
+    row += ',';
+    row += quote(join_layers(plan.pp_layers));
+  }
   row += '\n';
   return row;
 }
@@ -556,16 +681,26 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   bool write_header = true;
   if (options.out && std::filesystem::exists(*options.out)) {
     bool empty = true;
-    auto rows = read_sweep_file(*options.out, true, empty);
+    bool pp_layers_column = false;
+    auto rows = read_sweep_file(*options.out, true, empty, pp_layers_column);
     write_header = empty;
+    if (!empty && pp_layers_column != has_pp_layers_column(spec)) {
+      throw InputError(
+          Diagnostic{options.out->string(), 1, "--out",
+                     std::string("the file ") + (pp_layers_column ? "has" : "lacks") +
+                         " the pp_layers column of sweeps with --pp-split balanced; use "
+                         "another output file"});
+    }
     int line_no = 1;
     for (auto& r : rows) {
       ++line_no;
-      // A row is this sweep's if it starts with the id and the key of the plan with that id.
+      // A row is this sweep's if it starts with the id and the key of the plan with that id (and
+      // ends with its pipeline split, where the file has that column).
+      const auto* plan = r.plan_id < total ? &plans[static_cast<std::size_t>(r.plan_id)] : nullptr;
       const bool known =
-          r.plan_id < total &&
-          r.line.starts_with(std::to_string(r.plan_id) + ',' +
-                             sweep_plan_key(spec, plans[static_cast<std::size_t>(r.plan_id)]) + ',');
+          plan != nullptr &&
+          r.line.starts_with(std::to_string(r.plan_id) + ',' + sweep_plan_key(spec, *plan) + ',') &&
+          (!pp_layers_column || r.line.ends_with(',' + quote(join_layers(plan->pp_layers))));
       if (!known) {
         throw InputError(Diagnostic{options.out->string(), line_no, "--out",
                                     "row of plan " + std::to_string(r.plan_id) +
@@ -585,7 +720,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   std::vector<std::int64_t> todo;
   for (std::int64_t id = options.shard.index; id < total; id += options.shard.count) {
     ++out.stats.in_shard;
-    if (!done.count(id)) todo.push_back(id);
+    if (done.count(id)) continue;
+    if (options.select && !options.select(id)) continue;
+    todo.push_back(id);
   }
   out.stats.resumed = static_cast<std::int64_t>(done.size());
   std::size_t jobs = todo.size();
@@ -598,7 +735,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       throw InputError(Diagnostic{options.out->string(), 0, "--out", "cannot open for writing"});
     }
     if (write_header) {
-      const auto h = sweep_csv_header();
+      const auto h = sweep_csv_header(has_pp_layers_column(spec));
       std::fwrite(h.data(), 1, h.size(), file);
       std::fflush(file);
     }
@@ -637,7 +774,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   std::size_t written = 0;  // rows written (guarded by `mutex`)
 
   auto worker = [&] {
-    Resources resources(cache);
+    std::unique_ptr<Resources> owned =
+        options.resource_pool ? options.resource_pool->take() : std::make_unique<Resources>(cache);
+    Resources& resources = *owned;
     config::Scenario sc;
     sc.model = spec.model;
     sc.cluster = spec.cluster;
@@ -681,6 +820,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       // waking it for any other costs a context switch per plan.
       if (awaited) cv.notify_one();
     }
+    if (options.resource_pool) options.resource_pool->give(std::move(owned));
   };
   std::vector<std::thread> pool;
   pool.reserve(static_cast<std::size_t>(threads));
@@ -757,6 +897,19 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   return out;
 }
 
+std::unique_ptr<Resources> ResourcePool::take() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.empty()) return std::make_unique<Resources>(cache_);
+  auto r = std::move(free_.back());
+  free_.pop_back();
+  return r;
+}
+
+void ResourcePool::give(std::unique_ptr<Resources> resources) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(std::move(resources));
+}
+
 std::vector<SweepRecord> top_records(const std::vector<SweepRecord>& records, std::size_t k) {
   std::vector<SweepRecord> ok;
   for (const auto& r : records) {
@@ -784,14 +937,19 @@ std::string format_top_table(const std::vector<SweepRecord>& records) {
   for (const auto& r : records) {
     const auto f = split_csv_line(r.line);
     const auto get = [&](const char* c) { return f[at.at(c)]; };
-    table.push_back({std::to_string(++rank), format_double("%.0f", parse_double(get("tokens_per_s"))),
+    // A balanced pipeline split (the pp_layers column after the reason) follows pp.
+    const std::string pp_text = f.size() > cols.size() && !f.back().empty()
+                                    ? get("pp") + " [" + fold_layer_counts(f.back()) + "]"
+                                    : get("pp");
+    table.push_back({std::to_string(++rank),
+                     format_double("%.0f", parse_double(get("tokens_per_s"))),
                      format_double("%.1f%%", 100.0 * parse_double(get("mfu"))),
                      format_double("%.3f", parse_double(get("iteration_time_s"))),
-                     format_double("%.1f", parse_double(get("peak_memory_bytes")) / 1073741824.0), get("tp"),
-                     get("pp"), get("dp"), get("cp"), get("vpp"), get("micro_batch"),
+                     format_double("%.1f", parse_double(get("peak_memory_bytes")) / 1073741824.0),
+                     get("tp"), pp_text, get("dp"), get("cp"), get("vpp"), get("micro_batch"),
                      get("schedule"), get("zero"), shard_text(get("zero_shard_group")),
-                     get("sequence_parallel") == "true" ? "on" : "off",
-                     get("recompute"), get("cp_algo"), get("mst_chunks"), std::to_string(r.plan_id)});
+                     get("sequence_parallel") == "true" ? "on" : "off", get("recompute"),
+                     get("cp_algo"), get("mst_chunks"), std::to_string(r.plan_id)});
   }
   std::vector<std::size_t> width(heads.size(), 0);
   for (const auto& row : table) {
@@ -814,12 +972,21 @@ MergeResult merge_sweep_files(const std::vector<std::filesystem::path>& inputs) 
   if (inputs.empty()) bad_flag("inputs", "no sweep files given");
   MergeResult m;
   std::map<std::int64_t, SweepRecord> rows;
+  std::optional<bool> layers_column;  // of the first input with a header
   for (const auto& path : inputs) {
     if (!std::filesystem::exists(path)) {
       throw InputError(Diagnostic{path.string(), 0, "", "no such file"});
     }
     bool empty = true;
-    for (auto& r : read_sweep_file(path, false, empty)) {
+    bool pp_layers_column = false;
+    auto records = read_sweep_file(path, false, empty, pp_layers_column);
+    if (!empty && layers_column && *layers_column != pp_layers_column) {
+      throw InputError(Diagnostic{path.string(), 1, "",
+                                  "the header differs from the other inputs' (pp_layers column): "
+                                  "the files come from different sweeps"});
+    }
+    if (!empty) layers_column = pp_layers_column;
+    for (auto& r : records) {
       auto [it, inserted] = rows.try_emplace(r.plan_id, r);
       if (inserted) continue;
       if (it->second.line != r.line) {
@@ -830,7 +997,7 @@ MergeResult merge_sweep_files(const std::vector<std::filesystem::path>& inputs) 
       ++m.duplicates;
     }
   }
-  m.csv = sweep_csv_header();
+  m.csv = sweep_csv_header(layers_column.value_or(false));
   std::int64_t expect = 0;
   for (auto& [id, r] : rows) {
     for (; expect < id; ++expect) {

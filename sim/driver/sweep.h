@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +15,9 @@
 
 #include "sim/config/calibration_loader.h"
 #include "sim/config/loader.h"
+#include "sim/driver/resources.h"
 #include "sim/driver/simulate.h"
+#include "sim/parallel/pipeline_split.h"
 
 namespace ts::driver {
 
@@ -37,7 +40,30 @@ struct SweepAxes {
   std::vector<parallel::Recompute> recompute = {parallel::Recompute::kNone};
   std::vector<parallel::CpAlgo> cp_algo = {parallel::CpAlgo::kRing};
   std::vector<std::int64_t> mst_chunks = {1};
+  // How the layers are split over the pipeline stages: kEven needs pp·vpp to divide the layers;
+  // kBalanced gives every pp·vpp up to the layer count the split of
+  // parallel::balanced_stage_layers with the end_stage_costs of the model on the cluster's GPU
+  // (ParallelPlan::pp_layers; the sweep CSV then ends with a pp_layers column). With both,
+  // a balanced split equal to the even one is the same plan, tried once.
+  std::vector<parallel::PipelineSplit> pp_split = {parallel::PipelineSplit::kEven};
+  // Global batches (sequences) to choose from, ascending; empty: base.global_batch. Each plan
+  // takes the largest of them that dp·micro_batch divides and, interleaved, whose micro-batch
+  // count pp divides (else the largest, rejected with check_plan's reason): the batch at which
+  // that mapping runs fastest, since a larger batch spreads the pipeline bubble and the
+  // gradient reduction over more micro-batches.
+  std::vector<std::int64_t> batch_choices;
 };
+
+// The cost of the embedding (first pipeline stage) and of the final norm, LM head and loss (last
+// stage), in transformer layers: forward and backward of one sequence of base.seq_len on one GPU
+// of the cluster, each op at its roofline (GEMM and attention FLOPs at the dense peak of the
+// plan's dtype, memory-bound bytes at HBM bandwidth). The extras of balanced_stage_layers.
+struct EndStageCosts {
+  double embedding = 0;
+  double lm_head = 0;
+};
+EndStageCosts end_stage_costs(const ir::ModelSpec& model, const compute::GpuSpec& gpu,
+                              const parallel::ParallelPlan& base);
 
 // What to sweep: model, cluster and GPU count, the plan fields that stay fixed (global batch,
 // sequence length, dtype, rank order, optimizer options) in `base`, and the axes.
@@ -70,9 +96,9 @@ struct Enumeration {
 };
 
 // Every valid plan in a fixed order: nested loops over tp, pp, cp, dp, micro_batch, schedule
-// (with vpp), zero, zero_shard_group, sequence_parallel, recompute, cp_algo, mst_chunks,
-// outermost first, each list in ascending order. Throws InputError (naming the flag) for an
-// empty enumerated list or a non-positive value.
+// (with vpp), pp_split, zero, zero_shard_group, sequence_parallel, recompute, cp_algo,
+// mst_chunks, outermost first, each list in ascending order. Throws InputError (naming the flag)
+// for an empty enumerated list or a non-positive value.
 Enumeration enumerate_plans(const SweepSpec& spec);
 
 // Every divisor of n, ascending.
@@ -92,9 +118,14 @@ Shard parse_shard(std::string_view text, std::string_view flag);
 std::optional<Shard> slurm_shard(const std::function<const char*(const char*)>& getenv);
 
 // The sweep CSV: one row per plan, columns plan_id, the plan, status, the metrics of
-// report_json, the time breakdown and the reason. Numbers are printed with fixed formats, so the
-// same results give the same bytes.
-std::string sweep_csv_header();
+// report_json, the time breakdown and the reason, and, for sweeps that try balanced pipeline
+// splits (`pp_layers_column`), the layers per stage ("20,20,21,19"; empty for an even split).
+// Numbers are printed with fixed formats, so the same results give the same bytes.
+std::string sweep_csv_header(bool pp_layers_column = false);
+// Whether the sweep's CSV has the pp_layers column.
+bool has_pp_layers_column(const SweepSpec& spec);
+// A pp_layers value with runs of equal counts folded: "2,2,2,3,1" → "2x3,3,1".
+std::string fold_layer_counts(std::string_view pp_layers);
 std::string sweep_csv_row(std::int64_t plan_id, const SweepSpec& spec,
                           const parallel::ParallelPlan& plan, const RunResult& result);
 // The columns that identify a plan (all before `status`, without plan_id), comma-joined.
@@ -117,6 +148,22 @@ struct SweepProgress {
   double elapsed_s = 0;
 };
 
+// Workers' Resources kept from one run_sweep to the next (their topologies and collective costs
+// cached per cluster and GPU count): for searches that sweep one cluster several times.
+// Thread-safe; each Resources is used by one worker at a time.
+class ResourcePool {
+ public:
+  explicit ResourcePool(std::shared_ptr<config::ComputeModelCache> cache)
+      : cache_(std::move(cache)) {}
+  std::unique_ptr<Resources> take();  // a kept one, else a new one
+  void give(std::unique_ptr<Resources> resources);
+
+ private:
+  std::shared_ptr<config::ComputeModelCache> cache_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Resources>> free_;
+};
+
 struct SweepOptions {
   int threads = 0;  // 0: every core
   Shard shard;
@@ -129,6 +176,11 @@ struct SweepOptions {
   std::shared_ptr<config::ComputeModelCache> compute_cache;
   // Stop after this many new rows (0: no limit): what a killed sweep leaves behind, for tests.
   std::int64_t stop_after = 0;
+  // Only the plans (by id) it accepts are simulated (none: all); the others have no row. For
+  // searches that skip plans which cannot win (plan_hardware); not for sweep files.
+  std::function<bool(std::int64_t plan_id)> select;
+  // Workers take their Resources from it and give them back (none: fresh ones per run).
+  std::shared_ptr<ResourcePool> resource_pool;
 };
 
 struct PlanTiming {

@@ -39,6 +39,35 @@ for x in json.load(open(sys.argv[1]))["choices"]:
     if x["kind"] == "h100":
         assert x["usd_per_gpu_hour"] == 1.5, x
 PY
+# A batch range: each size's batch is one of the 2^k and 3·2^k sequences in it, reported in the
+# table, the JSON of the choice and of each size tried, with the critical-batch-size caveat.
+"$bin" plan --model llama3-8b --tokens 5e9 --days 1 --gpus 8,16,24,32 --gpus-from h100 --seq 2048 \
+  --batch-tokens 64Ki-256Ki --tp 8 --pp 1,3 --micro-batch 1 --schedule 1f1b --recompute selective \
+  --threads 2 --json "$tmp/range.json" > "$tmp/range.out"
+grep -q "McCandlish" "$tmp/range.out"
+grep -q "32 48 64 96 128 sequences" "$tmp/range.out"
+python3 - "$tmp/range.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["global_batch"] is None and j["batch_choices"] == [32, 48, 64, 96, 128], j
+for x in j["choices"]:
+    assert x["found"], x
+    assert x["global_batch"] in j["batch_choices"] and x["batch_tokens"] == x["global_batch"] * 2048, x
+    for t in x["sizes_tried"]:
+        assert t["outcome"], t
+        if "training_days" in t:
+            assert t["global_batch"] in j["batch_choices"], t
+    # 24 GPUs: tp 8 and pp 3 (32 layers do not split evenly in 3) is a plan of its own.
+    sizes = {t["num_gpus"]: t for t in x["sizes_tried"]}
+    if 24 in sizes and "training_days" in sizes[24]:
+        assert sizes[24]["plans_simulated"] > 0
+PY
+# A sweep with balanced pipeline splits ends its rows with the layers per stage.
+"$bin" sweep --model llama3-8b --cluster dgx-h100 --gpus 24 --global-batch 6 --seq 2048 --tp 8 --pp 3 \
+  --micro-batch 1 --schedule 1f1b --zero 1 --recompute none --sequence-parallel on --pp-split balanced \
+  --threads 1 --out "$tmp/split.csv" > "$tmp/split.out"
+head -n 1 "$tmp/split.csv" | grep -q ",reason,pp_layers$"
+tail -n 1 "$tmp/split.csv" | grep -Eq ',"[0-9]+,[0-9]+,[0-9]+"$'
 # Bad input: exit 2 naming the flag.
 set +e
 "$bin" plan --model llama3-8b --tokens 5e9 --days 1 --gpus-from tpu > /dev/null 2> "$tmp/err"
@@ -52,4 +81,24 @@ rc=$?
 set -e
 test "$rc" -eq 2
 grep -q -- "--tokens" "$tmp/err"
+for bad in "16Mi-4Mi" "4Mi-lots" "5M-6M"; do
+  set +e
+  "$bin" plan --model llama3-8b --tokens 5e9 --days 1 --seq 2048 --batch-tokens "$bad" > /dev/null 2> "$tmp/err"
+  rc=$?
+  set -e
+  test "$rc" -eq 2
+  grep -q -- "--batch-tokens" "$tmp/err"
+done
+set +e
+"$bin" plan --model llama3-8b --tokens 5e9 --days 1 --global-batch 64 --batch-tokens 4Mi-8Mi > /dev/null 2> "$tmp/err"
+rc=$?
+set -e
+test "$rc" -eq 2
+grep -q -- "--global-batch" "$tmp/err"
+set +e
+"$bin" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --pp-split uneven > /dev/null 2> "$tmp/err"
+rc=$?
+set -e
+test "$rc" -eq 2
+grep -q -- "--pp-split" "$tmp/err"
 echo ok

@@ -34,6 +34,25 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// "4Mi", "16M", "4194304", "8e6": a token count; k, M, G are powers of 1000, Ki, Mi, Gi of 1024.
+double token_count(const std::string& s, const char* flag) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  const std::string unit = end != nullptr ? std::string(end) : std::string();
+  double scale = 0;
+  if (unit.empty()) scale = 1;
+  else if (unit == "k") scale = 1e3;
+  else if (unit == "M") scale = 1e6;
+  else if (unit == "G") scale = 1e9;
+  else if (unit == "Ki") scale = 1024.0;
+  else if (unit == "Mi") scale = 1048576.0;
+  else if (unit == "Gi") scale = 1073741824.0;
+  if (s.empty() || end == s.c_str() || scale == 0 || !(v > 0) || !std::isfinite(v)) {
+    throw InputError(Diagnostic{"", 0, flag, "expected a positive token count such as 4Mi, 8M or 4194304 (got '" + s + "')"});
+  }
+  return v * scale;
+}
+
 double positive_number(const std::string& s, const char* flag) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
@@ -70,7 +89,10 @@ int cmd_plan(const Args& args) {
       ("nic-gbits", po::value<std::string>(), "fabric axis: NIC line rates to try, Gb/s (default: the cluster file's)")
       ("oversubscription", po::value<std::string>(), "fabric axis: leaf oversubscription ratios to try, e.g. 1,2")
       ("seq", po::value<std::int64_t>(), "sequence length (default: the model's max_seq_len, else 4096)")
-      ("global-batch", po::value<std::int64_t>(), "sequences per iteration (default: 4Mi tokens / seq)")
+      ("batch-tokens", po::value<std::string>()->default_value("4Mi-16Mi"),
+       "range of global batches in tokens, MIN-MAX (suffixes k M G: 1e3.., Ki Mi Gi: 2^10..): at each "
+       "size the smallest batch of 2^k or 3·2^k sequences in it that meets the deadline")
+      ("global-batch", po::value<std::int64_t>(), "sequences per iteration: pins the batch (instead of --batch-tokens)")
       ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8");
   AxisDefaults axis_defaults;
   axis_defaults.tp = "1,2,4,8";
@@ -79,6 +101,7 @@ int cmd_plan(const Args& args) {
   axis_defaults.zero = "1";
   axis_defaults.sequence_parallel = "on";
   axis_defaults.cp_algo = "ring";
+  axis_defaults.pp_split = "balanced";
   add_axis_flags(o, axis_defaults);
   o.add_options()
       ("threads", po::value<int>()->default_value(0), "worker threads (0: every core)")
@@ -156,11 +179,38 @@ int cmd_plan(const Args& args) {
   b.seq_len = vm.count("seq") ? vm["seq"].as<std::int64_t>()
                               : (spec.model.max_seq_len > 0 ? spec.model.max_seq_len : 4096);
   if (b.seq_len <= 0) problems.add({"", 0, "--seq", "must be > 0"});
-  // Llama 2 and the start of Llama 3 pre-training used batches of about 4M tokens (Touvron et al.
-  // 2023 §2.2; Dubey et al. 2024 §3.4.1).
-  b.global_batch = vm.count("global-batch") ? vm["global-batch"].as<std::int64_t>()
-                                            : std::max<std::int64_t>(1, (std::int64_t{4} << 20) / std::max<std::int64_t>(1, b.seq_len));
-  if (b.global_batch <= 0) problems.add({"", 0, "--global-batch", "must be > 0"});
+  // The default batch range: Llama 2 and the start of Llama 3 pre-training used batches of about
+  // 4M tokens (Touvron et al. 2023 §2.2); Llama 3 405B doubled it to 8M and then 16M tokens
+  // during pre-training (Dubey et al. 2024 §3.4.1).
+  double batch_min = 0, batch_max = 0;
+  if (vm.count("global-batch")) {
+    if (!vm["batch-tokens"].defaulted()) {
+      problems.add({"", 0, "--global-batch", "pins the batch: give it or --batch-tokens, not both"});
+    }
+    b.global_batch = vm["global-batch"].as<std::int64_t>();
+    if (b.global_batch <= 0) problems.add({"", 0, "--global-batch", "must be > 0"});
+  } else {
+    problems.collect([&] {
+      const std::string text = vm["batch-tokens"].as<std::string>();
+      const auto dash = text.find('-');
+      const std::string lo = dash == std::string::npos ? text : text.substr(0, dash);
+      const std::string hi = dash == std::string::npos ? text : text.substr(dash + 1);
+      batch_min = token_count(lo, "--batch-tokens");
+      batch_max = token_count(hi, "--batch-tokens");
+      if (batch_min > batch_max) {
+        throw InputError(Diagnostic{"", 0, "--batch-tokens", "MIN is larger than MAX (got '" + text + "')"});
+      }
+      if (b.seq_len <= 0) return;
+      spec.batch_choices = driver::batch_choices(batch_min, batch_max, b.seq_len);
+      if (spec.batch_choices.empty()) {
+        throw InputError(Diagnostic{"", 0, "--batch-tokens",
+                                    "no batch of 2^k or 3·2^k sequences of " + std::to_string(b.seq_len) +
+                                        " tokens lies in '" + text + "'; widen the range or pin --global-batch"});
+      }
+      b.global_batch = spec.batch_choices.back();
+      if (spec.batch_choices.size() == 1) spec.batch_choices.clear();
+    });
+  }
   problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
   problems.collect([&] { spec.axes = axes_from_flags(vm); });
   spec.threads = vm["threads"].as<int>();
@@ -197,10 +247,21 @@ int cmd_plan(const Args& args) {
     return kExitOk;
   }
   char head[256];
-  std::snprintf(head, sizeof head, "%s: %.3g tokens in %g days; global batch %lld x %lld tokens, %s\n",
-                spec.model.name.c_str(), spec.tokens, spec.days, static_cast<long long>(b.global_batch),
-                static_cast<long long>(b.seq_len), std::string(config::name(b.dtype)).c_str());
+  std::snprintf(head, sizeof head, "%s: %.3g tokens in %g days, sequences of %lld tokens, %s\n",
+                spec.model.name.c_str(), spec.tokens, spec.days, static_cast<long long>(b.seq_len),
+                std::string(config::name(b.dtype)).c_str());
   std::cout << head;
+  if (spec.batch_choices.empty()) {
+    std::cout << "global batch: " << b.global_batch << " sequences (pinned)\n";
+  } else {
+    std::cout << "global batch: at each size the smallest of";
+    for (auto x : spec.batch_choices) std::cout << " " << x;
+    std::cout << " sequences (" << vm["batch-tokens"].as<std::string>()
+              << " tokens) that meets the deadline (column batch)\n"
+              << "  a larger batch is a training choice, not a free speed-up: beyond the critical batch size\n"
+              << "  more tokens are needed for the same loss (McCandlish et al. 2018, \"An Empirical Model of\n"
+              << "  Large-Batch Training\"); pin it with --global-batch, narrow it with --batch-tokens\n";
+  }
   if (spec.budget_usd) std::cout << "budget: $" << *spec.budget_usd << "\n";
   std::cout << driver::sizing_table(spec, choices)
             << "(days: wall-clock, with interruptions, checkpoints, restarts and stragglers;\n"
@@ -213,8 +274,8 @@ int cmd_plan(const Args& args) {
       if (t.best_tokens_per_s > 0) {
         char buf[64];
         if (std::isfinite(t.days)) {
-          std::snprintf(buf, sizeof buf, " (%.1f days, %lld plans)", t.days,
-                        static_cast<long long>(t.plans));
+          std::snprintf(buf, sizeof buf, " (%.1f days at batch %lld, %lld plans)", t.days,
+                        static_cast<long long>(t.global_batch), static_cast<long long>(t.plans));
         } else {
           std::snprintf(buf, sizeof buf, " (%lld plans)", static_cast<long long>(t.plans));
         }

@@ -179,6 +179,8 @@ int cmd_sweep(const Args& args) {
           row[cols[c]] = f[c];
         }
       }
+      // The pipeline split of sweeps with balanced splits (a column after the reason).
+      if (f.size() > cols.size()) row["pp_layers"] = f.back();
       rows.push_back(row);
     }
     j["top"] = rows;

@@ -55,7 +55,10 @@ void add_axis_flags(po::options_description& o, const AxisDefaults& d) {
        "sequence parallelism: on, off or both (off,on)")
       ("recompute", po::value<std::string>()->default_value(d.recompute), "none, selective, selective-op, full, all")
       ("cp-algo", po::value<std::string>()->default_value(d.cp_algo), "ring, allgather, ulysses, all (only with cp > 1)")
-      ("mst-chunks", po::value<std::string>()->default_value(d.mst_chunks), "Mini-Sequence Transformer chunks");
+      ("mst-chunks", po::value<std::string>()->default_value(d.mst_chunks), "Mini-Sequence Transformer chunks")
+      ("pp-split", po::value<std::string>()->default_value(d.pp_split),
+       "layers over pipeline stages: even (pp·vpp divides the layers), balanced (any pp·vpp up to the "
+       "layers, balanced by the cost of a layer, the embedding and the LM head), all (both)");
 }
 
 driver::SweepAxes axes_from_flags(const po::variables_map& vm) {
@@ -106,6 +109,15 @@ driver::SweepAxes axes_from_flags(const po::variables_map& vm) {
   problems.collect([&] {
     a.cp_algo = enum_list<parallel::CpAlgo>(vm["cp-algo"].as<std::string>(), config::cp_algo_choices(),
                                             [](std::string_view s) { return config::parse_cp_algo(s, "--cp-algo"); });
+  });
+  problems.collect([&] {
+    a.pp_split = enum_list<parallel::PipelineSplit>(vm["pp-split"].as<std::string>(), "even|balanced",
+                                                    [](std::string_view s) {
+      if (s == "even") return parallel::PipelineSplit::kEven;
+      if (s == "balanced") return parallel::PipelineSplit::kBalanced;
+      throw InputError(Diagnostic{"", 0, "--pp-split",
+                                  "unknown split '" + std::string(s) + "' (expected even, balanced or all)"});
+    });
   });
   problems.collect([&] {
     a.zero = enum_list<int>(vm["zero"].as<std::string>(), "0|1|2|3", [](std::string_view s) {

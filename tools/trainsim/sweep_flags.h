@@ -20,11 +20,12 @@ struct AxisDefaults {
   std::string recompute = "none,selective,full";
   std::string cp_algo = "all";
   std::string mst_chunks = "1";
+  std::string pp_split = "even";
 };
 
 // Adds --tp, --pp, --dp, --cp, --vpp, --micro-batch, --schedule, --zero, --zero-shard-group,
-// --sequence-parallel, --recompute, --cp-algo and --mst-chunks, each taking a comma-separated
-// list or "all".
+// --sequence-parallel, --recompute, --cp-algo, --mst-chunks and --pp-split, each taking a
+// comma-separated list or "all".
 void add_axis_flags(boost::program_options::options_description& options, const AxisDefaults& defaults);
 
 // The axes given by those flags; every malformed list is reported at once (InputError naming
