@@ -8,87 +8,10 @@
 #include <utility>
 
 #include "sim/base/diagnostic.h"
+#include "sim/parallel/chains.h"
+#include "sim/parallel/schedule.h"
 
 namespace ts::parallel {
-
-const char* stream_name(Stream s) {
-  switch (s) {
-    case Stream::kCompute: return "compute";
-    case Stream::kTpComm: return "tp comm";
-    case Stream::kCpComm: return "cp comm";
-    case Stream::kDpComm: return "dp comm";
-    case Stream::kPpRecvPrev: return "pp recv prev";
-    case Stream::kPpSendNext: return "pp send next";
-    case Stream::kPpRecvNext: return "pp recv next";
-    case Stream::kPpSendPrev: return "pp send prev";
-    case Stream::kDpReplica: return "dp replica comm";
-  }
-  return "?";
-}
-
-const char* comm_op_name(CommOp op) {
-  switch (op) {
-    case CommOp::kAllReduce: return "all_reduce";
-    case CommOp::kAllGather: return "all_gather";
-    case CommOp::kReduceScatter: return "reduce_scatter";
-    case CommOp::kAllToAll: return "all_to_all";
-    case CommOp::kSendRecv: return "send_recv";
-  }
-  return "?";
-}
-
-const char* pass_name(Pass p) {
-  switch (p) {
-    case Pass::kForward: return "fwd";
-    case Pass::kBackward: return "bwd";
-    case Pass::kRecompute: return "recompute";
-    case Pass::kOptimizer: return "optimizer";
-  }
-  return "?";
-}
-
-const char* part_name(Part p) {
-  switch (p) {
-    case Part::kEmbedding: return "embedding";
-    case Part::kAttention: return "attention";
-    case Part::kMlp: return "mlp";
-    case Part::kLmHead: return "lm_head";
-    case Part::kGradients: return "gradients";
-    case Part::kOptimizer: return "optimizer";
-    case Part::kActivations: return "activations";
-  }
-  return "?";
-}
-
-std::string task_label(const TaskGraph& g, const Task& t) {
-  std::string name;
-  if (t.layer >= 0) name += "L" + std::to_string(t.layer) + " ";
-  switch (t.kind) {
-    case TaskKind::kCompute:
-      name += part_name(t.part);
-      break;
-    case TaskKind::kCollective:
-      name += std::string(part_name(t.part)) + " " + comm_op_name(t.comm);
-      break;
-    case TaskKind::kP2p: {
-      const auto& c = g.communicators[static_cast<std::size_t>(t.communicator)];
-      name += t.pass == Pass::kForward ? "activations " : "gradients ";
-      name += "rank " + std::to_string(c.ranks[0]) + "→" + std::to_string(c.ranks[1]);
-      break;
-    }
-  }
-  name += " ";
-  name += pass_name(t.pass);
-  if (t.micro_batch >= 0) name += " mb" + std::to_string(t.micro_batch);
-  return name;
-}
-
-std::string step_label(const TaskGraph& g, const Task& task, std::int32_t step) {
-  Task t = g.chain_steps[static_cast<std::size_t>(step)];
-  t.device = task.device;
-  t.micro_batch = task.micro_batch;
-  return task_label(g, t);
-}
 
 std::vector<std::int64_t> virtual_stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model) {
   if (!plan.pp_layers.empty()) return plan.pp_layers;
@@ -99,7 +22,9 @@ std::vector<std::int64_t> virtual_stage_layers(const ParallelPlan& plan, const i
 std::vector<std::int64_t> stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model) {
   const auto virt = virtual_stage_layers(plan, model);
   std::vector<std::int64_t> out(static_cast<std::size_t>(plan.pp), 0);
-  for (std::size_t v = 0; v < virt.size(); ++v) out[v % out.size()] += virt[v];
+  for (std::size_t v = 0; v < virt.size(); ++v) {
+    out[static_cast<std::size_t>(plan.stage_of(static_cast<std::int64_t>(v)))] += virt[v];
+  }
   return out;
 }
 
@@ -125,7 +50,7 @@ std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& pl
   const auto layers = stage_layers(plan, model);
   std::int64_t n = layers[static_cast<std::size_t>(stage)] * ir::layer_parameter_count(model) / plan.tp;
   if (stage == 0) n += embedding_parameters(model, plan);
-  if (stage == plan.pp - 1) n += head_parameters(model, plan, stage == 0);
+  if (stage == plan.head_stage()) n += head_parameters(model, plan, stage == 0);
   return n;
 }
 
@@ -144,6 +69,10 @@ struct LayerLists {
   std::int32_t pre_fwd = kNone, pre_bwd = kNone, core_fwd = kNone, core_bwd = kNone;
   std::int32_t post_fwd = kNone, post_bwd = kNone;
   std::int32_t mlp_fwd = kNone, mlp_bwd = kNone;
+  // A split backward (ParallelPlan::splits_backward): the input-gradient part of each backward
+  // list, and each block's weight gradients.
+  std::int32_t attn_bwd_in = kNone, pre_bwd_in = kNone, post_bwd_in = kNone, mlp_bwd_in = kNone;
+  std::int32_t attn_w = kNone, mlp_w = kNone;
   // TP communication overlap: the GEMMs that hide the collective before / after each block,
   // indexed [part: 0 attention, 1 MLP][backward][after].
   std::int32_t tp_hide[2][2][2] = {{{kNone, kNone}, {kNone, kNone}}, {{kNone, kNone}, {kNone, kNone}}};
@@ -174,6 +103,7 @@ class Lowerer {
         vlayers_(virtual_stage_layers(plan, model)),
         chunks_(plan.model_chunks()),
         g_(std::move(storage)),
+        chains_(g_, program == nullptr),
         program_(program) {
     // Only the storage is kept (see lower()).
     g_.devices.clear();
@@ -308,6 +238,7 @@ class Lowerer {
       lists_.mlp_fwd = add_ops(layer.mlp.forward);
       lists_.mlp_bwd = add_ops(with_op_policy(layer.mlp.backward, op_policy.mlp));
     }
+    if (plan_.splits_backward()) split_weight_gradients();
     if (plan_.tp_comm_overlap && plan_.sequence_parallel && plan_.tp > 1) {
       // Transformer Engine overlaps the all-gather before a block with its first GEMM and the
       // reduce-scatter after it with its last GEMM; in the backward, with the data- and
@@ -315,8 +246,11 @@ class Lowerer {
       const ir::Block* blocks[2] = {&layer.attention, &layer.mlp};
       for (int part = 0; part < 2; ++part) {
         for (int bwd = 0; bwd < 2; ++bwd) {
-          const auto& ops = bwd ? blocks[part]->backward : blocks[part]->forward;
-          const std::size_t n = bwd ? 2 : 1;
+          // A split backward's input-gradient block has the data-gradient GEMM alone at each end.
+          const bool split = bwd && plan_.splits_backward();
+          const auto ops = split ? without_weight_gradients(blocks[part]->backward)
+                                 : bwd ? blocks[part]->backward : blocks[part]->forward;
+          const std::size_t n = bwd && !split ? 2 : 1;
           lists_.tp_hide[part][bwd][0] = add_ops(edge_gemms(ops, false, n));
           lists_.tp_hide[part][bwd][1] = add_ops(edge_gemms(ops, true, n));
         }
@@ -351,6 +285,42 @@ class Lowerer {
     layer_params_ = ir::layer_parameter_count(model_) / plan_.tp;
   }
 
+  static std::vector<ir::Op> without_weight_gradients(const std::vector<ir::Op>& ops) {
+    std::vector<ir::Op> out;
+    for (const auto& op : ops) {
+      if (!op.weight_grad) out.push_back(op);
+    }
+    return out;
+  }
+
+  // The backward op lists cut into input gradients (B) and weight gradients (W), and what the
+  // W's of a layer keep from the B's end to theirs: each weight-gradient GEMM's input X and
+  // output gradient dY (dW = Xᵀ·dY, bf16), at most what the block's backward would release.
+  void split_weight_gradients() {
+    auto cut = [this](std::int32_t list, std::int32_t& in, std::vector<ir::Op>& w) {
+      if (list == kNone) return;
+      const std::vector<ir::Op> ops = g_.op_lists[static_cast<std::size_t>(list)];
+      in = add_ops(without_weight_gradients(ops));
+      for (const auto& op : ops) {
+        if (op.weight_grad) w.push_back(op);
+      }
+    };
+    auto held = [](const std::vector<ir::Op>& w) {
+      std::int64_t elements = 0;
+      for (const auto& op : w) elements += op.gemm.batch * (op.gemm.m * op.gemm.k + op.gemm.k * op.gemm.n);
+      return Bytes(2 * elements);
+    };
+    std::vector<ir::Op> attn_w, mlp_w;
+    cut(lists_.attn_bwd, lists_.attn_bwd_in, attn_w);
+    cut(lists_.post_bwd, lists_.post_bwd_in, attn_w);
+    cut(lists_.pre_bwd, lists_.pre_bwd_in, attn_w);
+    cut(lists_.mlp_bwd, lists_.mlp_bwd_in, mlp_w);
+    w_held_attn_ = held(attn_w);
+    w_held_mlp_ = held(mlp_w);
+    lists_.attn_w = add_ops(std::move(attn_w));
+    lists_.mlp_w = add_ops(std::move(mlp_w));
+  }
+
   std::int32_t add_ops(std::vector<ir::Op> ops) {
     g_.op_lists.push_back(std::move(ops));
     return static_cast<std::int32_t>(g_.op_lists.size() - 1);
@@ -378,169 +348,24 @@ class Lowerer {
   // Appends a task depending on `deps` (task indices; negative entries are ignored). In coarse
   // mode compute tasks and tensor-parallel collectives become steps of chains (see Chain).
   std::int32_t emit(Task t, std::initializer_list<std::int32_t> deps) {
+    if (join_ != kNone && t.kind != TaskKind::kP2p) {
+      // The first task after an overlapped pair's receives also waits for the other one's.
+      std::array<std::int32_t, 4> all{kNone, kNone, kNone, join_};
+      SIM_ASSERT(deps.size() < all.size(), "too many dependencies");
+      std::copy(deps.begin(), deps.end(), all.begin());
+      join_ = kNone;
+      return emit(t, {all[0], all[1], all[2], all[3]});
+    }
     t.device = device_;
-    if (options_.coarse && !options_.full &&
-        (t.kind == TaskKind::kCompute || (t.kind == TaskKind::kCollective && t.stream == Stream::kTpComm))) {
-      return add_step(t, deps);
-    }
-    return add_task(t, resolved(deps));
-  }
-
-  // Dependencies as task ids: step handles are resolved (closing chains where needed) before the
-  // task's entries are appended, since closing a chain appends its own.
-  struct Deps {
-    std::array<std::int32_t, 4> id{};
-    std::size_t count = 0;
-  };
-  Deps resolved(std::initializer_list<std::int32_t> deps) {
-    Deps out;
-    for (std::int32_t d : deps) {
-      if (d < 0) continue;
-      SIM_ASSERT(out.count < out.id.size(), "too many dependencies");
-      out.id[out.count++] = resolve(d);
-    }
-    return out;
-  }
-
-  std::int32_t add_task(Task t, const Deps& deps) {
-    t.dep_begin = static_cast<std::uint32_t>(g_.deps.size());
-    for (std::size_t i = 0; i < deps.count; ++i) g_.deps.push_back(static_cast<std::uint32_t>(deps.id[i]));
-    t.dep_count = static_cast<std::uint32_t>(deps.count);
-    g_.tasks.push_back(t);
-    SIM_ASSERT(g_.tasks.size() < static_cast<std::size_t>(kStepHandle), "too many tasks");
-    return static_cast<std::int32_t>(g_.tasks.size() - 1);
-  }
-
-  // Coarse lowering. Steps gather in the open chain and are named by handles (kStepHandle + n for
-  // the n-th step) until the chain closes into one task. A step extends the open chain when it
-  // waits for exactly the chain's last step, else it opens a new chain. Only a chain's last step
-  // may have dependents: a handle used as a dependency closes the chain after its step (the
-  // steps after it open the next chain), and a handle held for later must be resolved when held
-  // (held()); resolving an inner step of a closed chain is an internal error, never a silent
-  // merge.
-  static constexpr std::int32_t kStepHandle = std::int32_t{1} << 30;
-
-  std::int32_t add_step(Task t, std::initializer_list<std::int32_t> deps) {
-    std::int32_t only = kNone;
-    std::size_t count = 0;
-    for (std::int32_t d : deps) {
-      if (d < 0) continue;
-      only = d;
-      ++count;
-    }
-    const bool extends = !open_.empty() && count == 1 && only == kStepHandle + open_first_ +
-                         static_cast<std::int32_t>(open_.size()) - 1 &&
-                         t.micro_batch == open_.front().micro_batch;
-    if (!extends) {
-      const Deps d = resolved(deps);
-      close_chain(open_.size());
-      open_deps_ = d;
-      open_first_ = static_cast<std::int32_t>(closed_.size());
-    }
-    open_.push_back(t);
-    closed_.push_back(kNone);
-    return kStepHandle + static_cast<std::int32_t>(closed_.size()) - 1;
-  }
-
-  std::int32_t resolve(std::int32_t id) {
-    if (id < kStepHandle) return id;
-    const std::int32_t n = id - kStepHandle;
-    if (!open_.empty() && n >= open_first_) close_chain(static_cast<std::size_t>(n - open_first_) + 1);
-    SIM_ASSERT(closed_[static_cast<std::size_t>(n)] >= 0, "a chain step is used after its chain closed");
-    return closed_[static_cast<std::size_t>(n)];
+    const bool chainable = options_.coarse && !options_.full &&
+                           (t.kind == TaskKind::kCompute ||
+                            (t.kind == TaskKind::kCollective && t.stream == Stream::kTpComm));
+    return chains_.add(t, deps, chainable);
   }
   // A task id held for later use (in coarse mode a step handle must be resolved now).
-  std::int32_t held(std::int32_t id) { return resolve(id); }
-
-  // The task or open step that `id` names, to amend it right after it was added.
-  Task& task_ref(std::int32_t id) {
-    if (id < kStepHandle) return g_.tasks[static_cast<std::size_t>(id)];
-    const std::int32_t n = id - kStepHandle;
-    SIM_ASSERT(!open_.empty() && n >= open_first_, "a closed chain step is amended");
-    return open_[static_cast<std::size_t>(n - open_first_)];
-  }
-
-  // Closes the first `count` steps of the open chain into a task (a lone step is an ordinary task);
-  // the rest stay open and wait for it.
-  void close_chain(std::size_t count) {
-    if (count == 0) return;
-    std::int32_t id;
-    if (count == 1) {
-      id = add_task(open_.front(), open_deps_);
-    } else {
-      Task c = open_.front();
-      c.kind = TaskKind::kCompute;
-      c.ops = -1;
-      c.comm = CommOp::kAllReduce;
-      c.bytes = Bytes();
-      c.communicator = -1;
-      c.hidden_by = -1;
-      c.alloc_at_start = Bytes();
-      c.free_at_end = Bytes();
-      c.chain = intern_chain(count);
-      id = add_task(c, open_deps_);
-    }
-    closed_[static_cast<std::size_t>(open_first_) + count - 1] = id;
-    open_.erase(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(count));
-    open_first_ += static_cast<std::int32_t>(count);
-    open_deps_ = Deps{};
-    open_deps_.id[0] = id;
-    open_deps_.count = 1;
-  }
-
-  // The chain of the first `count` open steps, shared with an earlier chain of the same steps
-  // (the same block of layers recurs for every micro-batch). A block program stores each
-  // recurring block once already, as a template: its chains are not looked up.
-  std::int32_t intern_chain(std::size_t count) {
-    std::vector<std::int32_t>* candidates = program_ == nullptr ? &chain_candidates(count) : nullptr;
-    if (candidates != nullptr) {
-      auto same = [](const Task& a, const Task& b) {
-        return a.kind == b.kind && a.stream == b.stream && a.pass == b.pass && a.part == b.part &&
-               a.layer == b.layer && a.ops == b.ops && a.duration == b.duration && a.comm == b.comm &&
-               a.bytes == b.bytes && a.communicator == b.communicator && a.hidden_by == b.hidden_by &&
-               a.alloc_at_start == b.alloc_at_start && a.free_at_end == b.free_at_end;
-      };
-      for (std::int32_t c : *candidates) {
-        const Chain& chain = g_.chains[static_cast<std::size_t>(c)];
-        if (chain.step_count != count) continue;
-        bool equal = true;
-        for (std::size_t i = 0; i < count && equal; ++i) equal = same(g_.chain_steps[chain.step_begin + i], open_[i]);
-        if (equal) return c;
-      }
-    }
-    Chain chain;
-    chain.step_begin = static_cast<std::uint32_t>(g_.chain_steps.size());
-    chain.step_count = static_cast<std::uint32_t>(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      Task step = open_[i];
-      step.micro_batch = -1;  // the chain task's
-      step.dep_begin = 0;
-      step.dep_count = 0;
-      g_.chain_steps.push_back(step);
-    }
-    g_.chains.push_back(chain);
-    const auto id = static_cast<std::int32_t>(g_.chains.size() - 1);
-    if (candidates != nullptr) candidates->push_back(id);
-    return id;
-  }
-
-  // The chains that may equal the first `count` open steps (by a hash of the steps).
-  std::vector<std::int32_t>& chain_candidates(std::size_t count) {
-    std::uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    for (std::size_t i = 0; i < count; ++i) {
-      const Task& t = open_[i];
-      mix(static_cast<std::uint64_t>(t.kind) | static_cast<std::uint64_t>(t.stream) << 8 |
-          static_cast<std::uint64_t>(t.pass) << 16 | static_cast<std::uint64_t>(t.part) << 24 |
-          static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.layer)) << 32);
-      mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.ops)) |
-          static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.communicator)) << 32);
-      mix(static_cast<std::uint64_t>(t.bytes.count()) ^ static_cast<std::uint64_t>(t.alloc_at_start.count()) << 1 ^
-          static_cast<std::uint64_t>(t.free_at_end.count()) << 2 ^ static_cast<std::uint64_t>(t.duration.ps()) << 3);
-      mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.hidden_by)) | static_cast<std::uint64_t>(t.comm) << 32);
-    }
-    return chain_index_[h ^ count];
-  }
+  std::int32_t held(std::int32_t id) { return chains_.resolve(id); }
+  Task& task_ref(std::int32_t id) { return chains_.task_ref(id); }
+  void close_chain() { chains_.close(); }
 
   struct Label {
     Pass pass;
@@ -695,12 +520,14 @@ class Lowerer {
 
   // A block's backward holds the gradients of the activations it consumes while it runs (about
   // as large as those activations) on top of what it releases at its end.
-  std::int32_t attention_backward(const Label& l, std::int32_t dep, Bytes release, Bytes grads) {
+  std::int32_t attention_backward(const Label& l, std::int32_t dep, Bytes release, Bytes grads, bool split) {
     dep = tp_before(l, dep);
-    if (plan_.cp == 1) return tp_after(l, compute(lists_.attn_bwd, l, {dep}, grads, release + grads));
-    dep = compute(lists_.post_bwd, l, {dep}, grads);
+    if (plan_.cp == 1) {
+      return tp_after(l, compute(split ? lists_.attn_bwd_in : lists_.attn_bwd, l, {dep}, grads, release + grads));
+    }
+    dep = compute(split ? lists_.post_bwd_in : lists_.post_bwd, l, {dep}, grads);
     dep = attention_core(l, dep);
-    return tp_after(l, compute(lists_.pre_bwd, l, {dep}, Bytes(), release + grads));
+    return tp_after(l, compute(split ? lists_.pre_bwd_in : lists_.pre_bwd, l, {dep}, Bytes(), release + grads));
   }
 
   // ZeRO-3 / FSDP: parameters are gathered before each layer's forward and backward (at most one
@@ -774,29 +601,36 @@ class Lowerer {
     return mem;
   }
 
-  std::int32_t layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem) {
+  // A layer's backward; with `split`, its input gradients only (weight_gradients() runs the
+  // rest), which leave the weight gradients' inputs to their block.
+  std::int32_t layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem, bool split) {
     const std::int32_t gathered = gather_layer(l);
+    const Bytes mlp_left = split ? std::min(mem.mlp_release, w_held_mlp_) : Bytes();
+    const Bytes attn_left = split ? std::min(mem.attn_release, w_held_attn_) : Bytes();
     dep = tp_before({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
-    dep = compute(lists_.mlp_bwd, {Pass::kBackward, Part::kMlp, l.layer, l.mb}, {dep, gathered},
-                  mem.mlp_grads, mem.mlp_release + mem.mlp_grads);
+    dep = compute(split ? lists_.mlp_bwd_in : lists_.mlp_bwd, {Pass::kBackward, Part::kMlp, l.layer, l.mb},
+                  {dep, gathered}, mem.mlp_grads, mem.mlp_release - mlp_left + mem.mlp_grads);
     if (zero3()) prefetch_gate_ = held(dep);
     dep = tp_after({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
-    dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, mem.attn_release,
-                             mem.attn_grads);
-    if (zero3()) {
-      const Label grads{Pass::kBackward, Part::kGradients, l.layer, l.mb};
-      std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
-                                        Bytes(layer_params_ * plan_.grad_reduce_bytes()), grads, {dep});
-      if (shard_replicas() > 1) {
-        const std::int64_t shard = (layer_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
-        reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
-                             Bytes(shard * plan_.grad_reduce_bytes()), grads, {reduced});
-      }
-      // The step waits for the last layer's gradients (each stream runs its collectives in
-      // order, and every replica all-reduce follows its reduce-scatter).
-      last_grad_reduce_ = held(reduced);
-    }
+    dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, mem.attn_release - attn_left,
+                             mem.attn_grads, split);
+    if (zero3() && !split) reduce_layer_gradients({Pass::kBackward, Part::kGradients, l.layer, l.mb}, dep);
     return dep;
+  }
+
+  // ZeRO-3: the layer's gradients reduce-scattered (and with hybrid sharding all-reduced across
+  // the replicas) once computed.
+  void reduce_layer_gradients(const Label& grads, std::int32_t dep) {
+    std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
+                                      Bytes(layer_params_ * plan_.grad_reduce_bytes()), grads, {dep});
+    if (shard_replicas() > 1) {
+      const std::int64_t shard = (layer_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
+      reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
+                           Bytes(shard * plan_.grad_reduce_bytes()), grads, {reduced});
+    }
+    // The step waits for the last layer's gradients (each stream runs its collectives in
+    // order, and every replica all-reduce follows its reduce-scatter).
+    last_grad_reduce_ = held(reduced);
   }
 
   // Gradients of `params` parameters became ready at task `ready` (last micro-batch only): they
@@ -817,68 +651,153 @@ class Lowerer {
     bucket_params_ = 0;
   }
 
-  std::int64_t vstage(std::int64_t chunk) const { return chunk * plan_.pp + stage_; }
+  std::int64_t vstage(std::int64_t chunk) const { return plan_.virtual_stage(stage_, chunk); }
   std::int64_t last_vstage() const { return plan_.pp * chunks_ - 1; }
-  std::int64_t prev_stage() const { return (stage_ + plan_.pp - 1) % plan_.pp; }
-  std::int64_t next_stage() const { return (stage_ + 1) % plan_.pp; }
+  // Pipeline neighbours of virtual stage `vs`: the ranks that hold vs − 1 and vs + 1.
+  std::int64_t stage_before(std::int64_t vs) const { return plan_.stage_of(vs - 1); }
+  std::int64_t stage_after(std::int64_t vs) const { return plan_.stage_of(vs + 1); }
+  // The second leg of a V runs back up the ranks, on streams of its own (see Stream).
+  bool upward(std::int64_t chunk) const { return plan_.v_shape() && chunk == 1; }
 
-  void forward(std::int32_t mb, std::int64_t chunk) {
-    const std::int64_t vs = vstage(chunk);
-    const Label l{Pass::kForward, Part::kActivations, -1, mb};
+  // A forward or backward of one micro-batch on one model chunk, lowered a piece at a time (its
+  // start, its layers, its end) so that two of them can interleave (overlapped()).
+  struct Run {
+    std::int32_t mb;
+    std::int64_t chunk, vs, first, layers, recomputed;
+    bool last_micro_batch = false;
+    bool split = false;  // backward: input gradients only (the W block follows separately)
     std::int32_t dep = kNone;
-    if (vs > 0) dep = p2p(Stream::kPpRecvPrev, prev_stage(), stage_, kTagActivations, l, kNone);
-    if (vs == 0) dep = compute(emb_fwd_, {Pass::kForward, Part::kEmbedding, -1, mb}, {dep});
-    // The attention and MLP blocks each allocate half of what the layer keeps; under full
-    // recompute the layer keeps only its input, allocated with the attention block.
-    const std::int64_t first = vfirst_[static_cast<std::size_t>(vs)];
+  };
+  Run start_run(std::int32_t mb, std::int64_t chunk) const {
+    const std::int64_t vs = vstage(chunk);
     const std::int64_t layers = vlayers_[static_cast<std::size_t>(vs)];
-    const std::int64_t recomputed = plan_.recomputed_layers(layers);
-    for (std::int64_t i = 0; i < layers; ++i) {
-      const bool full = i < recomputed;
-      const Bytes kept = layer_kept(full);
-      const Bytes attn_alloc = full ? kept : Bytes(kept.count() / 2);
-      const Label ll{Pass::kForward, Part::kAttention, static_cast<std::int32_t>(first + i), mb};
-      dep = layer_forward(ll, dep, attn_alloc, kept - attn_alloc);
-    }
-    if (vs == last_vstage()) {
-      compute(head_fwd_, {Pass::kForward, Part::kLmHead, -1, mb}, {dep}, options_.head_transient);
-    } else {
-      p2p(Stream::kPpSendNext, stage_, next_stage(), kTagActivations, l, dep);
-    }
+    return {mb, chunk, vs, vfirst_[static_cast<std::size_t>(vs)], layers, plan_.recomputed_layers(layers)};
   }
 
-  void backward(std::int32_t mb, std::int64_t chunk, bool last_micro_batch) {
-    const std::int64_t vs = vstage(chunk);
-    const Label l{Pass::kBackward, Part::kActivations, -1, mb};
-    std::int32_t dep = kNone;
-    if (vs == last_vstage()) {
-      // head_transient is the loss's peak with the logits' gradient included (memory::
-      // bytes_per_logit): the forward allocated it, the backward frees it.
-      dep = compute(head_bwd_, {Pass::kBackward, Part::kLmHead, -1, mb}, {}, Bytes(), options_.head_transient);
-      if (last_micro_batch) gradients_ready(head_parameters(model_, plan_, plan_.pp == 1), dep, false);
-    } else {
-      dep = p2p(Stream::kPpRecvNext, next_stage(), stage_, kTagGradients, l, kNone);
+  Run forward_begin(std::int32_t mb, std::int64_t chunk) {
+    Run r = start_run(mb, chunk);
+    const Label l{Pass::kForward, Part::kActivations, -1, mb};
+    // At the turn of a V the previous virtual stage is on this rank: the compute stream's
+    // program order hands the activations over.
+    if (r.vs > 0 && stage_before(r.vs) != stage_) {
+      r.dep = p2p(upward(chunk) ? Stream::kPpVRecvNext : Stream::kPpRecvPrev, stage_before(r.vs), stage_,
+                  kTagActivations, l, kNone);
     }
-    const std::int64_t first = vfirst_[static_cast<std::size_t>(vs)];
-    const std::int64_t layers = vlayers_[static_cast<std::size_t>(vs)];
-    const std::int64_t recomputed = plan_.recomputed_layers(layers);
-    for (std::int64_t i = layers - 1; i >= 0; --i) {
-      const bool full = i < recomputed;
-      const BackwardMemory mem = backward_memory(full);
-      const Label ll{Pass::kBackward, Part::kAttention, static_cast<std::int32_t>(first + i), mb};
-      if (full) {
-        dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, mb}, dep, mem.remat_attn, mem.remat_mlp);
-      }
-      dep = layer_backward(ll, dep, mem);
+    if (r.vs == 0) r.dep = compute(emb_fwd_, {Pass::kForward, Part::kEmbedding, -1, mb}, {r.dep});
+    return r;
+  }
+  // The attention and MLP blocks each allocate half of what the layer keeps; under full
+  // recompute the layer keeps only its input, allocated with the attention block.
+  void forward_layer(Run& r, std::int64_t i) {
+    const bool full = i < r.recomputed;
+    const Bytes kept = layer_kept(full);
+    const Bytes attn_alloc = full ? kept : Bytes(kept.count() / 2);
+    const Label ll{Pass::kForward, Part::kAttention, static_cast<std::int32_t>(r.first + i), r.mb};
+    r.dep = layer_forward(ll, r.dep, attn_alloc, kept - attn_alloc);
+  }
+  void forward_end(Run& r) {
+    if (r.vs == last_vstage()) {
+      compute(head_fwd_, {Pass::kForward, Part::kLmHead, -1, r.mb}, {r.dep}, options_.head_transient);
+    } else if (stage_after(r.vs) != stage_) {
+      p2p(upward(r.chunk) ? Stream::kPpVSendPrev : Stream::kPpSendNext, stage_, stage_after(r.vs), kTagActivations,
+          {Pass::kForward, Part::kActivations, -1, r.mb}, r.dep);
+    }
+  }
+  void forward(std::int32_t mb, std::int64_t chunk) {
+    Run r = forward_begin(mb, chunk);
+    for (std::int64_t i = 0; i < r.layers; ++i) forward_layer(r, i);
+    forward_end(r);
+  }
+
+  Run backward_begin(std::int32_t mb, std::int64_t chunk, bool last_micro_batch, bool split) {
+    Run r = start_run(mb, chunk);
+    r.last_micro_batch = last_micro_batch;
+    r.split = split;
+    if (r.vs == last_vstage()) {
+      // head_transient is the loss's peak with the logits' gradient included (memory::
+      // bytes_per_logit): the forward allocated it, the backward frees it. The LM head's
+      // backward stays whole (its weight gradient needs the logits' gradient, the largest
+      // buffer of the step), and so do its gradients' readiness.
+      r.dep = compute(head_bwd_, {Pass::kBackward, Part::kLmHead, -1, mb}, {}, Bytes(), options_.head_transient);
+      if (last_micro_batch) gradients_ready(head_parameters(model_, plan_, plan_.head_stage() == 0), r.dep, false);
+    } else if (stage_after(r.vs) != stage_) {
+      r.dep = p2p(upward(chunk) ? Stream::kPpVRecvPrev : Stream::kPpRecvNext, stage_after(r.vs), stage_,
+                  kTagGradients, {Pass::kBackward, Part::kActivations, -1, mb}, kNone);
+    }
+    return r;
+  }
+  // Layers run in reverse: piece i is layer layers − 1 − i.
+  void backward_layer(Run& r, std::int64_t piece) {
+    const std::int64_t i = r.layers - 1 - piece;
+    const bool full = i < r.recomputed;
+    const BackwardMemory mem = backward_memory(full);
+    const Label ll{Pass::kBackward, Part::kAttention, static_cast<std::int32_t>(r.first + i), r.mb};
+    if (full) {
+      r.dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, r.mb}, r.dep, mem.remat_attn, mem.remat_mlp);
+    }
+    r.dep = layer_backward(ll, r.dep, mem, r.split);
+    if (r.last_micro_batch && !r.split) gradients_ready(layer_params_, r.dep, false);
+  }
+  void backward_end(Run& r) {
+    if (r.vs == 0) {
+      // The embedding's backward is its weight gradient alone; it stays in the B block.
+      r.dep = compute(emb_bwd_, {Pass::kBackward, Part::kEmbedding, -1, r.mb}, {r.dep});
+      if (r.last_micro_batch) gradients_ready(embedding_parameters(model_, plan_), r.dep, false);
+    } else if (stage_before(r.vs) != stage_) {
+      p2p(upward(r.chunk) ? Stream::kPpVSendNext : Stream::kPpSendPrev, stage_, stage_before(r.vs), kTagGradients,
+          {Pass::kBackward, Part::kActivations, -1, r.mb}, r.dep);
+    }
+    last_backward_ = held(r.dep);
+  }
+  void backward(std::int32_t mb, std::int64_t chunk, bool last_micro_batch, bool split) {
+    Run r = backward_begin(mb, chunk, last_micro_batch, split);
+    for (std::int64_t i = 0; i < r.layers; ++i) backward_layer(r, i);
+    backward_end(r);
+  }
+
+  // The weight gradients of one micro-batch on one model chunk (after its input-gradient block,
+  // which ran the rest of the backward): each layer's, in backward order, each releasing what
+  // the input-gradient block left for it. The layers' gradients become ready for the
+  // data-parallel reduction here.
+  void weight_gradients(std::int32_t mb, std::int64_t chunk, bool last_micro_batch) {
+    const Run r = start_run(mb, chunk);
+    std::int32_t dep = kNone;
+    for (std::int64_t i = r.layers - 1; i >= 0; --i) {
+      const auto layer = static_cast<std::int32_t>(r.first + i);
+      const Label mlp{Pass::kWeightGrad, Part::kMlp, layer, mb};
+      const Label attn{Pass::kWeightGrad, Part::kAttention, layer, mb};
+      const BackwardMemory mem = backward_memory(i < r.recomputed);
+      dep = compute(lists_.mlp_w, mlp, {dep}, Bytes(), std::min(mem.mlp_release, w_held_mlp_));
+      dep = compute(lists_.attn_w, attn, {dep}, Bytes(), std::min(mem.attn_release, w_held_attn_));
+      if (zero3()) reduce_layer_gradients({Pass::kBackward, Part::kGradients, layer, mb}, dep);
       if (last_micro_batch) gradients_ready(layer_params_, dep, false);
     }
-    if (vs == 0) {
-      dep = compute(emb_bwd_, {Pass::kBackward, Part::kEmbedding, -1, mb}, {dep});
-      if (last_micro_batch) gradients_ready(embedding_parameters(model_, plan_), dep, false);
-    } else {
-      p2p(Stream::kPpSendPrev, stage_, prev_stage(), kTagGradients, l, dep);
-    }
     last_backward_ = held(dep);
+  }
+
+  // DualPipeV's overlapped forward and backward of two micro-batches (deepseek-ai/DualPipe
+  // dualpipev.py, _forward_backward_chunk): the pair starts once both inputs are there (its
+  // first task waits for both receives, as dualpipev.py waits for all its receives), then their
+  // layers alternate on the compute stream, the backward's first, so that each one's
+  // tensor-parallel and pipeline traffic runs beside the other's compute.
+  void overlapped(std::int32_t f_mb, std::int64_t f_chunk, std::int32_t b_mb, std::int64_t b_chunk,
+                  bool last_micro_batch, bool split) {
+    Run f = start_run(f_mb, f_chunk);
+    if (f.vs > 0 && stage_before(f.vs) != stage_) {
+      // The forward's input, received first: the backward's first task waits for it too.
+      f.dep = p2p(upward(f_chunk) ? Stream::kPpVRecvNext : Stream::kPpRecvPrev, stage_before(f.vs), stage_,
+                  kTagActivations, {Pass::kForward, Part::kActivations, -1, f_mb}, kNone);
+      join_ = f.dep;
+    }
+    Run b = backward_begin(b_mb, b_chunk, last_micro_batch, split);
+    if (f.vs == 0) f.dep = compute(emb_fwd_, {Pass::kForward, Part::kEmbedding, -1, f_mb}, {f.dep});
+    for (std::int64_t i = 0; i < std::max(f.layers, b.layers); ++i) {
+      if (i < b.layers) backward_layer(b, i);
+      if (i < f.layers) forward_layer(f, i);
+    }
+    SIM_ASSERT(join_ == kNone, "an overlapped block's inputs joined no task");
+    backward_end(b);
+    forward_end(f);
   }
 
   // Remaining gradient reduction and the optimizer step; without overlap, the updated
@@ -930,8 +849,19 @@ class Lowerer {
   }
 
   // The lowering state that blocks read besides the registers (see BlockProgram).
-  enum class BlockKind : std::uint8_t { kParamGathers, kForward, kBackward, kOptimizer };
-  static constexpr std::size_t kBlockKinds = 4;
+  // kOverlapped: DualPipeV's forward and backward of two micro-batches as one block (its
+  // chunk: forward chunk · chunks_ + backward chunk).
+  enum class BlockKind : std::uint8_t {
+    kParamGathers,
+    kForward,
+    kBackward,
+    kInputGrad,
+    kWeightGrad,
+    kOverlapped,
+    kOverlappedSplit,
+    kOptimizer
+  };
+  static constexpr std::size_t kBlockKinds = 8;
   struct BlockKey {
     BlockKind kind;
     std::int64_t chunk;
@@ -990,27 +920,37 @@ class Lowerer {
     return reg(r);
   }
 
-  void run_block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool last) {
+  // `mb2`: the backward's micro-batch of an overlapped block.
+  void run_block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool last, std::int32_t mb2) {
     switch (kind) {
       case BlockKind::kParamGathers: param_gathers(); break;
       case BlockKind::kForward: forward(mb, chunk); break;
-      case BlockKind::kBackward: backward(mb, chunk, last); break;
+      case BlockKind::kBackward: backward(mb, chunk, last, false); break;
+      case BlockKind::kInputGrad: backward(mb, chunk, last, true); break;
+      case BlockKind::kWeightGrad: weight_gradients(mb, chunk, last); break;
+      case BlockKind::kOverlapped:
+      case BlockKind::kOverlappedSplit:
+        overlapped(mb, chunk / chunks_, mb2, chunk % chunks_, last, kind == BlockKind::kOverlappedSplit);
+        break;
       case BlockKind::kOptimizer: optimizer(); break;
     }
   }
 
   // Lowers one block of the device's program: into the graph, or with a program, as an instance
   // of the template of the blocks that lower alike (lowered now if this is the first).
-  void block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool last) {
-    if (program_ == nullptr) return run_block(kind, mb, chunk, last);
-    const bool forwarded = forwarded_[static_cast<std::size_t>(chunk)] != 0;
+  void block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool last, std::int32_t mb2 = -1) {
+    if (program_ == nullptr) return run_block(kind, mb, chunk, last, mb2);
+    const bool overlapped = kind == BlockKind::kOverlapped || kind == BlockKind::kOverlappedSplit;
+    const std::int64_t forward_chunk = overlapped ? chunk / chunks_ : chunk;
+    const bool forwards = kind == BlockKind::kForward || overlapped;
+    const bool forwarded = forwarded_[static_cast<std::size_t>(forward_chunk)] != 0;
     const BlockKey key{kind, chunk, last, forwarded, bucket_params_};
     const std::uint32_t holds = holding(false);
-    if (kind == BlockKind::kForward) forwarded_[static_cast<std::size_t>(chunk)] = 1;
+    if (forwards) forwarded_[static_cast<std::size_t>(forward_chunk)] = 1;
     auto& blocks = program_->blocks[static_cast<std::size_t>(device_)];
     // The device's templates by kind and chunk: a handful each.
-    auto& known_here = known_[static_cast<std::size_t>(kind) * static_cast<std::size_t>(chunks_) +
-                              static_cast<std::size_t>(chunk)];
+    const auto per_kind = static_cast<std::size_t>(chunks_ * chunks_);
+    auto& known_here = known_[static_cast<std::size_t>(kind) * per_kind + static_cast<std::size_t>(chunk)];
     for (const KnownBlock& known : known_here) {
       if (!(known.key == key)) continue;
       const bool params = (known.read & register_bit(kFirstParamRegister)) != 0;
@@ -1030,21 +970,21 @@ class Lowerer {
     }
     // The registers the block may read or write: the parameter gathers' only where it waits for
     // them or makes them.
-    const bool params = kind == BlockKind::kParamGathers || (kind == BlockKind::kForward && !forwarded);
+    const bool params = kind == BlockKind::kParamGathers || (forwards && !forwarded);
     const std::int32_t registers = params ? program_->registers : kFirstParamRegister;
     held_before_.resize(static_cast<std::size_t>(registers));
     for (std::int32_t r = 0; r < registers; ++r) {
       held_before_[static_cast<std::size_t>(r)] = reg(r) != kNone;
       if (reg(r) != kNone) reg(r) = BlockProgram::kRegisterBase + r;
     }
-    SIM_ASSERT(open_.empty(), "a chain spans blocks");
+    SIM_ASSERT(!chains_.open(), "a chain spans blocks");
     read_ = 0;
     const std::uint32_t held = holding(true);
     BlockProgram::Template templ;
     templ.device = device_;
     templ.task_begin = static_cast<std::uint32_t>(g_.tasks.size());
-    run_block(kind, mb, chunk, last);
-    close_chain(open_.size());
+    run_block(kind, mb, chunk, last, mb2);
+    close_chain();
     templ.task_count = static_cast<std::uint32_t>(g_.tasks.size()) - templ.task_begin;
     SIM_ASSERT(g_.tasks.size() < static_cast<std::size_t>(BlockProgram::kRegisterBase), "too many tasks");
     for (std::int32_t r = 0; r < registers; ++r) {
@@ -1088,61 +1028,47 @@ class Lowerer {
     // Every register empty before the first block (block programs look at which hold a task).
     bucket_ready_ = kNone;
     param_ready_.assign(static_cast<std::size_t>(model_.num_layers), kNone);
-    open_.clear();
+    chains_.discard_open();
     for (auto& k : known_) k.clear();
-    known_.resize(kBlockKinds * static_cast<std::size_t>(chunks_));
+    known_.resize(kBlockKinds * static_cast<std::size_t>(chunks_ * chunks_));
     forwarded_.assign(static_cast<std::size_t>(chunks_), 0);
     block(BlockKind::kParamGathers, -1, 0, false);
-    const auto m = static_cast<std::int32_t>(plan_.num_micro_batches());
-    const std::int64_t p = plan_.pp;
-    switch (plan_.schedule) {
-      case Schedule::kGpipe:
-        for (std::int32_t i = 0; i < m; ++i) block(BlockKind::kForward, i, 0, false);
-        for (std::int32_t i = 0; i < m; ++i) block(BlockKind::kBackward, i, 0, i == m - 1);
-        break;
-      case Schedule::k1F1B:
-      case Schedule::kInterleaved: {
-        if (chunks_ == 1) {
-          // Megatron's non-interleaved 1F1B: p − s − 1 warm-up forwards, then one forward and one
-          // backward alternately, then the remaining backwards (Narayanan et al. 2021, Fig. 4).
-          const auto warmup = static_cast<std::int32_t>(std::min<std::int64_t>(p - stage_ - 1, m));
-          std::int32_t f = 0, b = 0;
-          for (; f < warmup; ++f) block(BlockKind::kForward, f, 0, false);
-          for (; f < m; ++f, ++b) {
-            block(BlockKind::kForward, f, 0, false);
-            block(BlockKind::kBackward, b, 0, b == m - 1);
+    const std::vector<PipelineBlock> program = pipeline_blocks(plan_, stage_);
+    // The block after which each chunk's gradients are complete (its last whole backward or
+    // weight-gradient block): the gradients join the data-parallel buckets there.
+    last_gradient_block_.assign(static_cast<std::size_t>(chunks_), -1);
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      const PipelineKind k = program[i].kind;
+      if (k == PipelineKind::kBackward || k == PipelineKind::kWeightGrad) {
+        last_gradient_block_[static_cast<std::size_t>(program[i].chunk)] = static_cast<std::int64_t>(i);
+      }
+    }
+    auto last = [&](std::size_t i) {
+      return last_gradient_block_[static_cast<std::size_t>(program[i].chunk)] == static_cast<std::int64_t>(i);
+    };
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      const PipelineBlock& b = program[i];
+      switch (b.kind) {
+        case PipelineKind::kForward:
+          if (b.overlapped) {
+            SIM_ASSERT(i + 1 < program.size() && (program[i + 1].kind == PipelineKind::kBackward ||
+                                                  program[i + 1].kind == PipelineKind::kInputGrad),
+                       "an overlapped forward is followed by a backward");
+            const PipelineBlock& n = program[i + 1];
+            block(n.kind == PipelineKind::kBackward ? BlockKind::kOverlapped : BlockKind::kOverlappedSplit,
+                  b.micro_batch, b.chunk * chunks_ + n.chunk, last(i + 1), n.micro_batch);
+            ++i;
+          } else {
+            block(BlockKind::kForward, b.micro_batch, b.chunk, false);
           }
-          for (; b < m; ++b) block(BlockKind::kBackward, b, 0, b == m - 1);
           break;
-        }
-        // Interleaved 1F1B (Megatron-LM schedules.py, forward_backward_pipelining_with_
-        // interleaving): virtual micro-step k runs micro-batch (k / (p·v))·p + k mod p of model
-        // chunk (k / p) mod v forward, and of chunk v − 1 − (k / p) mod v backward; rank s warms
-        // up with 2(p − s − 1) + (v − 1)·p forward steps.
-        const std::int64_t v = chunks_;
-        const std::int64_t total = m * v;
-        auto mb_of = [&](std::int64_t k) { return static_cast<std::int32_t>((k / (p * v)) * p + k % p); };
-        auto chunk_of = [&](std::int64_t k, bool fwd) {
-          const std::int64_t c = (k / p) % v;
-          return fwd ? c : v - 1 - c;
-        };
-        const std::int64_t warmup = std::min(total, 2 * (p - stage_ - 1) + (v - 1) * p);
-        std::int64_t f = 0, b = 0;
-        auto run_backward = [&](std::int64_t k) {
-          const std::int32_t mb = mb_of(k);
-          block(BlockKind::kBackward, mb, chunk_of(k, false), mb == m - 1);
-        };
-        for (; f < warmup; ++f) block(BlockKind::kForward, mb_of(f), chunk_of(f, true), false);
-        for (; f < total; ++f, ++b) {
-          block(BlockKind::kForward, mb_of(f), chunk_of(f, true), false);
-          run_backward(b);
-        }
-        for (; b < total; ++b) run_backward(b);
-        break;
+        case PipelineKind::kBackward: block(BlockKind::kBackward, b.micro_batch, b.chunk, last(i)); break;
+        case PipelineKind::kInputGrad: block(BlockKind::kInputGrad, b.micro_batch, b.chunk, false); break;
+        case PipelineKind::kWeightGrad: block(BlockKind::kWeightGrad, b.micro_batch, b.chunk, last(i)); break;
       }
     }
     block(BlockKind::kOptimizer, -1, 0, false);
-    close_chain(open_.size());
+    close_chain();
   }
 
   const ir::ModelSpec& model_;
@@ -1153,11 +1079,13 @@ class Lowerer {
   std::vector<std::int64_t> vfirst_;   // first layer of each virtual stage
   std::int64_t chunks_;
   TaskGraph g_;
+  ChainBuilder chains_;  // appends to g_
   std::map<std::tuple<unsigned, std::int32_t, std::vector<std::int32_t>>, std::int32_t> comm_index_;
   LayerLists lists_;
   std::int32_t emb_fwd_ = kNone, emb_bwd_ = kNone, head_fwd_ = kNone, head_bwd_ = kNone;
   Bytes act_bytes_;
   Bytes kv_bytes_;
+  Bytes w_held_attn_, w_held_mlp_;  // split backward: kept from a block's B to its W
   std::int64_t layer_params_ = 0;
   // Per-device lowering state.
   std::int32_t device_ = 0;
@@ -1169,13 +1097,6 @@ class Lowerer {
     std::int32_t comm = -1;  // -1: not yet
   };
   std::array<P2pComm, kNumStreams> p2p_comm_{};  // rank_'s last point-to-point pair per stream
-  // Coarse lowering: the open chain's steps, its first step's dependencies and handle number,
-  // and by handle number the task a closed chain ends with (kNone for inner steps).
-  std::vector<Task> open_;
-  Deps open_deps_;
-  std::int32_t open_first_ = 0;
-  std::vector<std::int32_t> closed_;
-  std::unordered_map<std::uint64_t, std::vector<std::int32_t>> chain_index_;  // by hash of steps
   std::int64_t stage_ = 0;
   std::int32_t last_backward_ = kNone;
   std::int32_t last_grad_reduce_ = kNone;
@@ -1184,6 +1105,8 @@ class Lowerer {
   std::int32_t bucket_ready_ = kNone;
   std::vector<std::int32_t> param_ready_;
   std::vector<bool> first_forward_of_layer_;
+  std::vector<std::int64_t> last_gradient_block_;  // by chunk: index into the device's pipeline blocks
+  std::int32_t join_ = kNone;  // an overlapped block's forward input, for the block's first task
   // Block programs (lower_blocks): the program, and per device the templates found so far and
   // which model chunks ran a forward.
   BlockProgram* program_ = nullptr;

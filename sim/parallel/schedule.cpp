@@ -1,0 +1,225 @@
+#include "sim/parallel/schedule.h"
+
+#include <algorithm>
+#include <deque>
+#include <utility>
+
+#include "sim/base/diagnostic.h"
+
+namespace ts::parallel {
+
+const char* pipeline_kind_name(PipelineKind k) {
+  switch (k) {
+    case PipelineKind::kForward:
+      return "F";
+    case PipelineKind::kBackward:
+      return "BW";
+    case PipelineKind::kInputGrad:
+      return "B";
+    case PipelineKind::kWeightGrad:
+      return "W";
+  }
+  return "?";
+}
+
+namespace {
+
+using Blocks = std::vector<PipelineBlock>;
+
+PipelineBlock block(PipelineKind kind, std::int64_t mb, std::int64_t chunk) {
+  return {kind, static_cast<std::int32_t>(mb), static_cast<std::int32_t>(chunk), false};
+}
+
+// GPipe (Huang et al. 2019): every forward, then every backward.
+Blocks gpipe(std::int64_t m) {
+  Blocks out;
+  for (std::int64_t i = 0; i < m; ++i) out.push_back(block(PipelineKind::kForward, i, 0));
+  for (std::int64_t i = 0; i < m; ++i) out.push_back(block(PipelineKind::kBackward, i, 0));
+  return out;
+}
+
+// Megatron's non-interleaved 1F1B: p − s − 1 warm-up forwards, then one forward and one backward
+// alternately, then the remaining backwards (Narayanan et al. 2021, Fig. 4).
+Blocks one_f_one_b(std::int64_t p, std::int64_t m, std::int64_t s) {
+  Blocks out;
+  const std::int64_t warmup = std::min(p - s - 1, m);
+  std::int64_t f = 0, b = 0;
+  for (; f < warmup; ++f) out.push_back(block(PipelineKind::kForward, f, 0));
+  for (; f < m; ++f, ++b) {
+    out.push_back(block(PipelineKind::kForward, f, 0));
+    out.push_back(block(PipelineKind::kBackward, b, 0));
+  }
+  for (; b < m; ++b) out.push_back(block(PipelineKind::kBackward, b, 0));
+  return out;
+}
+
+// Interleaved 1F1B (Megatron-LM schedules.py, forward_backward_pipelining_with_interleaving):
+// virtual micro-step k runs micro-batch (k / (p·v))·p + k mod p of model chunk (k / p) mod v
+// forward, and of chunk v − 1 − (k / p) mod v backward; rank s warms up with 2(p − s − 1) +
+// (v − 1)·p forward steps.
+Blocks interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t s) {
+  Blocks out;
+  const std::int64_t total = m * v;
+  auto mb_of = [&](std::int64_t k) { return (k / (p * v)) * p + k % p; };
+  auto chunk_of = [&](std::int64_t k, bool fwd) {
+    const std::int64_t c = (k / p) % v;
+    return fwd ? c : v - 1 - c;
+  };
+  const std::int64_t warmup = std::min(total, 2 * (p - s - 1) + (v - 1) * p);
+  std::int64_t f = 0, b = 0;
+  auto forward = [&](std::int64_t k) {
+    out.push_back(block(PipelineKind::kForward, mb_of(k), chunk_of(k, true)));
+  };
+  auto backward = [&](std::int64_t k) {
+    out.push_back(block(PipelineKind::kBackward, mb_of(k), chunk_of(k, false)));
+  };
+  for (; f < warmup; ++f) forward(f);
+  for (; f < total; ++f, ++b) {
+    forward(f);
+    backward(b);
+  }
+  for (; b < total; ++b) backward(b);
+  return out;
+}
+
+// Zero-bubble H1 (Qi et al., ICLR 2024, Sec. 3.1 and Fig. 3): 1F1B's forwards and input
+// gradients in 1F1B's order, each weight gradient run `s` blocks later on rank s (none later on
+// the first rank, p − 1 on the last), so that the input gradients travel back without waiting
+// for weight gradients and the W's fill the time 1F1B leaves idle. The activations of 1F1B
+// (p − s micro-batches between F and B) plus the weight gradients' inputs of up to s more. On
+// a balanced pipeline the idle time is (p − 1)(F + B − W) per rank with B the input-gradient
+// time, (p − 1)(F + B' − 2W) with B' = B + W the whole backward (deepseek-ai/DualPipe README).
+Blocks zb_h1(std::int64_t p, std::int64_t m, std::int64_t s) {
+  Blocks out;
+  const std::int64_t warmup = std::min(p - s - 1, m);
+  std::int64_t f = 0, b = 0, w = 0;
+  auto input_grad = [&] {
+    out.push_back(block(PipelineKind::kInputGrad, b++, 0));
+    if (b - w > s) out.push_back(block(PipelineKind::kWeightGrad, w++, 0));
+  };
+  for (; f < warmup; ++f) out.push_back(block(PipelineKind::kForward, f, 0));
+  for (; f < m; ++f) {
+    out.push_back(block(PipelineKind::kForward, f, 0));
+    input_grad();
+  }
+  while (b < m) input_grad();
+  while (w < m) out.push_back(block(PipelineKind::kWeightGrad, w++, 0));
+  return out;
+}
+
+// DualPipeV (deepseek-ai/DualPipe dualpipev.py, DualPipeV.step; the "cut-in-half" DualPipe of
+// Sea AI Lab): chunk 0 runs down the ranks, chunk 1 back up (the V), steps 1-8 as named there.
+// The weight gradients of the backwards run "with zero bubble" go to a FIFO that the W blocks
+// pop. Needs m ≥ 2p.
+Blocks dualpipev(std::int64_t p, std::int64_t m, std::int64_t s) {
+  Blocks out;
+  std::int64_t next_f[2] = {0, 0};
+  std::int64_t next_b[2] = {0, 0};
+  std::deque<std::pair<std::int64_t, std::int64_t>> deferred;  // (micro-batch, chunk) of W's
+  auto forward = [&](std::int64_t c) {
+    out.push_back(block(PipelineKind::kForward, next_f[c]++, c));
+  };
+  auto backward = [&](std::int64_t c, bool zero_bubble) {
+    if (zero_bubble) {
+      deferred.emplace_back(next_b[c], c);
+      out.push_back(block(PipelineKind::kInputGrad, next_b[c]++, c));
+    } else {
+      out.push_back(block(PipelineKind::kBackward, next_b[c]++, c));
+    }
+  };
+  auto weight = [&] {
+    SIM_ASSERT(!deferred.empty(), "DualPipeV pops a weight gradient that no backward deferred");
+    out.push_back(
+        block(PipelineKind::kWeightGrad, deferred.front().first, deferred.front().second));
+    deferred.pop_front();
+  };
+  // F&B: the forward of one micro-batch beside the backward of another.
+  auto overlapped = [&](std::int64_t fc, std::int64_t bc) {
+    forward(fc);
+    out.back().overlapped = true;
+    backward(bc, false);
+  };
+  for (std::int64_t i = 0; i < (p - s - 1) * 2; ++i) forward(0);  // step 1: nF0
+  for (std::int64_t i = 0; i < s + 1; ++i) {                      // step 2: nF0F1
+    forward(0);
+    forward(1);
+  }
+  for (std::int64_t i = 0; i < p - s - 1; ++i) {  // step 3: nB1W1F1
+    backward(1, true);
+    weight();
+    forward(1);
+  }
+  for (std::int64_t i = 0; i < m - 2 * p + s + 1; ++i) {  // step 4: nF0B1F1B0
+    if (i == 0 && s == p - 1) {
+      // The turn of the V: not overlapped, to shorten the bubble (as dualpipev.py does).
+      forward(0);
+      backward(1, false);
+    } else {
+      overlapped(0, 1);
+    }
+    overlapped(1, 0);
+  }
+  for (std::int64_t i = 0; i < p - s - 1; ++i) {  // step 5: nB1F1B0
+    backward(1, false);
+    overlapped(1, 0);
+  }
+  bool zero_bubble = false;  // step 6: nB1B0, the second half with zero bubble
+  const std::int64_t step6 = s + 1;
+  for (std::int64_t i = 0; i < step6; ++i) {
+    if (i == step6 / 2 && s % 2 == 1) zero_bubble = true;
+    backward(1, zero_bubble);
+    if (i == step6 / 2 && s % 2 == 0) zero_bubble = true;
+    backward(0, zero_bubble);
+  }
+  for (std::int64_t i = 0; i < p - s - 1; ++i) {  // step 7: nWB0
+    weight();
+    backward(0, true);
+  }
+  for (std::int64_t i = 0; i < s + 1; ++i) weight();  // step 8: nW
+  SIM_ASSERT(deferred.empty(), "DualPipeV left weight gradients undone");
+  return out;
+}
+
+}  // namespace
+
+std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_t stage) {
+  const std::int64_t p = plan.pp;
+  const std::int64_t m = plan.num_micro_batches();
+  SIM_ASSERT(stage >= 0 && stage < p, "pipeline stage out of range");
+  SIM_ASSERT(m >= 1, "no micro-batch in the iteration");
+  switch (plan.schedule) {
+    case Schedule::kGpipe:
+      return gpipe(m);
+    case Schedule::k1F1B:
+      return one_f_one_b(p, m, stage);
+    case Schedule::kInterleaved:
+      if (plan.model_chunks() == 1) return one_f_one_b(p, m, stage);
+      return interleaved(p, m, plan.model_chunks(), stage);
+    case Schedule::kZbH1:
+      return zb_h1(p, m, stage);
+    case Schedule::kDualPipeV:
+      SIM_ASSERT(m >= 2 * p, "DualPipeV needs at least 2·pp micro-batches");
+      return dualpipev(p, m, stage);
+  }
+  return {};
+}
+
+std::int64_t max_in_flight(const std::vector<PipelineBlock>& blocks) {
+  std::int64_t now = 0, most = 0;
+  for (const PipelineBlock& b : blocks) {
+    switch (b.kind) {
+      case PipelineKind::kForward:
+        most = std::max(most, ++now);
+        break;
+      case PipelineKind::kBackward:
+      case PipelineKind::kInputGrad:
+        --now;
+        break;
+      case PipelineKind::kWeightGrad:
+        break;
+    }
+  }
+  return most;
+}
+
+}  // namespace ts::parallel
