@@ -314,7 +314,11 @@ class BlockReplay {
         dev.memory.peak_dynamic = dev.current + ti.peak;
         dev.memory.peak_task = ti.peak_task;
         dev.memory.peak_step = ti.peak_step;
-        dev.memory.peak_micro_batch = b.micro_batch;
+        // An overlapped block's backward tasks carry the backward's micro-batch.
+        const Task& at = ti.peak_step >= 0 ? g_.chain_steps[static_cast<std::size_t>(ti.peak_step)]
+                                           : g_.tasks[static_cast<std::size_t>(ti.peak_task)];
+        dev.memory.peak_micro_batch =
+            b.micro_batch2 >= 0 && at.pass != parallel::Pass::kForward ? b.micro_batch2 : b.micro_batch;
       }
       dev.current += ti.net;
     }
