@@ -312,7 +312,7 @@ class FileReader {
       } else if (k == "trainsim_pass"sv) {
         c.pass = parse_enum(a.string_val(),
                             {parallel::Pass::kForward, parallel::Pass::kBackward, parallel::Pass::kRecompute,
-                             parallel::Pass::kOptimizer},
+                             parallel::Pass::kOptimizer, parallel::Pass::kWeightGrad},
                             parallel::pass_name);
       } else if (k == "trainsim_part"sv) {
         c.part = parse_enum(a.string_val(),

@@ -194,12 +194,16 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
 
   // Pipeline stages: whole layers per stage. With the interleaved schedule each rank holds vpp
   // model chunks, so there are pp·vpp stages (Narayanan et al. SC'21, §2.2.2).
+  // The V-shaped schedules place two chunks on each rank: 2·pp stages.
   const bool interleaved = p.schedule == parallel::Schedule::kInterleaved;
+  const bool v_shape = p.v_shape();
   if (pp_ok && vpp_ok) {
     std::int64_t stages = p.pp;
     if (interleaved && !mul(p.pp, p.vpp, stages)) stages = -1;
+    if (v_shape && !mul(p.pp, 2, stages)) stages = -1;
     const std::string stage_words =
         interleaved ? "pp·vpp = " + str(p.pp) + "·" + str(p.vpp) + " = " + str(stages) + " (interleaved)"
+        : v_shape   ? "2·pp = " + str(stages) + " (" + std::string(name(p.schedule)) + ": two chunks per rank in a V)"
                     : "pp = " + str(p.pp);
     if (p.pp_layers.empty()) {
       if (m.num_layers > 0 && stages > 0 && m.num_layers % stages != 0) {
@@ -234,6 +238,19 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   if (vpp_ok && p.vpp > 1 && !interleaved) {
     fail("--vpp", "virtual pipeline stages (vpp " + str(p.vpp) +
                       ") need --schedule interleaved (got " + std::string(name(p.schedule)) + ")");
+  }
+  if (v_shape && pp_ok && p.pp < 2) {
+    fail("--schedule", std::string(name(p.schedule)) + " needs --pp >= 2 (two chunks per rank in a V)");
+  }
+  if (p.schedule == parallel::Schedule::kDualPipeV) {
+    // dualpipev.py asserts num_chunks >= num_ranks * 2 (DualPipeV.step).
+    std::int64_t per_step = 0;
+    if (pp_ok && dp_ok && mb_ok && gb_ok && p.pp >= 2 && mul(p.dp, p.micro_batch, per_step) &&
+        p.global_batch % per_step == 0 && p.global_batch / per_step < 2 * p.pp) {
+      fail("--schedule", "dualpipev needs at least 2·pp = " + str(2 * p.pp) +
+                             " micro-batches per pipeline (global_batch/(dp·micro_batch) = " +
+                             str(p.global_batch / per_step) + ")");
+    }
   }
   if (interleaved) {
     if (vpp_ok && p.vpp < 2) fail("--schedule", "interleaved needs --vpp >= 2 model chunks per pipeline rank");

@@ -277,6 +277,7 @@ std::vector<Op> backward_of(const std::vector<Op>& forward) {
         op.gemm = {f.m, f.k, f.n, f.batch};
         out.push_back(op);
         op.gemm = {f.k, f.n, f.m, f.batch};
+        op.weight_grad = true;
         out.push_back(op);
         break;
       }

@@ -36,6 +36,9 @@ struct Op {
   // kMemoryBound: a LayerNorm run by PyTorch's native kernel (eager PyTorch code), which
   // reaches a lower, measured share of the streaming rate (compute::MemoryKernel).
   bool native_norm = false;
+  // A backward GEMM that computes a weight gradient (dW = Xᵀ·dY), not an input gradient: the
+  // work zero-bubble schedules run apart from the rest of the backward.
+  bool weight_grad = false;
   Flops flops;         // arithmetic of this op (GEMM and attention; 0 for memory-bound ops)
 };
 

@@ -4,6 +4,7 @@
 
 #include "sim/base/diagnostic.h"
 #include "sim/ir/model_graph.h"
+#include "sim/parallel/schedule.h"
 
 namespace ts::memory {
 
@@ -21,10 +22,8 @@ std::int64_t kv_heads_per_rank(const ir::ModelSpec& m, std::int64_t tp) {
   return std::max<std::int64_t>(1, ceil_div(m.num_kv_heads, tp));
 }
 
-// Model chunks per pipeline rank: v virtual stages in the interleaved schedule, else one.
-std::int64_t chunks_per_stage(const parallel::ParallelPlan& plan) {
-  return plan.schedule == parallel::Schedule::kInterleaved ? std::max<std::int64_t>(1, plan.vpp) : 1;
-}
+// Model chunks per pipeline rank: v virtual stages in the interleaved schedule, two in a V.
+std::int64_t chunks_per_stage(const parallel::ParallelPlan& plan) { return plan.model_chunks(); }
 
 }  // namespace
 
@@ -87,7 +86,8 @@ namespace {
 std::int64_t vocab_shard(const ir::ModelSpec& m, std::int64_t tp) { return ceil_div(m.vocab, tp) * m.hidden; }
 
 bool holds_lm_head(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage) {
-  return stage == plan.pp - 1 && !(m.tied_embeddings && plan.pp == 1);
+  // On the embedding's rank (one stage, or the first rank of a V) a tied head is the embedding.
+  return stage == plan.head_stage() && !(m.tied_embeddings && plan.head_stage() == 0);
 }
 
 }  // namespace
@@ -101,7 +101,7 @@ std::int64_t stage_parameters(const ir::ModelSpec& m, const parallel::ParallelPl
     // Learned position embeddings are not split over TP (Megatron LanguageModelEmbedding).
     if (m.position == ir::Position::kLearned) n += m.max_seq_len * m.hidden;
   }
-  if (stage == plan.pp - 1) n += norm_parameters(m);
+  if (stage == plan.head_stage()) n += norm_parameters(m);
   if (holds_lm_head(m, plan, stage)) n += vocab_shard(m, plan.tp);
   return n;
 }
@@ -305,25 +305,10 @@ Bytes layer_activation_bytes(const ir::ModelSpec& m, const parallel::ParallelPla
 // Pipeline
 
 std::int64_t in_flight_micro_batches(const parallel::ParallelPlan& plan, std::int64_t stage) {
-  const std::int64_t p = plan.pp;
-  const std::int64_t m = plan.num_micro_batches();
-  SIM_ASSERT(stage >= 0 && stage < p, "pipeline stage out of range");
-  SIM_ASSERT(m >= 1, "no micro-batch in the iteration");
-  const std::int64_t v = chunks_per_stage(plan);
-  switch (plan.schedule) {
-    case parallel::Schedule::kGpipe:
-      return m;
-    case parallel::Schedule::k1F1B:
-      return std::min(p - stage, m);
-    case parallel::Schedule::kInterleaved: {
-      if (v == 1) return std::min(p - stage, m);  // Megatron runs the plain 1F1B schedule
-      const std::int64_t total = m * v;
-      if (m == p) return total;
-      const std::int64_t warmup = 2 * (p - stage - 1) + (v - 1) * p;
-      return std::min(warmup + 1, total);
-    }
-  }
-  return m;
+  SIM_ASSERT(stage >= 0 && stage < plan.pp, "pipeline stage out of range");
+  SIM_ASSERT(plan.num_micro_batches() >= 1, "no micro-batch in the iteration");
+  // The schedule the replay runs decides it (one source of truth, parallel::pipeline_blocks).
+  return parallel::max_in_flight(parallel::pipeline_blocks(plan, stage));
 }
 
 Bytes whole_layer_activation_bytes(const ir::ModelSpec& m, const parallel::ParallelPlan& plan,

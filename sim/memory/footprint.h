@@ -153,18 +153,22 @@ Bytes layer_activation_bytes(const ir::ModelSpec& model, const parallel::Paralle
 // Pipeline: activations in flight
 
 // The most activation sets that pipeline stage `stage` (0-based, of p = plan.pp) holds at once
-// under plan.schedule, with m = plan.num_micro_batches(). One set is the activations of one
-// model chunk for one micro-batch; a chunk is the whole stage (stage_layers layers) except in the
-// interleaved schedule, where each rank runs v = plan.vpp chunks of stage_layers / v layers.
+// under plan.schedule, with m = plan.num_micro_batches(): counted over the blocks the replay
+// runs (parallel::pipeline_blocks, parallel::max_in_flight), from a chunk's forward to its input
+// gradient. One set is the activations of one model chunk for one micro-batch; a chunk is the
+// whole stage (stage_layers layers) except in the interleaved schedule (v = plan.vpp chunks of
+// stage_layers / v layers) and the V-shaped ones (two chunks).
 //   GPipe (Huang et al. 2019): all m forwards run before the first backward: m.
-//   1F1B (Narayanan et al. 2019 PipeDream-Flush; 2021 Megatron-LM Sec. 2.2.1): stage i runs
+//   1F1B and zero-bubble H1 (Narayanan et al. 2021 Sec. 2.2.1; Qi et al. 2024): stage i runs
 //     p − i − 1 warm-up forwards, then alternates one forward and one backward: min(p − i, m).
 //   Interleaved 1F1B (Narayanan et al. 2021 Sec. 2.2.2), as Megatron-LM schedules it
 //     (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_
-//     interleaving): of the m·v chunk forwards, rank i runs W = 2(p − i − 1) + (v − 1)·p in
-//     warm-up, then alternates; the peak is min(W + 1, m·v). When m = p every forward is a
-//     warm-up one: m·v. For stage 0 this is v·p + p − 1 sets of L/(p·v) layers, i.e.
-//     p·(1 + (p − 1)/(p·v)) stages' worth, as Korthikanti et al. 2022 Sec. 4.2.3 state.
+//     interleaving): of the m·v chunk forwards, rank i runs W = min(2(p − i − 1) + (v − 1)·p,
+//     m·v) in warm-up, then alternates; the peak is min(W + 1, m·v). For stage 0 this is
+//     v·p + p − 1 sets of L/(p·v) layers, i.e. p·(1 + (p − 1)/(p·v)) stages' worth, as
+//     Korthikanti et al. 2022 Sec. 4.2.3 state.
+//   DualPipeV (deepseek-ai/DualPipe): 2p + 1 chunk sets on the first rank ("PP + 1" of the
+//     README's table, with PP = 2p stages).
 std::int64_t in_flight_micro_batches(const parallel::ParallelPlan& plan, std::int64_t stage);
 
 // What one layer keeps without recompute (the layers that ParallelPlan::recompute_layers leaves

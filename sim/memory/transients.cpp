@@ -45,7 +45,7 @@ StageMemory stage_memory(const ir::ModelSpec& m, const parallel::ParallelPlan& p
   r.activations = stage_activation_bytes(m, plan, stage, stage_layers, ao);
   Bytes layer_backward;
   if (stage_layers > 0) layer_backward = layer_activations(m, plan, ao).rematerialized + mlp_intermediate_bytes(m, plan);
-  const Bytes logits = stage == plan.pp - 1 ? lm_head_logits_bytes(m, plan) : Bytes();
+  const Bytes logits = stage == plan.head_stage() ? lm_head_logits_bytes(m, plan) : Bytes();
   r.transient = std::max(layer_backward, logits);
   return r;
 }

@@ -70,6 +70,9 @@ struct BlockProgram {
   struct Block {
     std::uint32_t templ = 0;
     std::int32_t micro_batch = -1;  // the template's tasks carry its first block's
+    // An overlapped forward and backward (DualPipeV): micro_batch is the forward's, this the
+    // backward's (its tasks are those not of the forward pass); else -1.
+    std::int32_t micro_batch2 = -1;
   };
   TaskGraph graph;  // the devices, and the templates' tasks with their chains, op lists, communicators
   std::vector<Template> templates;

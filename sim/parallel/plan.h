@@ -15,7 +15,14 @@ namespace ts::parallel {
 // kSelectiveOp: PyTorch selective checkpointing with torchtitan's op policy (every second matmul
 // and all non-matmul ops of a layer rerun, ir::op_policy_recompute); kFull: whole layers.
 enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
-enum class Schedule { kGpipe, k1F1B, kInterleaved };
+// Pipeline schedules (sim/parallel/schedule.h generates each rank's order of blocks). kZbH1:
+// zero-bubble H1 (Qi et al., ICLR 2024), 1F1B with each backward split into its input-gradient
+// (B) and weight-gradient (W) halves and the W's delayed into the bubbles; kZbV: the V-shaped
+// zero-bubble schedule (two chunks per rank in a V, B and W split); kDualPipeV: DeepSeek's
+// DualPipeV (deepseek-ai/DualPipe dualpipev.py), two model chunks per rank placed in a V (rank s
+// holds stages s and 2·pp − 1 − s) with the forward of one micro-batch overlapped with the
+// backward of another.
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kZbH1, kZbV, kDualPipeV };
 enum class CpAlgo { kRing, kAllGather, kUlysses };
 // What the optimizer keeps per parameter: kFp32, mixed-precision Adam (fp32 master weights, m
 // and v); kBf16, pure bf16 Adam (the bf16 weights are the master copy, m and v in bf16); kNone, a
@@ -133,7 +140,26 @@ struct ParallelPlan {
     return attention_kernel.empty() ? "flash" : attention_kernel;
   }
   bool interleaved() const { return schedule == Schedule::kInterleaved && vpp > 1; }
-  std::int64_t model_chunks() const { return interleaved() ? vpp : 1; }
+  // Two model chunks per rank in a V: virtual stage s on rank s, stage 2·pp − 1 − s on rank s
+  // too (the first rank holds the embedding and the LM head, the last rank the turn).
+  bool v_shape() const { return schedule == Schedule::kZbV || schedule == Schedule::kDualPipeV; }
+  // Backward split into input-gradient (B) and weight-gradient (W) blocks.
+  bool splits_backward() const {
+    return schedule == Schedule::kZbH1 || schedule == Schedule::kZbV || schedule == Schedule::kDualPipeV;
+  }
+  std::int64_t model_chunks() const { return v_shape() ? 2 : interleaved() ? vpp : 1; }
+  // Virtual stage of model chunk `chunk` on pipeline rank `stage`, and the rank that holds
+  // virtual stage `vs` (pp · model_chunks() virtual stages).
+  std::int64_t virtual_stage(std::int64_t stage, std::int64_t chunk) const {
+    if (v_shape()) return chunk == 0 ? stage : 2 * pp - 1 - stage;
+    return chunk * pp + stage;
+  }
+  std::int64_t stage_of(std::int64_t vs) const {
+    if (v_shape()) return vs < pp ? vs : 2 * pp - 1 - vs;
+    return vs % pp;
+  }
+  // The rank that holds the LM head (the last virtual stage).
+  std::int64_t head_stage() const { return stage_of(pp * model_chunks() - 1); }
   // Micro-batches each pipeline runs per iteration.
   std::int64_t num_micro_batches() const { return global_batch / (dp * micro_batch); }
   // Bytes per parameter that the data-parallel gradient collectives move.

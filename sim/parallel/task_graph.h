@@ -26,8 +26,15 @@ enum class Stream : std::uint8_t {
   // Hybrid sharding's all-reduce of gradient shards across replicas: its own process group,
   // so its own NCCL stream beside the shard group's gathers and reduce-scatters.
   kDpReplica,
+  // The second leg of a V-shaped placement (ParallelPlan::v_shape), which runs back up the
+  // ranks: activations from the next rank and to the previous one, gradients from the previous
+  // rank and to the next one, each pair of direction and traffic on its own stream.
+  kPpVRecvNext,
+  kPpVSendPrev,
+  kPpVRecvPrev,
+  kPpVSendNext,
 };
-inline constexpr std::size_t kNumStreams = 9;
+inline constexpr std::size_t kNumStreams = 13;
 const char* stream_name(Stream s);
 
 enum class TaskKind : std::uint8_t { kCompute, kCollective, kP2p };
@@ -35,7 +42,9 @@ enum class CommOp : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllT
 const char* comm_op_name(CommOp op);
 
 // What a task belongs to, for reports and traces.
-enum class Pass : std::uint8_t { kForward, kBackward, kRecompute, kOptimizer };
+// kWeightGrad: the weight-gradient block of a split backward (ParallelPlan::splits_backward);
+// counted as backward time.
+enum class Pass : std::uint8_t { kForward, kBackward, kRecompute, kOptimizer, kWeightGrad };
 enum class Part : std::uint8_t { kEmbedding, kAttention, kMlp, kLmHead, kGradients, kOptimizer, kActivations };
 const char* pass_name(Pass p);
 const char* part_name(Part p);

@@ -35,7 +35,9 @@ using BlockDep = std::int32_t;
 struct BlockTemplate {
   std::int64_t tasks = 0;   // a chain counting as its steps
   std::uint64_t events = 0;
-  std::int32_t receive = -1;  // the channel of the transfer it receives, if any
+  // The channels of the transfers it receives, if any: one, or two where a block runs the
+  // forward of one micro-batch beside the backward of another (DualPipeV).
+  std::array<std::int32_t, 2> receive{-1, -1};
   bool allocates = false;
   Bytes peak;                 // highest level reached (when `allocates`)
   std::int32_t peak_task = -1, peak_step = -1;
@@ -156,8 +158,14 @@ class BlockReplay {
   }
 
  private:
-  static bool receives(Stream s) { return s == Stream::kPpRecvPrev || s == Stream::kPpRecvNext; }
-  static bool sends(Stream s) { return s == Stream::kPpSendNext || s == Stream::kPpSendPrev; }
+  static bool receives(Stream s) {
+    return s == Stream::kPpRecvPrev || s == Stream::kPpRecvNext || s == Stream::kPpVRecvNext ||
+           s == Stream::kPpVRecvPrev;
+  }
+  static bool sends(Stream s) {
+    return s == Stream::kPpSendNext || s == Stream::kPpSendPrev || s == Stream::kPpVSendPrev ||
+           s == Stream::kPpVSendNext;
+  }
 
   // Task durations, channels and template totals; false when the program falls outside this
   // replay (see replay_blocks).
@@ -271,9 +279,9 @@ class BlockReplay {
       if (side >= 0 && side != device) return false;
       side = device;
       if (receives(task.stream)) {
-        if (task.dep_count != 0 || ti.receive >= 0) return false;
+        if (task.dep_count != 0 || ti.receive[1] >= 0) return false;
         info.kind = BlockTaskKind::kReceive;
-        ti.receive = info.index;
+        ti.receive[ti.receive[0] >= 0 ? 1 : 0] = info.index;
       } else {
         if (!sends(task.stream)) return false;
         info.kind = BlockTaskKind::kSend;
@@ -291,8 +299,9 @@ class BlockReplay {
     for (; dev.next_block < blocks.size(); ++dev.next_block) {
       const BlockProgram::Block& b = blocks[dev.next_block];
       const BlockTemplate& ti = st_.templates[b.templ];
-      if (ti.receive >= 0) {
-        BlockChannel& c = st_.channels[static_cast<std::size_t>(ti.receive)];
+      for (const std::int32_t receive : ti.receive) {
+        if (receive < 0) continue;
+        BlockChannel& c = st_.channels[static_cast<std::size_t>(receive)];
         if (c.received >= c.transfers.size()) {
           c.waiting = d;
           return;
@@ -305,7 +314,11 @@ class BlockReplay {
         dev.memory.peak_dynamic = dev.current + ti.peak;
         dev.memory.peak_task = ti.peak_task;
         dev.memory.peak_step = ti.peak_step;
-        dev.memory.peak_micro_batch = b.micro_batch;
+        // An overlapped block's backward tasks carry the backward's micro-batch.
+        const Task& at = ti.peak_step >= 0 ? g_.chain_steps[static_cast<std::size_t>(ti.peak_step)]
+                                           : g_.tasks[static_cast<std::size_t>(ti.peak_task)];
+        dev.memory.peak_micro_batch =
+            b.micro_batch2 >= 0 && at.pass != parallel::Pass::kForward ? b.micro_batch2 : b.micro_batch;
       }
       dev.current += ti.net;
     }

@@ -30,7 +30,8 @@ namespace {
 TimeCategory compute_category(parallel::Pass p) {
   switch (p) {
     case parallel::Pass::kForward: return TimeCategory::kForward;
-    case parallel::Pass::kBackward: return TimeCategory::kBackward;
+    case parallel::Pass::kBackward:
+    case parallel::Pass::kWeightGrad: return TimeCategory::kBackward;
     case parallel::Pass::kRecompute: return TimeCategory::kRecompute;
     case parallel::Pass::kOptimizer: return TimeCategory::kOptimizer;
   }
@@ -39,9 +40,10 @@ TimeCategory compute_category(parallel::Pass p) {
 
 // The communication streams, in the priority by which a device waiting on several is charged
 // (TP, CP, PP, DP; see device_breakdown).
-constexpr std::array kCommStreams = {Stream::kTpComm,     Stream::kCpComm,     Stream::kPpRecvPrev,
-                                     Stream::kPpSendNext, Stream::kPpRecvNext, Stream::kPpSendPrev,
-                                     Stream::kDpComm,     Stream::kDpReplica};
+constexpr std::array kCommStreams = {Stream::kTpComm,      Stream::kCpComm,      Stream::kPpRecvPrev,
+                                     Stream::kPpSendNext,  Stream::kPpRecvNext,  Stream::kPpSendPrev,
+                                     Stream::kPpVRecvNext, Stream::kPpVSendPrev, Stream::kPpVRecvPrev,
+                                     Stream::kPpVSendNext, Stream::kDpComm,      Stream::kDpReplica};
 static_assert(kCommStreams.size() + 1 == parallel::kNumStreams, "every stream but compute");
 
 // Communication category of a stream; compute streams map to kIdle (not communication).
@@ -55,7 +57,11 @@ TimeCategory comm_category(Stream s) {
     case Stream::kPpRecvPrev:
     case Stream::kPpSendNext:
     case Stream::kPpRecvNext:
-    case Stream::kPpSendPrev: return TimeCategory::kExposedPp;
+    case Stream::kPpSendPrev:
+    case Stream::kPpVRecvNext:
+    case Stream::kPpVSendPrev:
+    case Stream::kPpVRecvPrev:
+    case Stream::kPpVSendNext: return TimeCategory::kExposedPp;
   }
   return TimeCategory::kIdle;
 }

@@ -55,6 +55,10 @@ const char* thread_name(Stream s) {
     case Stream::kPpSendNext: return "PP send to next";
     case Stream::kPpRecvNext: return "PP recv from next";
     case Stream::kPpSendPrev: return "PP send to prev";
+    case Stream::kPpVRecvNext: return "PP recv from next (V activations)";
+    case Stream::kPpVSendPrev: return "PP send to prev (V activations)";
+    case Stream::kPpVRecvPrev: return "PP recv from prev (V gradients)";
+    case Stream::kPpVSendNext: return "PP send to next (V gradients)";
   }
   return "?";
 }
@@ -69,6 +73,11 @@ int thread_order(Stream s) {
     case Stream::kPpSendPrev: return 6;
     case Stream::kDpComm: return 7;
     case Stream::kDpReplica: return 8;
+    // After the others (their indices predate the V-shaped schedules).
+    case Stream::kPpVRecvNext: return 9;
+    case Stream::kPpVSendPrev: return 10;
+    case Stream::kPpVRecvPrev: return 11;
+    case Stream::kPpVSendNext: return 12;
   }
   return 9;
 }

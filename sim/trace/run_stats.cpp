@@ -21,7 +21,11 @@ const char* stream_group(Stream s) {
     case Stream::kPpRecvPrev:
     case Stream::kPpSendNext:
     case Stream::kPpRecvNext:
-    case Stream::kPpSendPrev: return "PP";
+    case Stream::kPpSendPrev:
+    case Stream::kPpVRecvNext:
+    case Stream::kPpVSendPrev:
+    case Stream::kPpVRecvPrev:
+    case Stream::kPpVSendNext: return "PP";
   }
   return "?";
 }
@@ -36,7 +40,11 @@ const char* stream_prefix(Stream s) {
     case Stream::kPpRecvPrev:
     case Stream::kPpSendNext:
     case Stream::kPpRecvNext:
-    case Stream::kPpSendPrev: return "PP";
+    case Stream::kPpSendPrev:
+    case Stream::kPpVRecvNext:
+    case Stream::kPpVSendPrev:
+    case Stream::kPpVRecvPrev:
+    case Stream::kPpVSendNext: return "PP";
   }
   return "?";
 }

@@ -384,5 +384,50 @@ TEST_CASE("all problems of a plan are reported together") {
   CHECK(thrown.size() == ds.size());
 }
 
+TEST_CASE("the zero-bubble and DualPipeV schedules") {
+  Fixture f;  // llama3-70b: 80 layers, pp 4, 32 micro-batches per pipeline
+  SECTION("zb-h1 takes pp stages, like 1F1B") {
+    f.plan.schedule = parallel::Schedule::kZbH1;
+    CHECK(f.check().empty());
+    f.plan.pp_layers = {19, 21, 21, 19};
+    CHECK(f.check().empty());
+  }
+  SECTION("dualpipev: 2·pp stages in a V") {
+    f.plan.schedule = parallel::Schedule::kDualPipeV;
+    CHECK(f.check().empty());
+    f.plan.pp_layers = {20, 20, 20, 20};
+    const auto d = only(f.check(), "--pp-layers");
+    CHECK(d.message.find("2·pp = 8") != std::string::npos);
+    f.plan.pp_layers = {9, 10, 10, 11, 11, 10, 10, 9};
+    CHECK(f.check().empty());
+  }
+  SECTION("zb-v: 2·pp stages in a V, any number of micro-batches") {
+    f.plan.schedule = parallel::Schedule::kZbV;
+    f.plan.global_batch = 6;  // 3 micro-batches per pipeline
+    CHECK(f.check().empty());
+    f.plan.pp_layers = {20, 20, 20, 20};
+    const auto d = only(f.check(), "--pp-layers");
+    CHECK(d.message.find("2·pp = 8") != std::string::npos);
+  }
+  SECTION("dualpipev: layers divisible by 2·pp") {
+    f.plan.schedule = parallel::Schedule::kDualPipeV;
+    f.model.num_layers = 84;  // 84 % 4 == 0, 84 % 8 != 0
+    only(f.check(), "--pp");
+  }
+  SECTION("dualpipev: at least 2·pp micro-batches (dualpipev.py)") {
+    f.plan.schedule = parallel::Schedule::kDualPipeV;
+    f.plan.global_batch = 14;  // 7 micro-batches per pipeline, pp = 4
+    const auto d = only(f.check(), "--schedule");
+    CHECK(d.message.find("at least 2·pp = 8 micro-batches") != std::string::npos);
+  }
+  SECTION("dualpipev needs pp >= 2") {
+    f.plan.schedule = parallel::Schedule::kDualPipeV;
+    f.plan.pp = 1;
+    f.plan.dp = 8;
+    f.plan.global_batch = 64;
+    only(f.check(), "--schedule");
+  }
+}
+
 }  // namespace
 }  // namespace ts::config

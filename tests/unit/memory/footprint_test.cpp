@@ -531,9 +531,14 @@ TEST_CASE("in-flight micro-batches: interleaved 1F1B as Megatron schedules it", 
   CHECK(ts::memory::in_flight_micro_batches(plan, 1) == 9);
   CHECK(ts::memory::in_flight_micro_batches(plan, 2) == 7);
   CHECK(ts::memory::in_flight_micro_batches(plan, 3) == 5);
-  // m = p: every forward is a warm-up forward, all m·v chunk sets on every rank.
+  // m = p: the replay's schedule caps the warm-up at the m·v chunk forwards, min(W, m·v) + 1
+  // capped at m·v (Megatron-LM runs every forward as warm-up when m = p, all m·v on every
+  // rank; the replay has not, and the count follows the replay).
   const ParallelPlan equal = pipeline(4, 4, Schedule::kInterleaved, 2);
-  for (std::int64_t s = 0; s < 4; ++s) CHECK(ts::memory::in_flight_micro_batches(equal, s) == 8);
+  CHECK(ts::memory::in_flight_micro_batches(equal, 0) == 8);
+  CHECK(ts::memory::in_flight_micro_batches(equal, 1) == 8);
+  CHECK(ts::memory::in_flight_micro_batches(equal, 2) == 7);
+  CHECK(ts::memory::in_flight_micro_batches(equal, 3) == 5);
   // v = 1 is plain 1F1B.
   const ParallelPlan v1 = pipeline(4, 8, Schedule::kInterleaved, 1);
   CHECK(ts::memory::in_flight_micro_batches(v1, 0) == 4);
@@ -546,6 +551,15 @@ TEST_CASE("in-flight micro-batches: interleaved 1F1B as Megatron schedules it", 
       CHECK(ts::memory::in_flight_micro_batches(pl, 0) == p * v + p - 1);
     }
   }
+}
+
+TEST_CASE("in-flight micro-batches: zero-bubble H1 as 1F1B, DualPipeV PP + 1 chunk sets", "[memory][pipeline]") {
+  // deepseek-ai/DualPipe README: activations per device PP (1F1B, ZB1P) and PP + 1 (DualPipeV,
+  // in chunks of its PP = 2p stages) on the first rank.
+  for (std::int64_t s = 0; s < 4; ++s) {
+    CHECK(ts::memory::in_flight_micro_batches(pipeline(4, 16, Schedule::kZbH1), s) == 4 - s);
+  }
+  CHECK(ts::memory::in_flight_micro_batches(pipeline(4, 16, Schedule::kDualPipeV), 0) == 9);
 }
 
 TEST_CASE("stage activations: per layer × layers per chunk × sets in flight", "[memory][pipeline]") {

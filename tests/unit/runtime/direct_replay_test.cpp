@@ -185,6 +185,48 @@ std::vector<Case> cases() {
     p.global_batch = 32 * p.dp;
     add("1F1B, ZeRO 2, selective recompute, 32 micro-batches", p);
   }
+  {
+    auto p = base(2, 4, 2);
+    p.schedule = Schedule::kZbH1;
+    p.zero_stage = 1;
+    p.sequence_parallel = true;
+    add("zero-bubble H1, ZeRO 1, sequence parallel", p);
+  }
+  {
+    auto p = base(2, 2, 2);
+    p.schedule = Schedule::kZbH1;
+    p.zero_stage = 3;
+    p.recompute = Recompute::kFull;
+    add("zero-bubble H1, ZeRO 3, full recompute", p);
+  }
+  {
+    auto p = base(2, 2, 2);
+    p.schedule = Schedule::kDualPipeV;
+    p.sequence_parallel = true;
+    p.tp_comm_overlap = true;
+    add("DualPipeV, sequence parallel, TP communication overlap", p);
+  }
+  {
+    auto p = base(2, 4, 2);
+    p.schedule = Schedule::kDualPipeV;
+    p.zero_stage = 3;
+    p.pp_layers = {1, 1, 1, 1, 1, 1, 1, 1};
+    add("DualPipeV, ZeRO 3, one layer per chunk", p);
+  }
+  {
+    auto p = base(2, 2, 2, 2);
+    p.schedule = Schedule::kDualPipeV;
+    p.cp_algo = CpAlgo::kRing;
+    p.pp_layers = {1, 3, 2, 2};
+    add("DualPipeV, ring context parallelism, uneven chunks", p);
+  }
+  {
+    auto p = base(2, 4, 2);
+    p.schedule = Schedule::kZbV;
+    p.zero_stage = 1;
+    p.recompute = Recompute::kSelective;
+    add("ZB-V, ZeRO 1, selective recompute", p);
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/parallel/lowering.h"
+#include "sim/parallel/schedule.h"
 #include "sim/runtime/breakdown.h"
 #include "sim/runtime/executor.h"
 
@@ -140,4 +141,140 @@ TEST_CASE("the replay is deterministic") {
     CHECK(a.execution.timings[t].start == b.execution.timings[t].start);
     CHECK(a.execution.timings[t].end == b.execution.timings[t].end);
   }
+}
+
+namespace {
+
+// A layer whose GEMMs dominate (hidden 4096, sequence 256: the attention core is under 1 % of
+// the FLOPs), so that F, B (input gradients) and W (weight gradients) each take about one
+// forward's GEMM time, as the closed forms of the zero-bubble schedules picture them.
+ir::ModelSpec gemm_model(std::int64_t layers) {
+  ir::ModelSpec m = model(layers);
+  m.hidden = 4096;
+  m.num_heads = 32;
+  m.num_kv_heads = 32;
+  m.ffn_hidden = 16384;
+  return m;
+}
+
+parallel::ParallelPlan short_pipeline(std::int64_t p, std::int64_t m, parallel::Schedule schedule) {
+  parallel::ParallelPlan plan = pipeline(p, m, schedule);
+  plan.seq_len = 256;
+  return plan;
+}
+
+// Per-layer F, B and W of the plan's shape, from the op lists the lowering splits.
+struct LayerTimes {
+  double f = 0, b = 0, w = 0;
+};
+LayerTimes layer_times(const ir::ModelSpec& m, const parallel::ParallelPlan& plan) {
+  FlopModel fm;
+  ir::LayerShape s;
+  s.micro_batch = plan.micro_batch;
+  s.seq = plan.seq_len;
+  s.full_seq = plan.seq_len;
+  const auto layer = ir::build_layer(m, s);
+  LayerTimes t;
+  for (const auto* block : {&layer.attention, &layer.mlp}) {
+    t.f += runtime::op_list_time(fm, block->forward).seconds();
+    for (const auto& op : block->backward) (op.weight_grad ? t.w : t.b) += runtime::op_list_time(fm, {op}).seconds();
+  }
+  return t;
+}
+
+double idle_of(const Replayed& r, std::size_t device) {
+  return runtime::time_breakdown(r.graph, r.execution, 0)[device][runtime::TimeCategory::kIdle].seconds();
+}
+
+}  // namespace
+
+TEST_CASE("zero-bubble H1 idles (p − 1)(F + B − 2W) per rank, B the whole backward") {
+  // deepseek-ai/DualPipe README (Qi et al., ICLR 2024): 1F1B idles (p − 1)(F + B), ZB1P
+  // (p − 1)(F + B − 2W), with F a stage's forward, B its whole backward and W the weight-gradient
+  // part of B: the input gradients travel back without the W's, which fill the bubbles.
+  for (auto [p, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 16}}) {
+    const std::int64_t layers_per_stage = 2;
+    const auto mdl = gemm_model(p * layers_per_stage);
+    const auto plan = short_pipeline(p, m, parallel::Schedule::kZbH1);
+    const LayerTimes t = layer_times(mdl, plan);
+    const double f = t.f * layers_per_stage, b = (t.b + t.w) * layers_per_stage, w = t.w * layers_per_stage;
+    const auto zb = replay(mdl, plan);
+    const auto base = replay(mdl, short_pipeline(p, m, parallel::Schedule::k1F1B));
+    INFO("p=" << p << " m=" << m);
+    for (std::size_t s = 0; s < static_cast<std::size_t>(p); ++s) {
+      CHECK(idle_of(zb, s) == Approx(static_cast<double>(p - 1) * (f + b - 2 * w)).epsilon(0.02));
+      CHECK(idle_of(base, s) == Approx(static_cast<double>(p - 1) * (f + b)).epsilon(0.02));
+    }
+    // Same work, less idle: the iteration is shorter by (p − 1)·2W.
+    const double saved = (base.execution.end - zb.execution.end).seconds();
+    CHECK(saved == Approx(static_cast<double>(p - 1) * 2 * w).epsilon(0.02));
+  }
+}
+
+TEST_CASE("DualPipeV idles (PP/2 − 1)(F&B + B − 3W) per rank with PP = 2p stages") {
+  // deepseek-ai/DualPipe README, DualPipeV on PP/2 = p ranks of two chunks: F, B and W of one
+  // chunk (B the whole backward), F&B an overlapped forward and backward, which on a free
+  // network with nothing to overlap takes F + B.
+  for (auto [p, m] : {std::pair{2, 8}, std::pair{4, 8}, std::pair{4, 16}}) {
+    const std::int64_t layers_per_chunk = 2;
+    const auto mdl = gemm_model(2 * p * layers_per_chunk);
+    const auto plan = short_pipeline(p, m, parallel::Schedule::kDualPipeV);
+    const LayerTimes t = layer_times(mdl, plan);
+    const double f = t.f * layers_per_chunk, b = (t.b + t.w) * layers_per_chunk, w = t.w * layers_per_chunk;
+    const auto r = replay(mdl, plan);
+    INFO("p=" << p << " m=" << m);
+    for (std::size_t s = 0; s < static_cast<std::size_t>(p); ++s) {
+      CHECK(idle_of(r, s) == Approx(static_cast<double>(p - 1) * ((f + b) + b - 3 * w)).epsilon(0.03));
+    }
+  }
+}
+
+TEST_CASE("ZB-V idles about one chunk forward per rank and stage, half of ZB-H1, in 1F1B's memory") {
+  // The unit-cost construction (zbv.py) leaves each rank idle for the V's warm-up, (p − 1) chunk
+  // forwards, where ZB-H1 idles (p − 1)(F + B − 2W) of whole stages (two chunks each).
+  for (auto [p, m] : {std::pair{2, 8}, std::pair{4, 8}, std::pair{4, 16}}) {
+    const std::int64_t layers_per_chunk = 2;
+    const auto mdl = gemm_model(2 * p * layers_per_chunk);
+    const auto plan = short_pipeline(p, m, parallel::Schedule::kZbV);
+    const LayerTimes t = layer_times(mdl, plan);
+    const auto r = replay(mdl, plan);
+    const auto h1 = replay(mdl, short_pipeline(p, m, parallel::Schedule::kZbH1));
+    INFO("p=" << p << " m=" << m);
+    for (std::size_t s = 0; s < static_cast<std::size_t>(p); ++s) {
+      CHECK(idle_of(r, s) == Approx(static_cast<double>(p - 1) * t.f * layers_per_chunk).epsilon(0.03));
+      CHECK(idle_of(r, s) < 0.55 * idle_of(h1, s));
+      // 1F1B's activations: at most 2p chunk forwards between F and B.
+      CHECK(parallel::max_in_flight(parallel::pipeline_blocks(plan, static_cast<std::int64_t>(s))) <= 2 * p);
+    }
+  }
+}
+
+TEST_CASE("activations in flight: zero-bubble H1 as 1F1B, DualPipeV 2p + 1 chunks on the first rank") {
+  // deepseek-ai/DualPipe README: activation per device PP (1F1B, ZB1P) and PP + 1 (DualPipeV,
+  // in chunks of a PP-stage pipeline); the count comes from the blocks the replay runs.
+  const std::int64_t p = 4, m = 8;
+  for (std::int64_t s = 0; s < p; ++s) {
+    CHECK(parallel::max_in_flight(parallel::pipeline_blocks(pipeline(p, m, parallel::Schedule::kZbH1), s)) == p - s);
+    CHECK(parallel::max_in_flight(parallel::pipeline_blocks(pipeline(p, m, parallel::Schedule::k1F1B), s)) == p - s);
+  }
+  CHECK(parallel::max_in_flight(parallel::pipeline_blocks(pipeline(p, m, parallel::Schedule::kDualPipeV), 0)) ==
+        2 * p + 1);
+  // In the replay: 1000 B kept per layer and micro-batch. 1F1B's first stage peaks at p
+  // micro-batches of its 2 layers plus the first backward's MLP gradients (half a layer);
+  // ZB-H1's W's keep what their B's leave, so its last stage (W's p − 1 blocks late) holds as
+  // much as 1F1B's first, and no stage more.
+  const auto base = replay(model(2 * p), pipeline(p, m, parallel::Schedule::k1F1B));
+  const auto zb = replay(model(2 * p), pipeline(p, m, parallel::Schedule::kZbH1));
+  std::int64_t base_peak = 0, zb_peak = 0;
+  for (std::size_t s = 0; s < static_cast<std::size_t>(p); ++s) {
+    base_peak = std::max(base_peak, base.execution.memory[s].peak_dynamic.count());
+    zb_peak = std::max(zb_peak, zb.execution.memory[s].peak_dynamic.count());
+  }
+  CHECK(base_peak == p * 2 * 1000 + 500);
+  CHECK(zb_peak == base_peak);
+  // DualPipeV: two chunks of one layer each per rank. The first rank starts its (2p + 1)-th
+  // forward beside a backward, which runs first layer by layer and frees its layer before the
+  // forward's layer allocates: 2p chunk sets at once, plus the backward's MLP gradients.
+  const auto dv = replay(model(2 * p), pipeline(p, m, parallel::Schedule::kDualPipeV));
+  CHECK(dv.execution.memory[0].peak_dynamic.count() == 2 * p * 1000 + 500);
 }

@@ -1,0 +1,41 @@
+// The op lists the lowering interns for one plan: how tensor and context parallelism, recompute,
+// Mini-Sequence chunking, TP communication overlap and a split backward cut a layer's ops.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/base/units.h"
+#include "sim/ir/model_graph.h"
+#include "sim/ir/model_spec.h"
+#include "sim/parallel/plan.h"
+
+namespace ts::parallel {
+
+// The op lists of one layer, the embedding and the LM head as the plan cuts them (indices into
+// TaskGraph::op_lists; -1: none).
+struct LayerLists {
+  // Without context parallelism the attention block is one task; with it, the block is cut
+  // around the attention core (pre → core → post) for the KV exchange.
+  std::int32_t attn_fwd = -1, attn_bwd = -1;
+  std::int32_t pre_fwd = -1, pre_bwd = -1, core_fwd = -1, core_bwd = -1;
+  std::int32_t post_fwd = -1, post_bwd = -1;
+  std::int32_t mlp_fwd = -1, mlp_bwd = -1;
+  // A split backward (ParallelPlan::splits_backward): the input-gradient part of each backward
+  // list, and each block's weight gradients.
+  std::int32_t attn_bwd_in = -1, pre_bwd_in = -1, post_bwd_in = -1, mlp_bwd_in = -1;
+  std::int32_t attn_w = -1, mlp_w = -1;
+  // TP communication overlap: the GEMMs that hide the collective before / after each block,
+  // indexed [part: 0 attention, 1 MLP][backward][after].
+  std::int32_t tp_hide[2][2][2] = {{{-1, -1}, {-1, -1}}, {{-1, -1}, {-1, -1}}};
+  std::int32_t emb_fwd = -1, emb_bwd = -1, head_fwd = -1, head_bwd = -1;
+  // A split backward: what a layer's weight-gradient blocks keep from the input-gradient
+  // blocks' end to theirs (see split_weight_gradients in layer_lists.cpp).
+  Bytes w_held_attn, w_held_mlp;
+};
+
+// Appends the plan's op lists to `op_lists` and names them.
+LayerLists build_layer_lists(const ir::ModelSpec& model, const ParallelPlan& plan,
+                             std::vector<std::vector<ir::Op>>& op_lists);
+
+}  // namespace ts::parallel

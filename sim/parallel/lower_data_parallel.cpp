@@ -1,0 +1,89 @@
+// Data parallelism and ZeRO in the Lowerer: per-layer parameter gathers and gradient
+// reduce-scatters (ZeRO-3), gradient buckets, the parameter gathers that open the iteration, and
+// the optimizer step.
+#include "sim/parallel/lowerer.h"
+
+namespace ts::parallel::detail {
+
+std::int32_t Lowerer::gather_layer(const Label& l) {
+  if (!zero3()) return kNone;
+  const std::int32_t g = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather,
+                                    Bytes(layer_params_ * 2), l, {read(kGateRegister)});
+  return g;
+}
+
+void Lowerer::reduce_layer_gradients(const Label& grads, std::int32_t dep) {
+  std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
+                                    Bytes(layer_params_ * plan_.grad_reduce_bytes()), grads, {dep});
+  if (shard_replicas() > 1) {
+    const std::int64_t shard = (layer_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
+    reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
+                         Bytes(shard * plan_.grad_reduce_bytes()), grads, {reduced});
+  }
+  // The step waits for the last layer's gradients (each stream runs its collectives in
+  // order, and every replica all-reduce follows its reduce-scatter).
+  last_grad_reduce_ = held(reduced);
+}
+
+void Lowerer::gradients_ready(std::int64_t params, std::int32_t ready, bool last_of_iteration) {
+  if (zero3() || replicas() == 1) return;
+  bucket_params_ += params;
+  bucket_ready_ = held(ready);
+  const bool full = plan_.overlap_grad_reduce && bucket_params_ >= plan_.grad_bucket_params;
+  if (full || last_of_iteration) flush_bucket();
+}
+
+void Lowerer::flush_bucket() {
+  if (bucket_params_ == 0) return;
+  const CommOp op = plan_.zero_stage == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
+  last_grad_reduce_ = collective(Stream::kDpComm, dp_axes(), op,
+                                 Bytes(bucket_params_ * plan_.grad_reduce_bytes()),
+                                 {Pass::kOptimizer, Part::kGradients, -1, -1}, {read(kBucketRegister)});
+  bucket_params_ = 0;
+}
+
+void Lowerer::optimizer() {
+  const std::int64_t params = stage_parameters(model_, plan_, stage_);
+  if (!zero3()) gradients_ready(0, read(kLastBackwardRegister), true);
+  std::int64_t updated = params;
+  if (replicas() > 1 && plan_.zero_stage > 0) updated = (params + plan_.zero_shards() - 1) / plan_.zero_shards();
+  ir::Op step;
+  step.name = "adam_step";
+  step.kind = ir::OpKind::kMemoryBound;
+  step.moved = options_.optimizer_bytes_per_param * updated;
+  const std::int32_t dep = compute(add_ops({step}), {Pass::kOptimizer, Part::kOptimizer, -1, -1},
+                                   {read(kLastBackwardRegister), read(kLastReduceRegister)});
+  if (replicas() > 1 && plan_.zero_stage > 0 && !zero3() && !plan_.overlap_param_gather) {
+    collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather, Bytes(params * 2),
+               {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
+  }
+}
+
+void Lowerer::param_gathers() {
+  param_ready_.assign(static_cast<std::size_t>(model_.num_layers), kNone);
+  first_forward_of_layer_.assign(static_cast<std::size_t>(model_.num_layers), true);
+  if (!(replicas() > 1 && plan_.zero_stage > 0 && !zero3() && plan_.overlap_param_gather)) return;
+  std::int64_t bucket = 0;
+  std::vector<std::int64_t> waiting;
+  auto flush = [&] {
+    if (bucket == 0) return;
+    const std::int32_t t = collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather, Bytes(bucket * 2),
+                                      {Pass::kForward, Part::kOptimizer, -1, -1}, {});
+    for (auto layer : waiting) param_ready_[static_cast<std::size_t>(layer)] = t;
+    waiting.clear();
+    bucket = 0;
+  };
+  for (std::int64_t chunk = 0; chunk < chunks_; ++chunk) {
+    const std::int64_t vs = vstage(chunk);
+    if (vs == 0) bucket += embedding_parameters(model_, plan_);
+    for (std::int64_t i = 0; i < vlayers_[static_cast<std::size_t>(vs)]; ++i) {
+      bucket += layer_params_;
+      waiting.push_back(vfirst_[static_cast<std::size_t>(vs)] + i);
+      if (bucket >= plan_.grad_bucket_params) flush();
+    }
+    if (vs == last_vstage()) bucket += head_parameters(model_, plan_, plan_.pp == 1);
+  }
+  flush();
+}
+
+}  // namespace ts::parallel::detail
