@@ -55,12 +55,11 @@ constexpr std::array<std::pair<std::string_view, parallel::Recompute>, 4> kRecom
     {"selective", parallel::Recompute::kSelective},
     {"selective-op", parallel::Recompute::kSelectiveOp},
     {"full", parallel::Recompute::kFull}}};
-constexpr std::array<std::pair<std::string_view, parallel::Schedule>, 6> kSchedules{{
+constexpr std::array<std::pair<std::string_view, parallel::Schedule>, 5> kSchedules{{
     {"gpipe", parallel::Schedule::kGpipe},
     {"1f1b", parallel::Schedule::k1F1B},
     {"interleaved", parallel::Schedule::kInterleaved},
     {"zb-h1", parallel::Schedule::kZbH1},
-    {"zb-v", parallel::Schedule::kZbV},
     {"dualpipev", parallel::Schedule::kDualPipeV}}};
 constexpr std::array<std::pair<std::string_view, parallel::CpAlgo>, 3> kCpAlgos{{
     {"ring", parallel::CpAlgo::kRing},

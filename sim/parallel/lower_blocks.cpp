@@ -124,7 +124,7 @@ void Lowerer::lower_device(std::int32_t d) {
   known_.resize(kBlockKinds * static_cast<std::size_t>(chunks_ * chunks_));
   forwarded_.assign(static_cast<std::size_t>(chunks_), 0);
   block(BlockKind::kParamGathers, -1, 0, false);
-  const std::vector<PipelineBlock>& program = programs_[static_cast<std::size_t>(stage_)];
+  const std::vector<PipelineBlock> program = pipeline_blocks(plan_, stage_);
   // The block after which each chunk's gradients are complete (its last whole backward or
   // weight-gradient block): the gradients join the data-parallel buckets there.
   last_gradient_block_.assign(static_cast<std::size_t>(chunks_), -1);

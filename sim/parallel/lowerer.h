@@ -415,7 +415,6 @@ class Lowerer {
   std::vector<bool> first_forward_of_layer_;
   std::vector<std::int64_t> last_gradient_block_;  // by chunk: index into the device's pipeline blocks
   std::int32_t join_ = kNone;  // an overlapped block's forward input, for the block's first task
-  std::vector<std::vector<PipelineBlock>> programs_;  // the schedule's blocks, by pipeline rank
   // Block programs (lower_blocks): the program, and per device the templates found so far and
   // which model chunks ran a forward.
   BlockProgram* program_ = nullptr;

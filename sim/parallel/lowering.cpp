@@ -39,7 +39,6 @@ std::int64_t head_parameters(const ir::ModelSpec& model, const ParallelPlan& pla
 }
 
 TaskGraph Lowerer::run() {
-  programs_ = pipeline_programs(plan_);
   if (options_.full) {
     for (std::int64_t r = 0; r < layout_.num_ranks(); ++r) add_device(r, 1);
   } else {

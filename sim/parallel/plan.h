@@ -17,12 +17,11 @@ namespace ts::parallel {
 enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
 // Pipeline schedules (sim/parallel/schedule.h generates each rank's order of blocks). kZbH1:
 // zero-bubble H1 (Qi et al., ICLR 2024), 1F1B with each backward split into its input-gradient
-// (B) and weight-gradient (W) halves and the W's delayed into the bubbles; kZbV: the V-shaped
-// zero-bubble schedule (two chunks per rank in a V, B and W split); kDualPipeV: DeepSeek's
+// (B) and weight-gradient (W) halves and the W's delayed into the bubbles; kDualPipeV: DeepSeek's
 // DualPipeV (deepseek-ai/DualPipe dualpipev.py), two model chunks per rank placed in a V (rank s
 // holds stages s and 2·pp − 1 − s) with the forward of one micro-batch overlapped with the
 // backward of another.
-enum class Schedule { kGpipe, k1F1B, kInterleaved, kZbH1, kZbV, kDualPipeV };
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kZbH1, kDualPipeV };
 enum class CpAlgo { kRing, kAllGather, kUlysses };
 // What the optimizer keeps per parameter: kFp32, mixed-precision Adam (fp32 master weights, m
 // and v); kBf16, pure bf16 Adam (the bf16 weights are the master copy, m and v in bf16); kNone, a
@@ -142,10 +141,10 @@ struct ParallelPlan {
   bool interleaved() const { return schedule == Schedule::kInterleaved && vpp > 1; }
   // Two model chunks per rank in a V: virtual stage s on rank s, stage 2·pp − 1 − s on rank s
   // too (the first rank holds the embedding and the LM head, the last rank the turn).
-  bool v_shape() const { return schedule == Schedule::kZbV || schedule == Schedule::kDualPipeV; }
+  bool v_shape() const { return schedule == Schedule::kDualPipeV; }
   // Backward split into input-gradient (B) and weight-gradient (W) blocks.
   bool splits_backward() const {
-    return schedule == Schedule::kZbH1 || schedule == Schedule::kZbV || schedule == Schedule::kDualPipeV;
+    return schedule == Schedule::kZbH1 || schedule == Schedule::kDualPipeV;
   }
   std::int64_t model_chunks() const { return v_shape() ? 2 : interleaved() ? vpp : 1; }
   // Virtual stage of model chunk `chunk` on pipeline rank `stage`, and the rank that holds

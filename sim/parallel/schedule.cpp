@@ -1,7 +1,6 @@
 #include "sim/parallel/schedule.h"
 
 #include <algorithm>
-#include <array>
 #include <deque>
 #include <utility>
 
@@ -181,171 +180,6 @@ Blocks dualpipev(std::int64_t p, std::int64_t m, std::int64_t s) {
   return out;
 }
 
-// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024: the V-shaped
-// zero-bubble schedule): two chunks per rank in a V as DualPipeV places them, each backward split
-// into B and W, the order found by the greedy construction of sail-sg/zero-bubble-pipeline-
-// parallelism (zerobubble/scheduler/zbv.py, PipelineGraph.try_v_schedule) with unit costs
-// F = B = W = 1 and free transfers, under 1F1B's activation memory: a forward adds 2 units, a B
-// and a W free 1 each, at most 4p units per rank (2p chunk forwards in flight). Of its four
-// variants (whether W's fill the waits before B's, before F's), the one whose most idle rank
-// idles least.
-class ZbV {
- public:
-  ZbV(std::int64_t p, std::int64_t m) : p_(p), m_(m) {}
-
-  std::vector<Blocks> run() {
-    std::vector<Blocks> best;
-    std::int64_t least = -1;
-    for (const bool fill_b : {true, false}) {
-      for (const bool fill_f : {true, false}) {
-        const std::int64_t bubble = attempt(fill_f, fill_b);
-        if (least < 0 || bubble < least) {
-          least = bubble;
-          best = sched_;
-        }
-      }
-    }
-    return best;
-  }
-
- private:
-  static constexpr std::int64_t kCost = 1;
-  static constexpr std::array<std::int64_t, 3> kMem = {2, -1, -1};
-
-  std::size_t id(int cat, int chunk, std::int64_t stage, std::int64_t micro) const {
-    return static_cast<std::size_t>(((cat * 2 + chunk) * p_ + stage) * m_ + micro);
-  }
-  std::int64_t& count(std::int64_t stage, int k) { return count_[static_cast<std::size_t>(stage * 6 + k)]; }
-  std::int64_t end_at(std::int64_t i) const {
-    // zbv.py reads end_time[-1], the last entry, where there is no dependency.
-    return i < 0 ? end_.back() : end_[static_cast<std::size_t>(i)];
-  }
-  std::int64_t max_bubble() const { return *std::max_element(bubble_.begin(), bubble_.end()); }
-  bool waits(std::int64_t stage) const { return !pending_[static_cast<std::size_t>(stage)].empty(); }
-
-  void put(int cat, int chunk, std::int64_t stage) {
-    const auto st = static_cast<std::size_t>(stage);
-    std::int64_t t = cur_[st] + kCost;
-    const std::int64_t no_bubble = t;
-    const std::int64_t c = count(stage, cat * 2 + chunk);
-    SIM_ASSERT(c < m_, "ZB-V schedules a block past the last micro-batch");
-    if (chunk == 1 && cat < 2 && stage < p_ - 1) t = std::max(t, end_[id(cat, chunk, stage + 1, c)] + kCost);
-    if (chunk == 0 && cat < 2 && stage > 0) t = std::max(t, end_[id(cat, chunk, stage - 1, c)] + kCost);
-    if (count(stage, 0) > 0) bubble_[st] += t - no_bubble;
-    end_[id(cat, chunk, stage, c)] = t;
-    cur_[st] = t;
-    mem_[st] += kMem[static_cast<std::size_t>(cat)];
-    // zbv.py numbers a backward's chunk from the top of the V: its chunk 1 is chunk 0 here.
-    static constexpr PipelineKind kKinds[3] = {PipelineKind::kForward, PipelineKind::kInputGrad,
-                                               PipelineKind::kWeightGrad};
-    sched_[st].push_back(block(kKinds[cat], c, cat == 0 ? chunk : 1 - chunk));
-    if (cat == 1) pending_[st].emplace_back(chunk, c);
-    ++count(stage, cat * 2 + chunk);
-  }
-  void put_w(std::int64_t stage) {
-    auto& q = pending_[static_cast<std::size_t>(stage)];
-    SIM_ASSERT(!q.empty(), "ZB-V runs a weight gradient that no B left");
-    const int chunk = q.front().first;
-    q.pop_front();
-    put(2, chunk, stage);
-  }
-  // Weight gradients into the wait for the next block's input (entry `fa` of end_), and one more
-  // where that wait exceeds the idle time this rank may still take.
-  void fill(std::int64_t i, std::int64_t fa, bool extra) {
-    const auto st = static_cast<std::size_t>(i);
-    while (waits(i) && fa >= 0 && end_at(fa) >= cur_[st] + kCost) put_w(i);
-    if (waits(i) && end_at(fa) - cur_[st] > max_bubble() - bubble_[st] && extra) put_w(i);
-  }
-
-  std::int64_t attempt(bool fill_f, bool fill_b) {
-    const auto n = static_cast<std::size_t>(p_);
-    count_.assign(n * 6, 0);
-    end_.assign(static_cast<std::size_t>(6 * p_ * m_), -1);
-    cur_.assign(n, 0);
-    mem_.assign(n, 0);
-    bubble_.assign(n, 0);
-    pending_.assign(n, {});
-    sched_.assign(n, {});
-    const std::int64_t max_mem = kMem[0] * p_ * 2;
-    auto mem = [&](std::int64_t i) { return mem_[static_cast<std::size_t>(i)]; };
-    for (std::int64_t i = 0; i < p_; ++i) put(0, 0, i);
-    for (std::int64_t i = p_ - 1; i >= 0; --i) {
-      if (i == p_ - 1) {
-        put(0, 1, i);
-        continue;
-      }
-      const std::int64_t until = end_[id(0, 1, i + 1, 0)];
-      while (mem(i) + kMem[0] * (2 + i * 2) <= max_mem && cur_[static_cast<std::size_t>(i)] + kCost <= until &&
-             count(i, 0) < m_) {
-        for (std::int64_t j = 0; j <= i; ++j) put(0, 0, j);
-      }
-      put(0, 1, i);
-    }
-    int chunk = 0;
-    for (std::int64_t i = 1; i < p_; ++i) {
-      while (count(i, 0) + count(i, 1) < count(i - 1, 0) + count(i - 1, 1) ||
-             (count(i, 1) <= count(i - 1, 1) && count(i - 1, 1) < m_)) {
-        for (std::int64_t j = p_ - 1; j >= i; --j) {
-          if (count(j, chunk) < m_) put(0, chunk, j);
-        }
-        chunk = 1 - chunk;
-      }
-    }
-    for (std::int64_t step = 0; step < 2 * m_; ++step) {
-      for (std::int64_t i = 0; i < p_; ++i) {
-        while (mem(i) + kMem[1] > max_mem) put_w(i);
-      }
-      std::vector<std::int64_t> b0, b1;
-      for (std::int64_t i = 0; i < p_; ++i) {
-        if (count(i, 3) >= count(i, 2)) {
-          b0.push_back(i);
-        } else if (i == p_ - 1 || end_[id(1, 1, i + 1, count(i, 3))] >= 0 || count(i, 2) >= m_) {
-          b1.push_back(i);
-        } else {
-          b0.push_back(i);
-        }
-      }
-      std::vector<std::pair<std::int64_t, int>> order;  // (rank, chunk) of this round's B's
-      for (auto it = b1.rbegin(); it != b1.rend(); ++it) order.emplace_back(*it, 1);
-      for (const std::int64_t i : b0) order.emplace_back(i, 0);
-      for (const auto& [i, c] : order) {
-        std::int64_t fa = -1;
-        if (c == 1 && i < p_ - 1) fa = static_cast<std::int64_t>(id(1, 1, i + 1, count(i, 3)));
-        if (c == 0 && i > 0) fa = static_cast<std::int64_t>(id(1, 0, i - 1, count(i, 2)));
-        fill(i, fa, c == 1 || fill_b);
-        put(1, c, i);
-      }
-      for (std::int64_t i = 0; i < p_; ++i) {
-        if (count(i, 1) >= m_) continue;
-        int item = -1;
-        if (count(i, 1) >= count(i, 0)) {
-          item = 0;
-        } else if (i == p_ - 1 || end_[id(0, 1, i + 1, count(i, 1))] >= 0) {
-          item = 1;
-        } else if (count(i, 0) < m_ && (i == 0 || end_[id(0, 0, i - 1, count(i, 0))] >= 0)) {
-          item = 0;
-        }
-        if (item < 0) continue;
-        while (mem(i) + kMem[0] > max_mem) put_w(i);
-        std::int64_t fa = -1;
-        if (item == 0 && i > 0) fa = static_cast<std::int64_t>(id(0, 0, i - 1, count(i, 0)));
-        if (item == 1 && i < p_ - 1) fa = static_cast<std::int64_t>(id(0, 1, i + 1, count(i, 1)));
-        fill(i, fa, fill_f);
-        put(0, item, i);
-      }
-    }
-    for (std::int64_t i = 0; i < p_; ++i) {
-      while (waits(i)) put_w(i);
-    }
-    return max_bubble();
-  }
-
-  std::int64_t p_, m_;
-  std::vector<std::int64_t> count_, end_, cur_, mem_, bubble_;
-  std::vector<std::deque<std::pair<int, std::int64_t>>> pending_;
-  std::vector<Blocks> sched_;
-};
-
 }  // namespace
 
 std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_t stage) {
@@ -363,23 +197,11 @@ std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_
       return interleaved(p, m, plan.model_chunks(), stage);
     case Schedule::kZbH1:
       return zb_h1(p, m, stage);
-    case Schedule::kZbV:
-      return ZbV(p, m).run()[static_cast<std::size_t>(stage)];
     case Schedule::kDualPipeV:
       SIM_ASSERT(m >= 2 * p, "DualPipeV needs at least 2·pp micro-batches");
       return dualpipev(p, m, stage);
   }
   return {};
-}
-
-std::vector<std::vector<PipelineBlock>> pipeline_programs(const ParallelPlan& plan) {
-  if (plan.schedule == Schedule::kZbV) {
-    SIM_ASSERT(plan.num_micro_batches() >= 1, "no micro-batch in the iteration");
-    return ZbV(plan.pp, plan.num_micro_batches()).run();
-  }
-  std::vector<std::vector<PipelineBlock>> out;
-  for (std::int64_t s = 0; s < plan.pp; ++s) out.push_back(pipeline_blocks(plan, s));
-  return out;
 }
 
 std::int64_t max_in_flight(const std::vector<PipelineBlock>& blocks) {

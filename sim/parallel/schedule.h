@@ -29,8 +29,6 @@ struct PipelineBlock {
 // The blocks rank `stage` runs in one iteration, in program order. Every (micro-batch, chunk)
 // gets one forward and either one whole backward or one B and one W.
 std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_t stage);
-// The same for every rank at once (ZB-V builds all ranks' orders together: one construction).
-std::vector<std::vector<PipelineBlock>> pipeline_programs(const ParallelPlan& plan);
 
 // The most micro-batches (counted per model chunk) whose forward has run and whose B (or whole
 // backward) has not, over the rank's program: the activations it holds at once.

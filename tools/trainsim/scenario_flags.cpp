@@ -91,7 +91,7 @@ void add_scenario_flags(po::options_description& o) {
       ("recompute", po::value<std::string>()->default_value("none"), "none, selective, selective-op or full")
       ("recompute-layers", po::value<std::int64_t>()->default_value(0),
        "full recompute of only the first N layers of each model chunk (Megatron's block method); 0: all")
-      ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev")
+      ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b, interleaved, zb-h1 or dualpipev")
       ("pp-layers", po::value<std::string>(), "layers per pipeline stage, e.g. 15,16,16,15")
       ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")
       ("mst-chunks", po::value<std::int64_t>()->default_value(1), "Mini-Sequence Transformer chunks")

@@ -401,14 +401,6 @@ TEST_CASE("the zero-bubble and DualPipeV schedules") {
     f.plan.pp_layers = {9, 10, 10, 11, 11, 10, 10, 9};
     CHECK(f.check().empty());
   }
-  SECTION("zb-v: 2·pp stages in a V, any number of micro-batches") {
-    f.plan.schedule = parallel::Schedule::kZbV;
-    f.plan.global_batch = 6;  // 3 micro-batches per pipeline
-    CHECK(f.check().empty());
-    f.plan.pp_layers = {20, 20, 20, 20};
-    const auto d = only(f.check(), "--pp-layers");
-    CHECK(d.message.find("2·pp = 8") != std::string::npos);
-  }
   SECTION("dualpipev: layers divisible by 2·pp") {
     f.plan.schedule = parallel::Schedule::kDualPipeV;
     f.model.num_layers = 84;  // 84 % 4 == 0, 84 % 8 != 0

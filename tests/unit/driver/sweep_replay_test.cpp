@@ -27,8 +27,8 @@ driver::SweepSpec spec() {
   s.axes.tp = {2, 8};
   s.axes.pp = {1, 2, 4};
   s.axes.micro_batch = {1, 2};
-  s.axes.schedule = {Schedule::kGpipe,  Schedule::k1F1B, Schedule::kInterleaved,
-                     Schedule::kZbH1,   Schedule::kZbV,  Schedule::kDualPipeV};
+  s.axes.schedule = {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZbH1,
+                     Schedule::kDualPipeV};
   s.axes.vpp = {2};
   s.axes.zero = {0, 1, 2, 3};
   s.axes.sequence_parallel = {false, true};

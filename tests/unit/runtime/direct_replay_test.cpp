@@ -220,13 +220,6 @@ std::vector<Case> cases() {
     p.pp_layers = {1, 3, 2, 2};
     add("DualPipeV, ring context parallelism, uneven chunks", p);
   }
-  {
-    auto p = base(2, 4, 2);
-    p.schedule = Schedule::kZbV;
-    p.zero_stage = 1;
-    p.recompute = Recompute::kSelective;
-    add("ZB-V, ZeRO 1, selective recompute", p);
-  }
   return out;
 }
 
