@@ -28,6 +28,8 @@ struct GpuSpec {
   // Fraction by which compute kernels slow while communication kernels run beside them
   // (runtime::contention).
   double compute_slowdown_under_comm = 0;
+  // Board power (maximum TDP) per GPU, W, for energy figures; 0 = not given.
+  double power_watts = 0;
 
   FlopRate peak(ir::Dtype d) const {
     switch (d) {

@@ -50,6 +50,10 @@ struct SizingSpec {
   std::vector<FabricOption> fabrics;        // at least one (an empty option: as in the file)
   parallel::ParallelPlan base;              // global batch, sequence length, dtype, …
   SweepAxes axes;
+  // Tensor-parallel degrees from the cluster instead of axes.tp: the powers of two up to the GPUs
+  // a job uses of one scale-up domain (1-8 on a DGX, 1-64 on an NVL72 rack), where TP's
+  // all-reduces stay on NVLink.
+  bool tp_within_domain = false;
   int threads = 0;
 };
 
@@ -76,6 +80,7 @@ struct SizingChoice {
   double peak_memory_gib = 0;
   double days = 0;
   double gpu_hours = 0;
+  double power_watts = 0;  // per GPU (cluster file gpu.power_watts); 0 = not given
   std::optional<double> usd_per_gpu_hour;
   std::optional<double> cost_usd;
   std::optional<bool> within_budget;

@@ -72,7 +72,8 @@ int cmd_plan(const Args& args) {
       ("global-batch", po::value<std::int64_t>(), "sequences per iteration (default: 4Mi tokens / seq)")
       ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8");
   AxisDefaults axis_defaults;
-  axis_defaults.tp = "1,2,4,8";
+  // "domain": powers of two up to the GPUs of one NVLink domain, per cluster (SizingSpec).
+  axis_defaults.tp = "domain";
   axis_defaults.cp = "1";
   axis_defaults.micro_batch = "1,2";
   axis_defaults.zero = "1";
@@ -156,6 +157,10 @@ int cmd_plan(const Args& args) {
                                             : std::max<std::int64_t>(1, (std::int64_t{4} << 20) / std::max<std::int64_t>(1, b.seq_len));
   if (b.global_batch <= 0) problems.add({"", 0, "--global-batch", "must be > 0"});
   problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  if (vm["tp"].as<std::string>() == "domain") {
+    spec.tp_within_domain = true;
+    vm.at("tp").value() = std::string("1");  // replaced per cluster by plan_hardware
+  }
   problems.collect([&] { spec.axes = axes_from_flags(vm); });
   spec.threads = vm["threads"].as<int>();
   problems.throw_if_any();
