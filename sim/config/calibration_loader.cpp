@@ -324,6 +324,24 @@ void check_imports(const sch::Calibration& m, const Checker& root) {
     }
     if (im.dtypes_size() > 0 && im.family() != "gemm") c.fail("dtypes", "dtypes apply to family gemm only");
     if (im.has_kernel() && im.family() != "attention") c.fail("kernel", "kernel applies to family attention only");
+    if (im.ceilings_size() > 0 && im.family() != "gemm")
+      c.fail("ceilings", "ceilings apply to family gemm only");
+    std::set<ir::Dtype> seen;
+    for (int j = 0; j < im.ceilings_size(); ++j) {
+      const auto& ce = im.ceilings(j);
+      const Checker cc = c.nested(item("ceilings", j));
+      if (cc.require(ce.has_dtype(), "dtype")) {
+        if (auto dt = try_parse_kernel_dtype(ce.dtype())) {
+          if (!seen.insert(*dt).second) cc.fail("dtype", "'" + ce.dtype() + "' is given twice");
+        } else {
+          cc.fail("dtype",
+                  "unknown dtype '" + ce.dtype() + "' (known: " + kernel_dtype_choices() + ")");
+        }
+      }
+      cc.fraction(ce.has_target_fraction(), ce.target_fraction(), "target_fraction");
+      cc.fraction(ce.has_source_fraction(), ce.source_fraction(), "source_fraction");
+      cc.non_empty(ce.has_source(), ce.source(), "source");
+    }
   }
 }
 
@@ -420,8 +438,12 @@ class Resolver {
       const Parsed* src_parsed = own(*src_file, diags);
       if (src_parsed == nullptr) continue;
       const Calibration* src = src_parsed->cal.get();
-      const std::string suffix = " [from " + src->gpu.name + "]";
-      const std::string note = "imported from " + src->gpu.name + ": " + im.relationship();
+      // Points moved to another GPU generation are derived, not measured: their tables say so.
+      const bool derived = im.derived() || im.ceilings_size() > 0;
+      const std::string suffix = derived ? " [derived from " + src->gpu.name + ", not measured]"
+                                         : " [from " + src->gpu.name + "]";
+      const std::string note = std::string(derived ? "derived, not measured: " : "") +
+                               "imported from " + src->gpu.name + ": " + im.relationship();
       const auto with_note = [&](compute::Provenance prov) {
         prov.notes = prov.notes.empty() ? note : prov.notes + "; " + note;
         return prov;
@@ -434,13 +456,29 @@ class Resolver {
             if (!cal.gpu.supports(*dt)) c.fail("dtypes", cal.gpu.name + " has no " + d + " tensor cores");
           }
         }
+        // Published ceilings: the target's plateau over the source's, per dtype (1 without).
+        std::map<ir::Dtype, double> ceiling;
+        std::string ceiling_note;
+        for (const auto& ce : im.ceilings()) {
+          if (auto dt = try_parse_kernel_dtype(ce.dtype())) {
+            ceiling[*dt] = ce.target_fraction() / ce.source_fraction();
+            ceiling_note += (ceiling_note.empty() ? "" : "; ") + ce.dtype() + " x " +
+                            detail::format_number(ce.target_fraction()) + "/" +
+                            detail::format_number(ce.source_fraction()) + " (" + ce.source() + ")";
+          }
+        }
         std::size_t imported = 0;
         for (const auto& t : src->gemm) {
-          compute::GemmTable nt{t.name + suffix, t.role, with_note(t.provenance), {}};
+          compute::Provenance prov = with_note(t.provenance);
+          if (!ceiling.empty())
+            prov.notes += "; peak ratio times published ceiling ratio, " + ceiling_note;
+          compute::GemmTable nt{t.name + suffix, t.role, prov, derived, {}};
           for (auto pt : t.points) {
             if (!only.empty() && only.count(pt.dtype) == 0) continue;
             if (!cal.gpu.supports(pt.dtype)) continue;
             pt.tflops *= cal.gpu.peak(pt.dtype).per_s() / src->gpu.peak(pt.dtype).per_s();
+            if (const auto it = ceiling.find(pt.dtype); it != ceiling.end())
+              pt.tflops *= it->second;
             nt.points.push_back(pt);
           }
           imported += nt.points.size();
@@ -455,7 +493,8 @@ class Resolver {
         std::size_t imported = 0;
         for (const auto& t : src->attention) {
           if (im.has_kernel() && t.kernel != im.kernel()) continue;
-          compute::AttentionTable nt{t.name + suffix, t.kernel, t.role, with_note(t.provenance), t.points};
+          compute::AttentionTable nt{t.name + suffix,         t.kernel, t.role,
+                                     with_note(t.provenance), derived,  t.points};
           for (auto& pt : nt.points) pt.tflops *= cal.gpu.peak_bf16.per_s() / src->gpu.peak_bf16.per_s();
           imported += nt.points.size();
           cal.attention.push_back(std::move(nt));
@@ -484,7 +523,7 @@ class Resolver {
         const bool norms_only = im.family() == "normalization";
         std::size_t imported = 0;
         for (const auto& t : src->memory) {
-          compute::MemoryTable nt{t.name + suffix, t.role, with_note(t.provenance), {}};
+          compute::MemoryTable nt{t.name + suffix, t.role, with_note(t.provenance), derived, {}};
           for (auto pt : t.points) {
             if (norms_only && !compute::is_norm_pattern(pt.pattern)) continue;
             pt.gbps *= cal.gpu.memory_bandwidth.bytes_per_s() / src->gpu.memory_bandwidth.bytes_per_s();

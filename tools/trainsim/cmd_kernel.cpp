@@ -117,6 +117,7 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
                                {"origin", p.origin}, {"measured", p.measured}, {"fitted_error", p.fitted_error},
                                {"check", p.check}};
       if (p.held_out) o["held_out_error"] = p.held_out_error;
+      if (p.derived) o["derived"] = true;  // `measured` is derived from another GPU, not measured
       pts.push_back(o);
     }
     std::cout << j.dump(2) << '\n';
@@ -128,7 +129,20 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
     std::printf("; held out: points %d, %d, %d, ... of each family (refitted without them)", holdout_every,
                 2 * holdout_every, 3 * holdout_every);
   }
-  std::printf("\n\n");
+  std::printf("\n");
+  std::size_t derived = 0;
+  for (const auto& p : r.points) derived += p.derived ? 1 : 0;
+  if (derived > 0) {
+    // No kernel of this GPU was measured for these points: the "measured" column holds values
+    // moved from another GPU by the calibration file's imports (peak, bandwidth and ceiling
+    // ratios).
+    std::printf(
+        "derived, not measured: %zu of %zu points (tables marked 'derived from ..., not "
+        "measured');\n"
+        "  their 'measured' values come from another GPU's measurements scaled to this one\n",
+        derived, r.points.size());
+  }
+  std::printf("\n");
   std::printf("GEMM  t = max(a*W*2*Tm*Tn*K/(P/S) + b*W*(Tm+Tn)/256 + c, bytes/B_hbm), %zu points\n",
               g.num_points);
   for (std::size_t c = 0; c < compute::kNumGemmClasses; ++c) {
