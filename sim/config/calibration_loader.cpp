@@ -25,8 +25,13 @@ using compute::Calibration;
 using detail::Checker;
 using detail::FieldLines;
 
-constexpr std::array<std::pair<std::string_view, ir::Dtype>, 4> kKernelDtypes{{
-    {"bf16", ir::Dtype::kBf16}, {"fp16", ir::Dtype::kFp16}, {"fp8", ir::Dtype::kFp8}, {"fp32", ir::Dtype::kFp32}}};
+constexpr std::array<std::pair<std::string_view, ir::Dtype>, 6> kKernelDtypes{
+    {{"bf16", ir::Dtype::kBf16},
+     {"fp16", ir::Dtype::kFp16},
+     {"fp8", ir::Dtype::kFp8},
+     {"fp32", ir::Dtype::kFp32},
+     {"mxfp8", ir::Dtype::kMxfp8},
+     {"nvfp4", ir::Dtype::kNvfp4}}};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -81,6 +86,7 @@ void convert_datasheet(const sch::Calibration& m, const Checker& root, Calibrati
   c.positive(d.has_peak_bf16_tflops(), d.peak_bf16_tflops(), "peak_bf16_tflops");
   c.positive(d.has_peak_fp16_tflops(), d.peak_fp16_tflops(), "peak_fp16_tflops");
   c.non_negative(d.has_peak_fp8_tflops(), d.peak_fp8_tflops(), "peak_fp8_tflops");
+  if (d.has_peak_fp4_tflops()) c.non_negative(true, d.peak_fp4_tflops(), "peak_fp4_tflops");
   c.non_negative(d.has_peak_tf32_tflops(), d.peak_tf32_tflops(), "peak_tf32_tflops");
   c.positive(d.has_peak_fp32_tflops(), d.peak_fp32_tflops(), "peak_fp32_tflops");
   c.positive(d.has_memory_gb(), d.memory_gb(), "memory_gb");
@@ -91,6 +97,7 @@ void convert_datasheet(const sch::Calibration& m, const Checker& root, Calibrati
   g.peak_bf16 = FlopRate::tflops(d.peak_bf16_tflops());
   g.peak_fp16 = FlopRate::tflops(d.peak_fp16_tflops());
   g.peak_fp8 = FlopRate::tflops(d.peak_fp8_tflops());
+  g.peak_fp4 = FlopRate::tflops(d.peak_fp4_tflops());
   g.peak_tf32 = FlopRate::tflops(d.peak_tf32_tflops());
   g.peak_fp32 = FlopRate::tflops(d.peak_fp32_tflops());
   g.memory_capacity = Bytes::gb(d.memory_gb());
@@ -665,6 +672,7 @@ std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec
   check("peak_bf16_tflops", gpu.peak_bf16.tflops(), cal->gpu.peak_bf16.tflops());
   check("peak_fp16_tflops", gpu.peak_fp16.tflops(), cal->gpu.peak_fp16.tflops());
   check("peak_fp8_tflops", gpu.peak_fp8.tflops(), cal->gpu.peak_fp8.tflops());
+  check("peak_fp4_tflops", gpu.peak_fp4.tflops(), cal->gpu.peak_fp4.tflops());
   check("peak_fp32_tflops", gpu.peak_fp32.tflops(), cal->gpu.peak_fp32.tflops());
   check("memory_bandwidth_gbps", gpu.memory_bandwidth.gbytes_per_s(), cal->gpu.memory_bandwidth.gbytes_per_s());
   if (gpu.num_sms != cal->gpu.num_sms) {
@@ -681,11 +689,13 @@ std::shared_ptr<const compute::ComputeModel> ComputeModelCache::get(const comput
   // The roofline depends on every field of the spec, the calibrated model reports the spec it
   // was given: the key is the whole spec.
   char key[512];
-  std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%.17g|%.17g|%.17g|%lld|%.17g|%d|%.17g|%.17g|%lld",
-                gpu.name.c_str(), gpu.peak_bf16.per_s(), gpu.peak_fp16.per_s(), gpu.peak_fp8.per_s(),
-                gpu.peak_tf32.per_s(), gpu.peak_fp32.per_s(), static_cast<long long>(gpu.memory_capacity.count()),
-                gpu.memory_bandwidth.bytes_per_s(), gpu.num_sms, gpu.matmul_efficiency, gpu.memory_efficiency,
-                static_cast<long long>(gpu.kernel_launch_overhead.ps()));
+  std::snprintf(key, sizeof key,
+                "%s|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%lld|%.17g|%d|%.17g|%.17g|%lld",
+                gpu.name.c_str(), gpu.peak_bf16.per_s(), gpu.peak_fp16.per_s(),
+                gpu.peak_fp8.per_s(), gpu.peak_fp4.per_s(), gpu.peak_tf32.per_s(),
+                gpu.peak_fp32.per_s(), static_cast<long long>(gpu.memory_capacity.count()),
+                gpu.memory_bandwidth.bytes_per_s(), gpu.num_sms, gpu.matmul_efficiency,
+                gpu.memory_efficiency, static_cast<long long>(gpu.kernel_launch_overhead.ps()));
   const std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = models_[std::string(key) + "|" + attention_kernel];
   if (!slot) slot = make_compute_model(gpu, calibration_locked(gpu.name), attention_kernel);

@@ -338,6 +338,18 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
                             " does not have (peak_fp8_tflops is 0)");
       }
       break;
+    case ir::Dtype::kMxfp8:
+      if (!cl.gpu.supports(p.dtype)) {
+        fail("--dtype", "mxfp8 needs block-scaled FP8 tensor cores (Blackwell), which " +
+                            cl.gpu.name + " does not have (peak_fp4_tflops is 0)");
+      }
+      break;
+    case ir::Dtype::kNvfp4:
+      if (!cl.gpu.supports(p.dtype)) {
+        fail("--dtype", "nvfp4 needs FP4 tensor cores (Blackwell), which " + cl.gpu.name +
+                            " does not have (peak_fp4_tflops is 0)");
+      }
+      break;
     case ir::Dtype::kFp32:
       fail("--dtype", "fp32 training is not modelled (expected " + dtype_choices() + ")");
       break;

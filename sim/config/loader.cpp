@@ -215,11 +215,13 @@ std::optional<compute::GpuSpec> convert_gpu(const sch::Cluster::Gpu& g, const Ch
     }
   }
   if (g.has_power_watts()) c.positive(true, g.power_watts(), "power_watts");
+  if (g.has_peak_fp4_tflops()) c.non_negative(true, g.peak_fp4_tflops(), "peak_fp4_tflops");
   if (c.diagnostics().items().size() != before) return std::nullopt;
   s.name = g.name();
   s.peak_bf16 = FlopRate::tflops(g.peak_bf16_tflops());
   s.peak_fp16 = FlopRate::tflops(g.peak_fp16_tflops());
   s.peak_fp8 = FlopRate::tflops(g.peak_fp8_tflops());
+  s.peak_fp4 = FlopRate::tflops(g.peak_fp4_tflops());
   s.peak_tf32 = FlopRate::tflops(g.peak_tf32_tflops());
   s.peak_fp32 = FlopRate::tflops(g.peak_fp32_tflops());
   s.memory_bandwidth = Bandwidth::gbytes_per_s(g.memory_bandwidth_gbps());

@@ -1381,7 +1381,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const std::string prec = lower(r.precision);
   const bool bf16_named = any_of(prec, {"bf16", "bfloat16"});
   const bool fp16_named = has(prec, "fp16") || (has(prec, "float16") && !has(prec, "bfloat16"));
-  if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
+  if (any_of(prec, {"nvfp4", "fp4"}) && cluster->gpu.supports(ir::Dtype::kNvfp4)) {
+    // NVFP4 (MLPerf Training v5.1 Blackwell submissions): block-scaled FP4 GEMMs.
+    p.dtype = ir::Dtype::kNvfp4;
+  } else if (has(prec, "mxfp8") && cluster->gpu.supports(ir::Dtype::kMxfp8)) {
+    p.dtype = ir::Dtype::kMxfp8;
+  } else if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
     p.dtype = ir::Dtype::kFp8;
     if (!megatron_family(r)) {
       // Megatron-Core and NeMo tell Transformer Engine which micro-batch is a step's first

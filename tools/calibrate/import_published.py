@@ -102,6 +102,9 @@ def datasheet(hw, gpu, variant, compute_variant=None, fp16_from_bf16=False):
     out.append("  peak_bf16_tflops: " + fmt(float(rows["bf16"]["value"])))
     out.append("  peak_fp16_tflops: " + fmt(float(rows["fp16"]["value"])))
     out.append("  peak_fp8_tflops: " + fmt(fp8v))
+    fp4 = hw_value(hw, gpu, cv, "fp4_tensor_peak")
+    if fp4 is not None and fp4["value"]:
+        out.append("  peak_fp4_tflops: " + fmt(float(fp4["value"])))
     out.append("  peak_tf32_tflops: " + fmt(float(rows["tf32"]["value"])))
     out.append("  peak_fp32_tflops: " + fmt(float(rows["fp32"]["value"])))
     out.append("  memory_gb: " + fmt(float(rows["mem"]["value"])))

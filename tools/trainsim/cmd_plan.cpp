@@ -55,22 +55,30 @@ std::vector<double> number_list(const po::variables_map& vm, const char* name) {
 
 int cmd_plan(const Args& args) {
   po::options_description o("plan flags");
-  o.add_options()
-      ("model", po::value<std::string>()->required(), "model: zoo name (llama3-70b) or file path")
-      ("tokens", po::value<std::string>()->required(), "training tokens, e.g. 15e12")
-      ("days", po::value<std::string>()->required(), "deadline in days of training")
-      ("budget", po::value<std::string>(), "budget in USD; each choice is marked within or over it")
-      ("gpus-from", po::value<std::string>()->default_value("a100,h100,h200"), "GPU kinds (names in the price table)")
-      ("prices", po::value<std::string>(), "price table CSV (default: calibration/prices.csv)")
-      ("price", po::value<std::vector<std::string>>()->composing(),
-       "override a price: KIND=USD_PER_GPU_HOUR (repeatable, or comma-separated)")
-      ("gpus", po::value<std::string>()->default_value("256,512,1024,1536,2048,3072,4096,6144,8192,12288,16384,24576,32768"),
-       "candidate cluster sizes (GPUs)")
-      ("nic-gbits", po::value<std::string>(), "fabric axis: NIC line rates to try, Gb/s (default: the cluster file's)")
-      ("oversubscription", po::value<std::string>(), "fabric axis: leaf oversubscription ratios to try, e.g. 1,2")
-      ("seq", po::value<std::int64_t>(), "sequence length (default: the model's max_seq_len, else 4096)")
-      ("global-batch", po::value<std::int64_t>(), "sequences per iteration (default: 4Mi tokens / seq)")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8");
+  o.add_options()("model", po::value<std::string>()->required(),
+                  "model: zoo name (llama3-70b) or file path")(
+      "tokens", po::value<std::string>()->required(), "training tokens, e.g. 15e12")(
+      "days", po::value<std::string>()->required(), "deadline in days of training")(
+      "budget", po::value<std::string>(), "budget in USD; each choice is marked within or over it")(
+      "gpus-from", po::value<std::string>()->default_value("a100,h100,h200"),
+      "GPU kinds (names in the price table)")("prices", po::value<std::string>(),
+                                              "price table CSV (default: calibration/prices.csv)")(
+      "price", po::value<std::vector<std::string>>()->composing(),
+      "override a price: KIND=USD_PER_GPU_HOUR (repeatable, or comma-separated)")(
+      "gpus",
+      po::value<std::string>()->default_value(
+          "256,512,1024,1536,2048,3072,4096,6144,8192,12288,16384,24576,32768"),
+      "candidate cluster sizes (GPUs)")(
+      "nic-gbits", po::value<std::string>(),
+      "fabric axis: NIC line rates to try, Gb/s (default: the cluster file's)")(
+      "oversubscription", po::value<std::string>(),
+      "fabric axis: leaf oversubscription ratios to try, e.g. 1,2")(
+      "seq", po::value<std::int64_t>(),
+      "sequence length (default: the model's max_seq_len, else 4096)")(
+      "global-batch", po::value<std::int64_t>(),
+      "sequences per iteration (default: 4Mi tokens / seq)")(
+      "dtype", po::value<std::string>()->default_value("bf16"),
+      "GEMM precision: bf16, fp16, fp8, mxfp8 or nvfp4 (Blackwell)");
   AxisDefaults axis_defaults;
   // "domain": powers of two up to the GPUs of one NVLink domain, per cluster (SizingSpec).
   axis_defaults.tp = "domain";

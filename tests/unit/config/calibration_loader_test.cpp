@@ -297,7 +297,7 @@ TEST_CASE("kernel dtypes: bf16, fp16, fp8, fp32") {
   CHECK(try_parse_kernel_dtype("bf16") == ir::Dtype::kBf16);
   CHECK(try_parse_kernel_dtype("fp32") == ir::Dtype::kFp32);
   CHECK_FALSE(try_parse_kernel_dtype("tf32").has_value());
-  CHECK(kernel_dtype_choices() == "bf16, fp16, fp8, fp32");
+  CHECK(kernel_dtype_choices() == "bf16, fp16, fp8, fp32, mxfp8, nvfp4");
 }
 
 TEST_CASE("ComputeModelCache fits each GPU spec once and shares the model") {
