@@ -67,6 +67,12 @@ GemmClass gemm_class(ir::Dtype d) {
     case ir::Dtype::kFp16: return GemmClass::k16Bit;
     case ir::Dtype::kFp8: return GemmClass::kFp8;
     case ir::Dtype::kFp32: return GemmClass::kFp32;
+    // No MXFP8 or NVFP4 GEMM is measured in the sources: they take the FP8 fit's efficiency at
+    // their own peak (the same tensor-core pipeline; an assumption, not a measurement).
+    case ir::Dtype::kMxfp8:
+      return GemmClass::kFp8;
+    case ir::Dtype::kNvfp4:
+      return GemmClass::kFp8;
   }
   return GemmClass::k16Bit;
 }
@@ -223,6 +229,8 @@ Duration CalibratedModel::attention_with(const AttentionParams& p, const Attenti
     // No FP8 attention is calibrated (the simulator runs attention in bf16 also under an fp8
     // plan): the bf16 time, an upper bound.
     case ir::Dtype::kFp8:
+    case ir::Dtype::kMxfp8:
+    case ir::Dtype::kNvfp4:
       break;
     case ir::Dtype::kFp32:
       // No fp32 flash kernel exists; the bf16 fit scaled to the fp32 (SIMT) peak.

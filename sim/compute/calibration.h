@@ -44,6 +44,7 @@ struct GemmTable {
   std::string name;
   TableRole role = TableRole::kFit;
   Provenance provenance;
+  bool derived = false;  // points moved from another GPU generation: derived, not measured
   std::vector<GemmPoint> points;
 };
 
@@ -71,6 +72,7 @@ struct AttentionTable {
   std::string kernel;  // "FlashAttention-2", "FlashAttention-3"
   TableRole role = TableRole::kFit;
   Provenance provenance;
+  bool derived = false;  // points moved from another GPU generation: derived, not measured
   std::vector<AttentionPoint> points;
 };
 
@@ -93,6 +95,7 @@ struct MemoryTable {
   std::string name;
   TableRole role = TableRole::kFit;
   Provenance provenance;
+  bool derived = false;  // points moved from another GPU generation: derived, not measured
   std::vector<MemoryPoint> points;
 };
 

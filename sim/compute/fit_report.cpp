@@ -52,6 +52,7 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       PointError e;
       e.family = std::string("gemm ") + gemm_class_name(gemm_class(pt.dtype));
       e.table = t.name;
+      e.derived = t.derived;
       e.label = std::to_string(pt.m) + "x" + std::to_string(pt.n) + "x" + std::to_string(pt.k) +
                 (pt.batch != 1 ? " batch " + std::to_string(pt.batch) : "") + " " + ir::dtype_name(pt.dtype);
       e.origin = origin_of(pt.origin);
@@ -77,6 +78,7 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       PointError e;
       e.family = "attention " + t.kernel + " " + attention_pass_name(pt.pass);
       e.table = t.name;
+      e.derived = t.derived;
       e.label = std::string(pt.causal ? "causal" : "non-causal") + " d=" + std::to_string(pt.head_dim) +
                 " seq=" + std::to_string(pt.seq) + " batch=" + std::to_string(pt.batch) +
                 " heads=" + std::to_string(pt.heads);
@@ -100,6 +102,7 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       PointError e;
       e.family = std::string("memory ") + memory_pattern_name(pt.pattern);
       e.table = t.name;
+      e.derived = t.derived;
       e.label = pt.kernel;
       e.origin = origin_of(pt.origin);
       e.measured = pt.gbps;

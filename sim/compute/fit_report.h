@@ -22,6 +22,7 @@ struct PointError {
   double held_out_error = 0;  // of the model fitted without the held-out points (held_out only)
   bool held_out = false;
   bool check = false;  // from a check-only table, or a memory pattern the model does not cover
+  bool derived = false;  // `measured` is derived from another GPU's measurement (table.derived)
 };
 
 struct FamilySummary {

@@ -36,11 +36,11 @@ inline GemmFeatures gemm_features(const GemmShape& s, const GemmTile& tile, std:
   return f;
 }
 
-// HBM bytes of a GEMM: A and B read once, C written once. FP8 GEMMs write a 16-bit C (as
-// Transformer Engine's FP8 GEMMs output bf16).
+// HBM bytes of a GEMM: A and B read once, C written once. FP8, MXFP8 and NVFP4 GEMMs write a
+// 16-bit C (as Transformer Engine's quantized GEMMs output bf16).
 inline double gemm_bytes(const GemmShape& s) {
-  const double e = static_cast<double>(ir::bytes_per_element(s.dtype));
-  const double ec = s.dtype == ir::Dtype::kFp8 ? 2.0 : e;
+  const double e = ir::bytes_per_element(s.dtype);
+  const double ec = ir::quantized_gemm(s.dtype) ? 2.0 : e;
   const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k);
   return static_cast<double>(s.batch) * ((m * k + k * n) * e + m * n * ec);
 }

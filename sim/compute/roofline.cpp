@@ -12,8 +12,9 @@ class RooflineModel final : public ComputeModel {
 
   Duration gemm(const GemmShape& s) const override {
     const Duration math = s.flops() / (gpu_.peak(s.dtype) * gpu_.matmul_efficiency);
-    const auto elem = ir::bytes_per_element(s.dtype);
-    const Bytes io((s.m * s.k + s.k * s.n + s.m * s.n) * s.batch * elem);
+    const double elem = ir::bytes_per_element(s.dtype);
+    const Bytes io =
+        Bytes::from_real(static_cast<double>((s.m * s.k + s.k * s.n + s.m * s.n) * s.batch) * elem);
     return std::max(math, memory_time(io)) + gpu_.kernel_launch_overhead;
   }
 

@@ -25,8 +25,13 @@ using compute::Calibration;
 using detail::Checker;
 using detail::FieldLines;
 
-constexpr std::array<std::pair<std::string_view, ir::Dtype>, 4> kKernelDtypes{{
-    {"bf16", ir::Dtype::kBf16}, {"fp16", ir::Dtype::kFp16}, {"fp8", ir::Dtype::kFp8}, {"fp32", ir::Dtype::kFp32}}};
+constexpr std::array<std::pair<std::string_view, ir::Dtype>, 6> kKernelDtypes{
+    {{"bf16", ir::Dtype::kBf16},
+     {"fp16", ir::Dtype::kFp16},
+     {"fp8", ir::Dtype::kFp8},
+     {"fp32", ir::Dtype::kFp32},
+     {"mxfp8", ir::Dtype::kMxfp8},
+     {"nvfp4", ir::Dtype::kNvfp4}}};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -81,6 +86,7 @@ void convert_datasheet(const sch::Calibration& m, const Checker& root, Calibrati
   c.positive(d.has_peak_bf16_tflops(), d.peak_bf16_tflops(), "peak_bf16_tflops");
   c.positive(d.has_peak_fp16_tflops(), d.peak_fp16_tflops(), "peak_fp16_tflops");
   c.non_negative(d.has_peak_fp8_tflops(), d.peak_fp8_tflops(), "peak_fp8_tflops");
+  if (d.has_peak_fp4_tflops()) c.non_negative(true, d.peak_fp4_tflops(), "peak_fp4_tflops");
   c.non_negative(d.has_peak_tf32_tflops(), d.peak_tf32_tflops(), "peak_tf32_tflops");
   c.positive(d.has_peak_fp32_tflops(), d.peak_fp32_tflops(), "peak_fp32_tflops");
   c.positive(d.has_memory_gb(), d.memory_gb(), "memory_gb");
@@ -91,6 +97,7 @@ void convert_datasheet(const sch::Calibration& m, const Checker& root, Calibrati
   g.peak_bf16 = FlopRate::tflops(d.peak_bf16_tflops());
   g.peak_fp16 = FlopRate::tflops(d.peak_fp16_tflops());
   g.peak_fp8 = FlopRate::tflops(d.peak_fp8_tflops());
+  g.peak_fp4 = FlopRate::tflops(d.peak_fp4_tflops());
   g.peak_tf32 = FlopRate::tflops(d.peak_tf32_tflops());
   g.peak_fp32 = FlopRate::tflops(d.peak_fp32_tflops());
   g.memory_capacity = Bytes::gb(d.memory_gb());
@@ -324,6 +331,24 @@ void check_imports(const sch::Calibration& m, const Checker& root) {
     }
     if (im.dtypes_size() > 0 && im.family() != "gemm") c.fail("dtypes", "dtypes apply to family gemm only");
     if (im.has_kernel() && im.family() != "attention") c.fail("kernel", "kernel applies to family attention only");
+    if (im.ceilings_size() > 0 && im.family() != "gemm")
+      c.fail("ceilings", "ceilings apply to family gemm only");
+    std::set<ir::Dtype> seen;
+    for (int j = 0; j < im.ceilings_size(); ++j) {
+      const auto& ce = im.ceilings(j);
+      const Checker cc = c.nested(item("ceilings", j));
+      if (cc.require(ce.has_dtype(), "dtype")) {
+        if (auto dt = try_parse_kernel_dtype(ce.dtype())) {
+          if (!seen.insert(*dt).second) cc.fail("dtype", "'" + ce.dtype() + "' is given twice");
+        } else {
+          cc.fail("dtype",
+                  "unknown dtype '" + ce.dtype() + "' (known: " + kernel_dtype_choices() + ")");
+        }
+      }
+      cc.fraction(ce.has_target_fraction(), ce.target_fraction(), "target_fraction");
+      cc.fraction(ce.has_source_fraction(), ce.source_fraction(), "source_fraction");
+      cc.non_empty(ce.has_source(), ce.source(), "source");
+    }
   }
 }
 
@@ -420,8 +445,12 @@ class Resolver {
       const Parsed* src_parsed = own(*src_file, diags);
       if (src_parsed == nullptr) continue;
       const Calibration* src = src_parsed->cal.get();
-      const std::string suffix = " [from " + src->gpu.name + "]";
-      const std::string note = "imported from " + src->gpu.name + ": " + im.relationship();
+      // Points moved to another GPU generation are derived, not measured: their tables say so.
+      const bool derived = im.derived() || im.ceilings_size() > 0;
+      const std::string suffix = derived ? " [derived from " + src->gpu.name + ", not measured]"
+                                         : " [from " + src->gpu.name + "]";
+      const std::string note = std::string(derived ? "derived, not measured: " : "") +
+                               "imported from " + src->gpu.name + ": " + im.relationship();
       const auto with_note = [&](compute::Provenance prov) {
         prov.notes = prov.notes.empty() ? note : prov.notes + "; " + note;
         return prov;
@@ -443,14 +472,30 @@ class Resolver {
             if (!cal.gpu.supports(*dt)) c.fail("dtypes", cal.gpu.name + " has no " + d + " tensor cores");
           }
         }
+        // Published ceilings: the target's plateau over the source's, per dtype (1 without).
+        std::map<ir::Dtype, double> ceiling;
+        std::string ceiling_note;
+        for (const auto& ce : im.ceilings()) {
+          if (auto dt = try_parse_kernel_dtype(ce.dtype())) {
+            ceiling[*dt] = ce.target_fraction() / ce.source_fraction();
+            ceiling_note += (ceiling_note.empty() ? "" : "; ") + ce.dtype() + " x " +
+                            detail::format_number(ce.target_fraction()) + "/" +
+                            detail::format_number(ce.source_fraction()) + " (" + ce.source() + ")";
+          }
+        }
         std::size_t imported = 0;
         for (const auto& t : src->gemm) {
           if (!takes(t.name)) continue;
-          compute::GemmTable nt{t.name + suffix, t.role, with_note(t.provenance), {}};
+          compute::Provenance prov = with_note(t.provenance);
+          if (!ceiling.empty())
+            prov.notes += "; peak ratio times published ceiling ratio, " + ceiling_note;
+          compute::GemmTable nt{t.name + suffix, t.role, prov, derived, {}};
           for (auto pt : t.points) {
             if (!only.empty() && only.count(pt.dtype) == 0) continue;
             if (!cal.gpu.supports(pt.dtype)) continue;
             pt.tflops *= cal.gpu.peak(pt.dtype).per_s() / src->gpu.peak(pt.dtype).per_s();
+            if (const auto it = ceiling.find(pt.dtype); it != ceiling.end())
+              pt.tflops *= it->second;
             nt.points.push_back(pt);
           }
           imported += nt.points.size();
@@ -466,7 +511,8 @@ class Resolver {
         for (const auto& t : src->attention) {
           if (im.has_kernel() && t.kernel != im.kernel()) continue;
           if (!takes(t.name)) continue;
-          compute::AttentionTable nt{t.name + suffix, t.kernel, t.role, with_note(t.provenance), t.points};
+          compute::AttentionTable nt{t.name + suffix,         t.kernel, t.role,
+                                     with_note(t.provenance), derived,  t.points};
           for (auto& pt : nt.points) pt.tflops *= cal.gpu.peak_bf16.per_s() / src->gpu.peak_bf16.per_s();
           imported += nt.points.size();
           cal.attention.push_back(std::move(nt));
@@ -496,7 +542,7 @@ class Resolver {
         std::size_t imported = 0;
         for (const auto& t : src->memory) {
           if (!takes(t.name)) continue;
-          compute::MemoryTable nt{t.name + suffix, t.role, with_note(t.provenance), {}};
+          compute::MemoryTable nt{t.name + suffix, t.role, with_note(t.provenance), derived, {}};
           for (auto pt : t.points) {
             if (norms_only && !compute::is_norm_pattern(pt.pattern)) continue;
             pt.gbps *= cal.gpu.memory_bandwidth.bytes_per_s() / src->gpu.memory_bandwidth.bytes_per_s();
@@ -644,6 +690,7 @@ std::unique_ptr<compute::ComputeModel> make_compute_model(const compute::GpuSpec
   check("peak_bf16_tflops", gpu.peak_bf16.tflops(), cal->gpu.peak_bf16.tflops());
   check("peak_fp16_tflops", gpu.peak_fp16.tflops(), cal->gpu.peak_fp16.tflops());
   check("peak_fp8_tflops", gpu.peak_fp8.tflops(), cal->gpu.peak_fp8.tflops());
+  check("peak_fp4_tflops", gpu.peak_fp4.tflops(), cal->gpu.peak_fp4.tflops());
   check("peak_fp32_tflops", gpu.peak_fp32.tflops(), cal->gpu.peak_fp32.tflops());
   check("memory_bandwidth_gbps", gpu.memory_bandwidth.gbytes_per_s(), cal->gpu.memory_bandwidth.gbytes_per_s());
   if (gpu.num_sms != cal->gpu.num_sms) {
@@ -660,11 +707,13 @@ std::shared_ptr<const compute::ComputeModel> ComputeModelCache::get(const comput
   // The roofline depends on every field of the spec, the calibrated model reports the spec it
   // was given: the key is the whole spec.
   char key[512];
-  std::snprintf(key, sizeof key, "%s|%.17g|%.17g|%.17g|%.17g|%.17g|%lld|%.17g|%d|%.17g|%.17g|%lld",
-                gpu.name.c_str(), gpu.peak_bf16.per_s(), gpu.peak_fp16.per_s(), gpu.peak_fp8.per_s(),
-                gpu.peak_tf32.per_s(), gpu.peak_fp32.per_s(), static_cast<long long>(gpu.memory_capacity.count()),
-                gpu.memory_bandwidth.bytes_per_s(), gpu.num_sms, gpu.matmul_efficiency, gpu.memory_efficiency,
-                static_cast<long long>(gpu.kernel_launch_overhead.ps()));
+  std::snprintf(key, sizeof key,
+                "%s|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%lld|%.17g|%d|%.17g|%.17g|%lld",
+                gpu.name.c_str(), gpu.peak_bf16.per_s(), gpu.peak_fp16.per_s(),
+                gpu.peak_fp8.per_s(), gpu.peak_fp4.per_s(), gpu.peak_tf32.per_s(),
+                gpu.peak_fp32.per_s(), static_cast<long long>(gpu.memory_capacity.count()),
+                gpu.memory_bandwidth.bytes_per_s(), gpu.num_sms, gpu.matmul_efficiency,
+                gpu.memory_efficiency, static_cast<long long>(gpu.kernel_launch_overhead.ps()));
   const std::lock_guard<std::mutex> lock(mutex_);
   auto& slot = models_[std::string(key) + "|" + attention_kernel];
   if (!slot) slot = make_compute_model(gpu, calibration_locked(gpu.name), attention_kernel);

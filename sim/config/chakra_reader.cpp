@@ -70,7 +70,8 @@ std::optional<double> attr_double(const pb::AttributeProto& a) {
 }
 
 std::optional<ir::Dtype> parse_dtype_name(std::string_view s) {
-  for (auto d : {ir::Dtype::kBf16, ir::Dtype::kFp16, ir::Dtype::kFp8, ir::Dtype::kFp32}) {
+  for (auto d : {ir::Dtype::kBf16, ir::Dtype::kFp16, ir::Dtype::kFp8, ir::Dtype::kFp32,
+                 ir::Dtype::kMxfp8, ir::Dtype::kNvfp4}) {
     if (s == ir::dtype_name(d)) return d;
   }
   return std::nullopt;

@@ -152,11 +152,15 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
                          " must equal the number of GPUs (" + str(num_gpus) + ")");
     }
   }
-  // Runs smaller than a node are allowed (a few GPUs of one node); larger ones use whole nodes.
-  const std::int64_t per_node = cl.cluster.node.gpus_per_node;
-  if (gpus_ok && per_node > 0 && num_gpus > per_node && num_gpus % per_node != 0) {
-    fail("--gpus", str(num_gpus) + " GPUs span more than one node but not whole nodes (" +
-                       cl.cluster.name + " has " + str(per_node) + " GPUs per node)");
+  // Runs smaller than a host are allowed (a few GPUs of one server); larger ones use whole
+  // hosts (servers, or the compute trays of a rack-scale NVLink domain).
+  const std::int64_t per_host = cl.cluster.host.gpus_per_host;
+  if (gpus_ok && per_host > 0 && num_gpus > per_host && num_gpus % per_host != 0) {
+    const bool node = per_host == cl.cluster.scale_up.gpus_per_domain;  // a DGX-class server
+    const std::string unit = node ? "node" : "host";
+    fail("--gpus", str(num_gpus) + " GPUs span more than one " + unit + " but not whole " + unit +
+                       "s (" + cl.cluster.name + " has " + str(per_host) + " GPUs per " + unit +
+                       ")");
   }
   // tp larger than a node is allowed: it is valid, only slow (TP traffic then crosses the
   // fabric), which is what the simulation will show.
@@ -349,6 +353,18 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
       if (!(cl.gpu.peak_fp8.per_s() > 0)) {
         fail("--dtype", "fp8 needs FP8 tensor cores, which " + cl.gpu.name +
                             " does not have (peak_fp8_tflops is 0)");
+      }
+      break;
+    case ir::Dtype::kMxfp8:
+      if (!cl.gpu.supports(p.dtype)) {
+        fail("--dtype", "mxfp8 needs block-scaled FP8 tensor cores (Blackwell), which " +
+                            cl.gpu.name + " does not have (peak_fp4_tflops is 0)");
+      }
+      break;
+    case ir::Dtype::kNvfp4:
+      if (!cl.gpu.supports(p.dtype)) {
+        fail("--dtype", "nvfp4 needs FP4 tensor cores (Blackwell), which " + cl.gpu.name +
+                            " does not have (peak_fp4_tflops is 0)");
       }
       break;
     case ir::Dtype::kFp32:

@@ -214,11 +214,14 @@ std::optional<compute::GpuSpec> convert_gpu(const sch::Cluster::Gpu& g, const Ch
       c.fail("compute_slowdown_under_comm", "must be in [0, 1) (got " + detail::format_number(v) + ")");
     }
   }
+  if (g.has_power_watts()) c.positive(true, g.power_watts(), "power_watts");
+  if (g.has_peak_fp4_tflops()) c.non_negative(true, g.peak_fp4_tflops(), "peak_fp4_tflops");
   if (c.diagnostics().items().size() != before) return std::nullopt;
   s.name = g.name();
   s.peak_bf16 = FlopRate::tflops(g.peak_bf16_tflops());
   s.peak_fp16 = FlopRate::tflops(g.peak_fp16_tflops());
   s.peak_fp8 = FlopRate::tflops(g.peak_fp8_tflops());
+  s.peak_fp4 = FlopRate::tflops(g.peak_fp4_tflops());
   s.peak_tf32 = FlopRate::tflops(g.peak_tf32_tflops());
   s.peak_fp32 = FlopRate::tflops(g.peak_fp32_tflops());
   s.memory_bandwidth = Bandwidth::gbytes_per_s(g.memory_bandwidth_gbps());
@@ -227,41 +230,114 @@ std::optional<compute::GpuSpec> convert_gpu(const sch::Cluster::Gpu& g, const Ch
   s.memory_efficiency = g.memory_efficiency();
   s.kernel_launch_overhead = Duration::from_us(g.kernel_launch_overhead_us());
   s.compute_slowdown_under_comm = g.compute_slowdown_under_comm();
+  s.power_watts = g.power_watts();
   return s;
 }
 
-std::optional<topology::NodeSpec> convert_node(const sch::Cluster::Node& n, const Checker& c) {
+// NVLink and NIC fields shared by the node shorthand and the scale_up/host pair.
+void check_nvlink(bool has_bw, double bw_gbps, bool has_lat, double lat_ns, std::int32_t gpus,
+                  const Checker& c) {
+  // A single-GPU domain has no NVLink; any larger one needs its bandwidth.
+  if (gpus > 1) {
+    c.positive(has_bw, bw_gbps, "nvlink_bandwidth_gbps");
+  } else {
+    c.non_negative(has_bw, bw_gbps, "nvlink_bandwidth_gbps");
+  }
+  c.non_negative(has_lat, lat_ns, "nvlink_latency_ns");
+  // A link slower than 1 Mb/s would push a collective beyond the simulated clock's range.
+  if (bw_gbps > 0 && bw_gbps < 1e-3) {
+    c.fail("nvlink_bandwidth_gbps",
+           "must be >= 0.001 (got " + detail::format_number(bw_gbps) + ")");
+  }
+}
+
+void check_nic(bool has_bw, double bw_gbits, bool has_lat, double lat_ns, const Checker& c) {
+  c.positive(has_bw, bw_gbits, "nic_bandwidth_gbits");
+  c.non_negative(has_lat, lat_ns, "nic_latency_ns");
+  if (bw_gbits > 0 && bw_gbits < 1e-3) {
+    c.fail("nic_bandwidth_gbits", "must be >= 0.001 (got " + detail::format_number(bw_gbits) + ")");
+  }
+}
+
+// Bounds far beyond real systems: the topology has a vertex per GPU and NIC.
+constexpr std::int32_t kMaxGpusPerDomain = 1 << 20;
+constexpr std::int32_t kMaxNics = 4096;
+
+struct DomainAndHost {
+  topology::ScaleUpSpec scale_up;
+  topology::HostSpec host;
+};
+
+// The node shorthand: a host that is its whole NVLink domain.
+std::optional<DomainAndHost> convert_node(const sch::Cluster::Node& n, const Checker& c) {
   const std::size_t before = c.diagnostics().items().size();
   c.positive(n.has_gpus_per_node(), n.gpus_per_node(), "gpus_per_node");
-  // A single-GPU node has no NVLink; any larger one needs its bandwidth.
-  if (n.gpus_per_node() > 1) {
-    c.positive(n.has_nvlink_bandwidth_gbps(), n.nvlink_bandwidth_gbps(), "nvlink_bandwidth_gbps");
-  } else {
-    c.non_negative(n.has_nvlink_bandwidth_gbps(), n.nvlink_bandwidth_gbps(), "nvlink_bandwidth_gbps");
-  }
-  c.non_negative(n.has_nvlink_latency_ns(), n.nvlink_latency_ns(), "nvlink_latency_ns");
+  check_nvlink(n.has_nvlink_bandwidth_gbps(), n.nvlink_bandwidth_gbps(), n.has_nvlink_latency_ns(),
+               n.nvlink_latency_ns(), n.gpus_per_node(), c);
   c.positive(n.has_nics_per_node(), n.nics_per_node(), "nics_per_node");
-  c.positive(n.has_nic_bandwidth_gbits(), n.nic_bandwidth_gbits(), "nic_bandwidth_gbits");
-  c.non_negative(n.has_nic_latency_ns(), n.nic_latency_ns(), "nic_latency_ns");
-  // Bounds far beyond real nodes: the topology has a vertex per GPU and NIC, and a link slower
-  // than 1 Mb/s would push a collective beyond the simulated clock's range.
-  if (n.gpus_per_node() > (1 << 20)) c.fail("gpus_per_node", "must be <= 1048576 (got " + std::to_string(n.gpus_per_node()) + ")");
-  if (n.nics_per_node() > 4096) c.fail("nics_per_node", "must be <= 4096 (got " + std::to_string(n.nics_per_node()) + ")");
-  if (n.nic_bandwidth_gbits() > 0 && n.nic_bandwidth_gbits() < 1e-3) {
-    c.fail("nic_bandwidth_gbits", "must be >= 0.001 (got " + detail::format_number(n.nic_bandwidth_gbits()) + ")");
-  }
-  if (n.nvlink_bandwidth_gbps() > 0 && n.nvlink_bandwidth_gbps() < 1e-3) {
-    c.fail("nvlink_bandwidth_gbps", "must be >= 0.001 (got " + detail::format_number(n.nvlink_bandwidth_gbps()) + ")");
-  }
+  check_nic(n.has_nic_bandwidth_gbits(), n.nic_bandwidth_gbits(), n.has_nic_latency_ns(),
+            n.nic_latency_ns(), c);
+  if (n.gpus_per_node() > kMaxGpusPerDomain)
+    c.fail("gpus_per_node", "must be <= 1048576 (got " + std::to_string(n.gpus_per_node()) + ")");
+  if (n.nics_per_node() > kMaxNics)
+    c.fail("nics_per_node", "must be <= 4096 (got " + std::to_string(n.nics_per_node()) + ")");
   if (c.diagnostics().items().size() != before) return std::nullopt;
-  topology::NodeSpec s;
-  s.gpus_per_node = n.gpus_per_node();
-  s.nvlink_bandwidth = Bandwidth::gbytes_per_s(n.nvlink_bandwidth_gbps());
-  s.nvlink_latency = Duration::from_ns(n.nvlink_latency_ns());
-  s.nvlink_sharp = n.nvlink_sharp();
-  s.nics_per_node = n.nics_per_node();
-  s.nic_bandwidth = Bandwidth::gbits_per_s(n.nic_bandwidth_gbits());
-  s.nic_latency = Duration::from_ns(n.nic_latency_ns());
+  DomainAndHost s;
+  s.scale_up.gpus_per_domain = n.gpus_per_node();
+  s.scale_up.nvlink_bandwidth = Bandwidth::gbytes_per_s(n.nvlink_bandwidth_gbps());
+  s.scale_up.nvlink_latency = Duration::from_ns(n.nvlink_latency_ns());
+  s.scale_up.nvlink_sharp = n.nvlink_sharp();
+  s.host.gpus_per_host = n.gpus_per_node();
+  s.host.nics_per_host = n.nics_per_node();
+  s.host.nic_bandwidth = Bandwidth::gbits_per_s(n.nic_bandwidth_gbits());
+  s.host.nic_latency = Duration::from_ns(n.nic_latency_ns());
+  return s;
+}
+
+std::optional<topology::ScaleUpSpec> convert_scale_up(const sch::Cluster::ScaleUp& d,
+                                                      const Checker& c) {
+  const std::size_t before = c.diagnostics().items().size();
+  c.positive(d.has_gpus_per_domain(), d.gpus_per_domain(), "gpus_per_domain");
+  if (d.gpus_per_domain() > kMaxGpusPerDomain) {
+    c.fail("gpus_per_domain",
+           "must be <= 1048576 (got " + std::to_string(d.gpus_per_domain()) + ")");
+  }
+  if (d.has_gpus_used_per_domain() &&
+      (d.gpus_used_per_domain() <= 0 || d.gpus_used_per_domain() > d.gpus_per_domain())) {
+    c.fail("gpus_used_per_domain",
+           "must be in [1, gpus_per_domain = " + std::to_string(d.gpus_per_domain()) + "] (got " +
+               std::to_string(d.gpus_used_per_domain()) + ")");
+  }
+  if (d.has_nvlink_generation() && d.nvlink_generation() < 1) {
+    c.fail("nvlink_generation", "must be >= 1 (got " + std::to_string(d.nvlink_generation()) + ")");
+  }
+  check_nvlink(d.has_nvlink_bandwidth_gbps(), d.nvlink_bandwidth_gbps(), d.has_nvlink_latency_ns(),
+               d.nvlink_latency_ns(), d.gpus_per_domain(), c);
+  if (c.diagnostics().items().size() != before) return std::nullopt;
+  topology::ScaleUpSpec s;
+  s.gpus_per_domain = d.gpus_per_domain();
+  s.gpus_used_per_domain = d.gpus_used_per_domain();
+  s.nvlink_generation = d.nvlink_generation();
+  s.nvlink_bandwidth = Bandwidth::gbytes_per_s(d.nvlink_bandwidth_gbps());
+  s.nvlink_latency = Duration::from_ns(d.nvlink_latency_ns());
+  s.nvlink_sharp = d.nvlink_sharp();
+  return s;
+}
+
+std::optional<topology::HostSpec> convert_host(const sch::Cluster::Host& h, const Checker& c) {
+  const std::size_t before = c.diagnostics().items().size();
+  c.positive(h.has_gpus_per_host(), h.gpus_per_host(), "gpus_per_host");
+  c.positive(h.has_nics_per_host(), h.nics_per_host(), "nics_per_host");
+  check_nic(h.has_nic_bandwidth_gbits(), h.nic_bandwidth_gbits(), h.has_nic_latency_ns(),
+            h.nic_latency_ns(), c);
+  if (h.nics_per_host() > kMaxNics)
+    c.fail("nics_per_host", "must be <= 4096 (got " + std::to_string(h.nics_per_host()) + ")");
+  if (c.diagnostics().items().size() != before) return std::nullopt;
+  topology::HostSpec s;
+  s.gpus_per_host = h.gpus_per_host();
+  s.nics_per_host = h.nics_per_host();
+  s.nic_bandwidth = Bandwidth::gbits_per_s(h.nic_bandwidth_gbits());
+  s.nic_latency = Duration::from_ns(h.nic_latency_ns());
   return s;
 }
 
@@ -289,17 +365,49 @@ std::optional<Cluster> convert_cluster(const sch::Cluster& m, const Checker& c) 
   const std::size_t before = c.diagnostics().items().size();
   c.non_empty(m.has_name(), m.name(), "name");
   std::optional<compute::GpuSpec> gpu;
-  std::optional<topology::NodeSpec> node;
+  std::optional<DomainAndHost> parts;
   std::optional<topology::FabricSpec> fabric;
   if (c.require(m.has_gpu(), "gpu")) gpu = convert_gpu(m.gpu(), c.nested("gpu"));
-  if (c.require(m.has_node(), "node")) node = convert_node(m.node(), c.nested("node"));
+  if (m.has_node()) {
+    // The shorthand, or the split form: never both.
+    if (m.has_scale_up()) c.fail("scale_up", "give either node or scale_up and host, not both");
+    if (m.has_host()) c.fail("host", "give either node or scale_up and host, not both");
+    parts = convert_node(m.node(), c.nested("node"));
+  } else if (m.has_scale_up() || m.has_host()) {
+    std::optional<topology::ScaleUpSpec> domain;
+    std::optional<topology::HostSpec> host;
+    if (c.require(m.has_scale_up(), "scale_up"))
+      domain = convert_scale_up(m.scale_up(), c.nested("scale_up"));
+    if (c.require(m.has_host(), "host")) host = convert_host(m.host(), c.nested("host"));
+    if (domain && host) {
+      // A domain holds whole hosts (an NVL72 rack: 18 trays of 4 GPUs), and so does the part
+      // of it a job uses.
+      const std::int32_t per_host = host->gpus_per_host;
+      if (domain->gpus_per_domain % per_host != 0) {
+        c.nested("scale_up")
+            .fail("gpus_per_domain",
+                  "must be a multiple of host.gpus_per_host = " + std::to_string(per_host) +
+                      " (got " + std::to_string(domain->gpus_per_domain) + ")");
+      } else if (domain->placed_per_domain() % per_host != 0) {
+        c.nested("scale_up")
+            .fail("gpus_used_per_domain",
+                  "must be a multiple of host.gpus_per_host = " + std::to_string(per_host) +
+                      " (got " + std::to_string(domain->gpus_used_per_domain) + ")");
+      } else {
+        parts = DomainAndHost{*domain, *host};
+      }
+    }
+  } else {
+    c.require(false, "node");
+  }
   if (c.require(m.has_fabric(), "fabric")) fabric = convert_fabric(m.fabric(), c.nested("fabric"));
-  if (c.diagnostics().items().size() != before || !gpu || !node || !fabric) return std::nullopt;
+  if (c.diagnostics().items().size() != before || !gpu || !parts || !fabric) return std::nullopt;
   Cluster out;
   out.gpu = std::move(*gpu);
   out.cluster.name = m.name();
   out.cluster.gpu = out.gpu.name;
-  out.cluster.node = *node;
+  out.cluster.scale_up = parts->scale_up;
+  out.cluster.host = parts->host;
   out.cluster.fabric = *fabric;
   return out;
 }

@@ -48,8 +48,12 @@ E parse_flag(const std::array<std::pair<std::string_view, E>, N>& table, std::st
 }
 
 // fp32 is a GPU peak but not a training precision trainsim models (mixed precision only).
-constexpr std::array<std::pair<std::string_view, ir::Dtype>, 3> kDtypes{{
-    {"bf16", ir::Dtype::kBf16}, {"fp16", ir::Dtype::kFp16}, {"fp8", ir::Dtype::kFp8}}};
+constexpr std::array<std::pair<std::string_view, ir::Dtype>, 5> kDtypes{
+    {{"bf16", ir::Dtype::kBf16},
+     {"fp16", ir::Dtype::kFp16},
+     {"fp8", ir::Dtype::kFp8},
+     {"mxfp8", ir::Dtype::kMxfp8},
+     {"nvfp4", ir::Dtype::kNvfp4}}};
 constexpr std::array<std::pair<std::string_view, parallel::Recompute>, 4> kRecompute{{
     {"none", parallel::Recompute::kNone},
     {"selective", parallel::Recompute::kSelective},

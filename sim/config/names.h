@@ -18,7 +18,7 @@ namespace ts::config {
 // (schedule: "1f1b") and in outputs. try_parse_* returns nullopt for an unknown spelling;
 // *_choices() lists the valid ones ("gpipe|1f1b|interleaved") for error messages.
 
-std::optional<ir::Dtype> try_parse_dtype(std::string_view s);  // bf16 fp16 fp8 (training GEMM precision)
+std::optional<ir::Dtype> try_parse_dtype(std::string_view s);  // bf16 fp16 fp8 mxfp8 nvfp4 (GEMMs)
 std::string dtype_choices();
 std::optional<parallel::Recompute> try_parse_recompute(std::string_view s);
 std::string recompute_choices();

@@ -268,17 +268,28 @@ std::vector<GpuOffer> load_prices(const std::filesystem::path& path) {
   return out;
 }
 
+namespace {
+
+std::vector<std::int64_t> powers_of_two_up_to(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = 1; v <= n; v *= 2) out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
 config::Cluster apply_fabric(config::Cluster c, const FabricOption& f) {
-  if (f.nic_gbits) c.cluster.node.nic_bandwidth = Bandwidth::gbits_per_s(*f.nic_gbits);
+  if (f.nic_gbits) c.cluster.host.nic_bandwidth = Bandwidth::gbits_per_s(*f.nic_gbits);
   if (f.oversubscription) c.cluster.fabric.oversubscription = *f.oversubscription;
   if (f.nic_gbits || f.oversubscription) c.cluster.name += " @" + fabric_label(c);
   return c;
 }
 
 std::string fabric_label(const config::Cluster& c) {
-  const auto& n = c.cluster.node;
-  return format_double("%gG", n.nic_bandwidth.bytes_per_s() * 8e-9) + " x" + std::to_string(n.nics_per_node) +
-         ", " + format_double("%g:1", c.cluster.fabric.oversubscription);
+  const auto& h = c.cluster.host;
+  return format_double("%gG", h.nic_bandwidth.bytes_per_s() * 8e-9) + " x" +
+         std::to_string(h.nics_per_host) + ", " +
+         format_double("%g:1", c.cluster.fabric.oversubscription);
 }
 
 std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
@@ -305,13 +316,14 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
       ch.gpu = file_cluster.gpu.name;
       const config::Cluster cluster = apply_fabric(file_cluster, fab);
       ch.fabric = fabric_label(cluster);
-      ch.gpus_per_node = cluster.cluster.node.gpus_per_node;
+      ch.gpus_per_node = cluster.cluster.host.gpus_per_host;
       ch.usd_per_gpu_hour = offer.usd_per_gpu_hour;
+      ch.power_watts = cluster.gpu.power_watts;
       const double peak = cluster.gpu.peak(spec.base.dtype).per_s();
       for (const std::int64_t n : sizes) {
         SizeTrial trial;
         trial.num_gpus = n;
-        const std::int64_t per_node = cluster.cluster.node.gpus_per_node;
+        const std::int64_t per_node = cluster.cluster.host.gpus_per_host;
         if (n > per_node && per_node > 0 && n % per_node != 0) {
           trial.outcome = "skipped: not whole nodes";
           ch.trials.push_back(trial);
@@ -333,6 +345,8 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         // One batch: pinned. Several: each mapping at the largest it divides.
         if (spec.batch_choices.size() > 1) ss.axes.batch_choices = spec.batch_choices;
         if (spec.batch_choices.size() == 1) ss.base.global_batch = spec.batch_choices.front();
+        if (spec.tp_within_domain)
+          ss.axes.tp = powers_of_two_up_to(cluster.cluster.scale_up.placed_per_domain());
         SweepOptions so;
         so.threads = spec.threads;
         so.compute_cache = cache;
@@ -511,7 +525,12 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
       o["energy_mwh"] =
           c.train.energy_known ? ordered_json(c.train.energy_mwh) : ordered_json(nullptr);
       o["gpu_hours"] = c.gpu_hours;
+      // GPU board energy at full power (GPU-hours x TDP): CPUs, NICs, switches and cooling not
+      // counted.
+      o["gpu_energy_mwh"] = c.power_watts > 0 ? ordered_json(c.gpu_hours * c.power_watts * 1e-6)
+                                              : ordered_json(nullptr);
     }
+    o["gpu_power_watts"] = c.power_watts > 0 ? ordered_json(c.power_watts) : ordered_json(nullptr);
     o["usd_per_gpu_hour"] = c.usd_per_gpu_hour ? ordered_json(*c.usd_per_gpu_hour) : ordered_json(nullptr);
     o["cost_usd"] = c.cost_usd ? ordered_json(*c.cost_usd) : ordered_json(nullptr);
     if (spec.budget_usd) o["within_budget"] = c.within_budget ? ordered_json(*c.within_budget) : ordered_json(nullptr);

@@ -54,6 +54,10 @@ struct SizingSpec {
   // batch is pinned at base.global_batch.
   std::vector<std::int64_t> batch_choices;
   SweepAxes axes;
+  // Tensor-parallel degrees from the cluster instead of axes.tp: the powers of two up to the GPUs
+  // a job uses of one scale-up domain (1-8 on a DGX, 1-64 on an NVL72 rack), where TP's
+  // all-reduces stay on NVLink.
+  bool tp_within_domain = false;
   int threads = 0;
   // Time to train: checkpoints, restarts, stragglers, PUE (goal and price are set per choice).
   TrainSettings train;
@@ -96,9 +100,10 @@ struct SizingChoice {
   double tokens_per_s = 0;
   double mfu = 0;
   double peak_memory_gib = 0;
-  double days = 0;        // wall-clock days
-  double ideal_days = 0;  // without interruptions, checkpoints and stragglers
-  double gpu_hours = 0;   // GPUs × wall-clock hours
+  double days = 0;         // wall-clock days
+  double ideal_days = 0;   // without interruptions, checkpoints and stragglers
+  double gpu_hours = 0;    // GPUs × wall-clock hours
+  double power_watts = 0;  // per GPU (cluster file gpu.power_watts); 0 = not given
   std::optional<double> usd_per_gpu_hour;
   std::optional<double> cost_usd;
   std::optional<bool> within_budget;

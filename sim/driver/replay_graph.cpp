@@ -721,7 +721,7 @@ GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& clu
   }
   if (options.trace) {
     trace::TraceInfo info;
-    info.gpus_per_node = cluster.cluster.node.gpus_per_node;
+    info.gpus_per_host = cluster.cluster.host.gpus_per_host;
     for (const auto& dev : r.devices) {
       info.static_memory.push_back(dev.memory.total() - dev.memory.activations - dev.memory.fragmentation);
     }

@@ -271,7 +271,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   if (options.trace) {
     trace::TraceInfo info;
     info.ranks = options.trace_ranks;
-    info.gpus_per_node = sc.cluster.cluster.node.gpus_per_node;
+    info.gpus_per_host = sc.cluster.cluster.host.gpus_per_host;
     for (const auto& dev : r.devices) {
       info.static_memory.push_back(dev.memory.total() - dev.memory.activations - dev.memory.fragmentation);
     }

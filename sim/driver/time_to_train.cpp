@@ -46,8 +46,8 @@ TrainInputs train_inputs(const ir::ModelSpec& model, const config::Cluster& clus
                          const longrun::StepParts& step) {
   TrainInputs in;
   in.gpus = gpus;
-  in.gpus_per_node = cluster.cluster.node.gpus_per_node;
-  in.nics_per_node = cluster.cluster.node.nics_per_node;
+  in.gpus_per_node = cluster.cluster.host.gpus_per_host;  // failure and NIC units are hosts
+  in.nics_per_node = cluster.cluster.host.nics_per_host;
   in.gpu = cluster.gpu.name;
   in.parameters = static_cast<double>(ir::parameter_count(model));
   const memory::BytesPerParameter b = memory::bytes_per_parameter(plan);

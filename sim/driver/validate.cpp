@@ -756,7 +756,21 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   if (ampere_only || hopper_only) {
     notes.push_back(std::string(ampere_only ? "A100" : "H100") + " SXM for the architecture named ('" + r.gpu + "')");
   }
-  if (has(g, "h200") && !pcie) {
+  // Blackwell: the rack-scale parts (GB200/GB300 NVL72; "NVL" here is the 72-GPU NVLink domain,
+  // not a PCIe card) before the HGX/DGX ones whose names they contain.
+  if (has(g, "gb300")) {
+    zoo = "gb300-nvl72";
+    nominal_gb = 279;
+  } else if (has(g, "gb200")) {
+    zoo = "gb200-nvl72";
+    nominal_gb = 186;
+  } else if (has(g, "b300") && !pcie) {
+    zoo = "dgx-b300";
+    nominal_gb = 288;
+  } else if (has(g, "b200") && !pcie) {
+    zoo = "dgx-b200";
+    nominal_gb = 180;
+  } else if (has(g, "h200") && !pcie) {
     zoo = "hgx-h200";
     nominal_gb = 141;
   } else if ((has(g, "h100") || has(g, "h800") || hopper_only) && !pcie) {
@@ -769,8 +783,8 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
     zoo = gb == 40 ? "dgx-a100-40gb" : "dgx-a100";
   } else {
     reason = "no cluster model for GPU '" + r.gpu +
-             "' (known: A100/A800 SXM 40/80GB, H100/H800 SXM 80GB and its 94/96GB HBM2e variant, H200 SXM; "
-             "PCIe and NVL cards are not modelled)";
+             "' (known: A100/A800 SXM 40/80GB, H100/H800 SXM 80GB and its 94/96GB HBM2e variant, "
+             "H200 SXM, B200, B300, GB200 and GB300 NVL72; PCIe and NVL cards are not modelled)";
     return std::nullopt;
   }
   config::Cluster c = config::load_cluster(zoo);
@@ -785,9 +799,10 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
       notes.push_back(c.gpu.name + " with " + str(gb) + " GiB of memory");
     }
   }
-  auto& node = c.cluster.node;
+  auto& domain = c.cluster.scale_up;
+  auto& host = c.cluster.host;
   if (nvlink_400) {
-    node.nvlink_bandwidth = Bandwidth::gbytes_per_s(200);  // per direction
+    domain.nvlink_bandwidth = Bandwidth::gbytes_per_s(200);  // per direction
     variant += " NVLink 400GB/s";
     notes.push_back(c.gpu.name + " compute with NVLink at 400 GB/s bidirectional (" +
                     std::string(has(g, "a800") ? "A800" : "H800") + ")");
@@ -802,9 +817,16 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
       R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x\s*)?(?:gpus?|[ah][18]00s?|h200s?)(?:\s+gpus?)?\s*(?:per|/|each)\s*(?:node|server|host))");
   if (std::regex_search(ic, m, kGpusPerNode)) {
     const auto n = static_cast<std::int32_t>(std::stoi(m[1].str()));
-    if (n > 0 && n != node.gpus_per_node) {
-      node.gpus_per_node = n;
-      node.nics_per_node = std::min(node.nics_per_node, n);
+    // A server of n GPUs is its own NVLink domain; in a rack-scale domain (NVL72) only the
+    // host changes, when whole hosts still fill the domain.
+    const bool server = domain.gpus_per_domain == host.gpus_per_host;
+    if (n > 0 && n != host.gpus_per_host && (server || domain.placed_per_domain() % n == 0)) {
+      if (server) {
+        domain.gpus_per_domain = n;
+        domain.gpus_used_per_domain = 0;
+      }
+      host.gpus_per_host = n;
+      host.nics_per_host = std::min(host.nics_per_host, n);
       variant += " " + str(n) + "gpu/node";
     }
   }
@@ -874,19 +896,19 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
       if (rate) gbits = *rate > 800 ? *rate / *stated_nics : *rate;
     } else if (rate && per_node) {
       // A per-node aggregate: one NIC per GPU sharing it.
-      nics = node.nics_per_node > 0 ? node.nics_per_node : node.gpus_per_node;
+      nics = host.nics_per_host > 0 ? host.nics_per_host : host.gpus_per_host;
       gbits = *rate / *nics;
     } else {
       // A bare rate: per NIC, one NIC per GPU (the DGX-class layout).
       gbits = rate;
     }
   }
-  if (nics && *nics > 0 && *nics != node.nics_per_node) {
-    node.nics_per_node = std::min(*nics, node.gpus_per_node * 4);
-    variant += " " + str(node.nics_per_node) + "nic";
+  if (nics && *nics > 0 && *nics != host.nics_per_host) {
+    host.nics_per_host = std::min(*nics, host.gpus_per_host * 4);
+    variant += " " + str(host.nics_per_host) + "nic";
   }
-  if (gbits && *gbits > 0 && std::fabs(node.nic_bandwidth.bytes_per_s() * 8e-9 - *gbits) > 1e-6) {
-    node.nic_bandwidth = Bandwidth::gbits_per_s(*gbits);
+  if (gbits && *gbits > 0 && std::fabs(host.nic_bandwidth.bytes_per_s() * 8e-9 - *gbits) > 1e-6) {
+    host.nic_bandwidth = Bandwidth::gbits_per_s(*gbits);
     variant += " " + str(static_cast<std::int64_t>(std::llround(*gbits))) + "Gb/s";
   }
   // RoCE fabrics route by ECMP hashing (static per flow); adaptive routing is the InfiniBand
@@ -1359,7 +1381,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const std::string prec = lower(r.precision);
   const bool bf16_named = any_of(prec, {"bf16", "bfloat16"});
   const bool fp16_named = has(prec, "fp16") || (has(prec, "float16") && !has(prec, "bfloat16"));
-  if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
+  if (any_of(prec, {"nvfp4", "fp4"}) && cluster->gpu.supports(ir::Dtype::kNvfp4)) {
+    // NVFP4 (MLPerf Training v5.1 Blackwell submissions): block-scaled FP4 GEMMs.
+    p.dtype = ir::Dtype::kNvfp4;
+  } else if (has(prec, "mxfp8") && cluster->gpu.supports(ir::Dtype::kMxfp8)) {
+    p.dtype = ir::Dtype::kMxfp8;
+  } else if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
     p.dtype = ir::Dtype::kFp8;
     if (!megatron_family(r)) {
       // Megatron-Core and NeMo tell Transformer Engine which micro-batch is a step's first

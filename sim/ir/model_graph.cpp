@@ -60,13 +60,23 @@ Op attention(const ModelSpec& model, const LayerShape& s) {
 // Engine's FP8 recipe (Micikevicius et al. 2022, "FP8 Formats for Deep Learning"; TE
 // cast_transpose) reads each bf16 operand and writes it in FP8 twice, as is and transposed for
 // the backward GEMMs: 4 bytes moved per element; the backward casts the output gradient alike.
-// The weight's cast counts with the shape's share of it (cached across micro-batches).
+// MXFP8 and NVFP4 quantize likewise, into two block-scaled copies (their scaling blocks run
+// along the GEMM's K, so the backward GEMMs need the other direction quantized from bf16, not
+// transposed): 2 + 2 x (bytes per element with scales) per element. The weight's cast counts
+// with the shape's share of it (cached across micro-batches).
 void linear(std::vector<Op>& ops, const char* name, std::int64_t m, std::int64_t n, std::int64_t k,
             const LayerShape& s) {
   if (s.gemm_dtype == Dtype::kFp8) {
     const auto weight = static_cast<std::int64_t>(static_cast<double>(k * n) * s.fp8_weight_cast_share);
     const std::int64_t elems = m * k + weight;  // input and weight
     ops.push_back(memory("fp8_cast", elems, elems));
+  } else if (quantized_gemm(s.gemm_dtype)) {
+    const auto weight =
+        static_cast<std::int64_t>(static_cast<double>(k * n) * s.fp8_weight_cast_share);
+    const double elems = static_cast<double>(m * k + weight);
+    const double per_element = 2.0 + 2.0 * bytes_per_element(s.gemm_dtype);
+    ops.push_back(streaming(s.gemm_dtype == Dtype::kMxfp8 ? "mxfp8_quantize" : "nvfp4_quantize",
+                            Bytes::from_real(elems * per_element)));
   }
   ops.push_back(gemm(name, m, n, k, s.gemm_dtype));
 }

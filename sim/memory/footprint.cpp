@@ -241,8 +241,9 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
   const double sbh = s * b * h;
   const double drop = o.dropout ? 1.0 : 0.0;
 
-  // Bytes per element of a linear layer's saved input: 1 in FP8, else 2.
-  const double in = plan.dtype == ir::Dtype::kFp8 ? 1.0 : 2.0;
+  // Bytes per element of a linear layer's saved input: its quantized copy (FP8 1, MXFP8 1 + 1/32,
+  // NVFP4 1/2 + 1/16 with the block scales), else 2.
+  const double in = ir::quantized_gemm(plan.dtype) ? ir::bytes_per_element(plan.dtype) : 2.0;
   // Outside the TP regions: two norm inputs, two GEMM inputs, two dropout masks.
   const double unsplit = sbh * (2 + 2 + in + in + 2 * drop) * u;
   // Inside: Q, K, V, attention output (a GEMM input), MLP intermediates (the last a GEMM input).

@@ -53,8 +53,11 @@ struct NetworkProfile {
   std::vector<std::string> gpus;  // cluster GPU names it applies to ("H100-SXM5-80GB")
   // Achievable fraction of the NVLink line rate for ring traffic (NCCL's ring plateau).
   double nvlink_efficiency = 1.0;
-  // Extra factor on nvlink_efficiency by the number of a node's GPUs in the ring, index = that
-  // count (entries 0 and 1 unused); missing entries are 1.
+  // Extra factor on nvlink_efficiency by the number of a domain's GPUs in the ring, index =
+  // that count (entries 0 and 1 unused); missing entries are 1. The published curves end at 8
+  // GPUs (the factor is plateau(n) / plateau(8)), so rings of more than 8 GPUs of one NVLink
+  // domain (NVL72) run at the 8-GPU plateau, nvlink_efficiency itself: a ring's per-GPU
+  // traffic does not depend on its length, and no measurement says otherwise.
   std::vector<double> ring_nvlink_factor_by_ranks;
   // Achievable fraction of the NVLink line rate for NVLS (in-switch reduction) traffic;
   // 0 = the GPU generation has no NVLS.

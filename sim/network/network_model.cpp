@@ -79,19 +79,21 @@ NetworkModel::~NetworkModel() = default;
 NetworkModel::NetworkModel(NetworkModel&&) noexcept = default;
 
 bool NetworkModel::nvls_available() const {
-  return topo_.spec().node.nvlink_sharp && profile_.nvls_efficiency > 0 && topo_.spec().node.gpus_per_node > 1;
+  return topo_.spec().scale_up.nvlink_sharp && profile_.nvls_efficiency > 0 &&
+         topo_.spec().scale_up.gpus_per_domain > 1;
 }
 
 GroupShape NetworkModel::shape_of(const Group& group) const {
   GroupShape s;
   s.size = static_cast<std::int32_t>(group.size());
   if (group.empty()) return s;
-  // Node of every member, sorted: runs of equal nodes are the per-node counts.
+  // Scale-up domain of every member, sorted: runs of equal domains are the per-domain counts
+  // (GroupShape calls a domain a node).
   std::vector<std::int32_t> nodes;
   nodes.reserve(group.size());
   for (const std::int32_t g : group) {
     SIM_ASSERT(g >= 0 && g < topo_.num_gpus(), "GPU index outside the cluster");
-    nodes.push_back(topo_.node_of(g));
+    nodes.push_back(topo_.domain_of(g));
   }
   if (!std::is_sorted(nodes.begin(), nodes.end())) std::sort(nodes.begin(), nodes.end());
   std::int32_t run = 0;

@@ -17,6 +17,8 @@ namespace ts::network {
 
 // The placement of a group, as far as schedules care: n members on `nodes` nodes, `per_node`
 // on each (0 when nodes hold different numbers: only flat ring and direct schedules apply).
+// A "node" here is a scale-up (NVLink) domain: 8 GPUs of a DGX, up to 72 of an NVL72 rack, so
+// every schedule's in-node part runs over NVLink and only its between-node part uses NICs.
 struct GroupShape {
   std::int32_t size = 0;
   std::int32_t nodes = 0;

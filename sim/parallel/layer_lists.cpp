@@ -40,7 +40,8 @@ class ListBuilder {
     shape.tp = plan_.tp;
     shape.sequence_parallel = plan_.sequence_parallel;
     shape.gemm_dtype = plan_.dtype;
-    // Every micro-batch of a step uses each layer's weights once; the first casts them.
+    // Every micro-batch of a step uses each layer's weights once; the first casts them (FP8,
+    // MXFP8 and NVFP4 alike).
     if (plan_.fp8_weight_cache) {
       shape.fp8_weight_cast_share =
           1.0 / static_cast<double>(std::max<std::int64_t>(1, plan_.num_micro_batches()));

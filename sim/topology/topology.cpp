@@ -58,8 +58,8 @@ struct Topology::Impl {
   std::int32_t counts[kNumKinds] = {};
 
   bool rail_optimized = true;
-  std::int32_t gpus_per_node = 0;
-  std::int32_t rails = 0;           // NICs per node as built
+  std::int32_t gpus_per_domain = 0;
+  std::int32_t rails = 0;  // NICs per domain as built
   std::int32_t nodes_per_leaf = 0;
   std::int32_t leaves = 0;
   std::int32_t uplinks = 0;         // per leaf = spines per pod
@@ -96,34 +96,38 @@ struct Topology::Impl {
   }
 
   std::int32_t rail_of_local(std::int32_t local) const {
-    return static_cast<std::int32_t>(static_cast<std::int64_t>(local) * rails / gpus_per_node);
+    return static_cast<std::int32_t>(static_cast<std::int64_t>(local) * rails / gpus_per_domain);
   }
   // The first GPU (local index) attached to NIC `rail`.
   std::int32_t local_of_rail(std::int32_t rail) const {
     return static_cast<std::int32_t>(
-        (static_cast<std::int64_t>(rail) * gpus_per_node + rails - 1) / rails);
+        (static_cast<std::int64_t>(rail) * gpus_per_domain + rails - 1) / rails);
   }
 };
 
 Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
     : spec_(std::move(spec)), num_gpus_(num_gpus) {
-  SIM_ASSERT(spec_.node.gpus_per_node > 0, "node without GPUs");
+  placed_ = spec_.scale_up.placed_per_domain();
+  SIM_ASSERT(placed_ > 0, "scale-up domain without GPUs");
+  SIM_ASSERT(spec_.host.gpus_per_host > 0 && placed_ % spec_.host.gpus_per_host == 0,
+             "a domain's placed GPUs are not whole hosts");
   SIM_ASSERT(num_gpus_ > 0, "cluster without GPUs");
-  num_nodes_ = (num_gpus_ + spec_.node.gpus_per_node - 1) / spec_.node.gpus_per_node;
+  num_domains_ = (num_gpus_ + placed_ - 1) / placed_;
 
   auto impl = std::make_shared<Impl>();
   Impl& m = *impl;
-  const auto& node = spec_.node;
+  const auto& domain = spec_.scale_up;
+  const auto& host = spec_.host;
   const auto& fabric = spec_.fabric;
-  m.gpus_per_node = node.gpus_per_node;
+  m.gpus_per_domain = placed_;
   m.rail_optimized = fabric.kind == FabricKind::kRailOptimizedFatTree;
   m.adaptive = fabric.adaptive_routing;
-  const std::int32_t nics = std::max<std::int32_t>(0, node.nics_per_node);
-  m.rails = std::min(nics, node.gpus_per_node);
+  const std::int32_t nics = std::max<std::int32_t>(0, spec_.nics_per_domain());
+  m.rails = std::min(nics, placed_);
   // More NICs than GPUs: each GPU's NICs act as one NIC of their total bandwidth.
   const double nic_merge = m.rails > 0 ? static_cast<double>(nics) / m.rails : 1.0;
-  const Bandwidth nic_bw = node.nic_bandwidth * nic_merge;
-  const bool has_fabric = m.rails > 0 && num_nodes_ > 1;
+  const Bandwidth nic_bw = host.nic_bandwidth * nic_merge;
+  const bool has_fabric = m.rails > 0 && num_domains_ > 1;
 
   // Fabric shape.
   const std::int32_t tiers = std::clamp(fabric.tiers, 1, 3);
@@ -134,14 +138,14 @@ Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
     std::int32_t npl = fabric.nodes_per_leaf;
     if (npl <= 0) {
       // Leaf downlink ports: radix · o / (1 + o); one per node (rail-optimized) or one per NIC.
-      const auto down_ports = radix > 0
-          ? static_cast<std::int32_t>(std::floor(radix * oversub / (1.0 + oversub)))
-          : num_nodes_ * (m.rail_optimized ? 1 : m.rails);
+      const auto down_ports =
+          radix > 0 ? static_cast<std::int32_t>(std::floor(radix * oversub / (1.0 + oversub)))
+                    : num_domains_ * (m.rail_optimized ? 1 : m.rails);
       npl = m.rail_optimized ? down_ports : down_ports / m.rails;
     }
-    if (tiers == 1) npl = num_nodes_;
-    m.nodes_per_leaf = std::clamp(npl, 1, num_nodes_);
-    m.leaves = ceil_div(num_nodes_, m.nodes_per_leaf) * leaves_per_group;
+    if (tiers == 1) npl = num_domains_;
+    m.nodes_per_leaf = std::clamp(npl, 1, num_domains_);
+    m.leaves = ceil_div(num_domains_, m.nodes_per_leaf) * leaves_per_group;
     if (tiers >= 2) {
       const std::int32_t down = m.nodes_per_leaf * (m.rail_optimized ? 1 : m.rails);
       m.uplinks = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(down * nic_merge / oversub - 1e-9)));
@@ -163,8 +167,8 @@ Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
 
   // Vertices, grouped by kind.
   m.counts[kind_index(VertexKind::kGpu)] = num_gpus_;
-  m.counts[kind_index(VertexKind::kNvSwitch)] = num_nodes_;
-  m.counts[kind_index(VertexKind::kNic)] = m.rails * num_nodes_;
+  m.counts[kind_index(VertexKind::kNvSwitch)] = num_domains_;
+  m.counts[kind_index(VertexKind::kNic)] = m.rails * num_domains_;
   m.counts[kind_index(VertexKind::kLeafSwitch)] = m.leaves;
   m.counts[kind_index(VertexKind::kSpineSwitch)] = m.uplinks * m.pods;
   m.counts[kind_index(VertexKind::kCoreSwitch)] = m.uplinks * m.cores_per_group;
@@ -178,21 +182,23 @@ Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
   }
   SIM_ASSERT(static_cast<std::int32_t>(boost::num_vertices(m.graph)) == total, "vertex count");
 
-  // Node: NVLink to the NVSwitch, PCIe to the NIC.
-  const Bandwidth pcie = node.pcie_bandwidth.bytes_per_s() > 0
-      ? node.pcie_bandwidth
-      : Bandwidth::bytes_per_s(std::numeric_limits<double>::infinity());
+  // Domain and host: NVLink to the domain's NVSwitch, PCIe to the host's NIC.
+  const Bandwidth pcie = host.pcie_bandwidth.bytes_per_s() > 0
+                             ? host.pcie_bandwidth
+                             : Bandwidth::bytes_per_s(std::numeric_limits<double>::infinity());
   m.nvl_up.resize(static_cast<std::size_t>(num_gpus_));
   m.nvl_down.resize(static_cast<std::size_t>(num_gpus_));
   m.pcie_up.assign(static_cast<std::size_t>(num_gpus_), -1);
   m.pcie_down.assign(static_cast<std::size_t>(num_gpus_), -1);
   for (std::int32_t g = 0; g < num_gpus_; ++g) {
-    const auto sw = m.vertex(VertexKind::kNvSwitch, node_of(g));
-    const auto [up, down] = m.add_cable(g, sw, LinkKind::kNvLink, node.nvlink_bandwidth, node.nvlink_latency);
+    const auto sw = m.vertex(VertexKind::kNvSwitch, domain_of(g));
+    const auto [up, down] =
+        m.add_cable(g, sw, LinkKind::kNvLink, domain.nvlink_bandwidth, domain.nvlink_latency);
     m.nvl_up[static_cast<std::size_t>(g)] = up;
     m.nvl_down[static_cast<std::size_t>(g)] = down;
     if (m.rails > 0) {
-      const auto nic = m.vertex(VertexKind::kNic, node_of(g) * m.rails + m.rail_of_local(local_index(g)));
+      const auto nic =
+          m.vertex(VertexKind::kNic, domain_of(g) * m.rails + m.rail_of_local(local_index(g)));
       const auto [pu, pd] = m.add_cable(g, nic, LinkKind::kPcie, pcie, Duration::zero());
       m.pcie_up[static_cast<std::size_t>(g)] = pu;
       m.pcie_down[static_cast<std::size_t>(g)] = pd;
@@ -201,8 +207,9 @@ Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
 
   // Fabric.
   if (has_fabric) {
-    const Bandwidth link_bw = fabric.link_bandwidth.bytes_per_s() > 0 ? fabric.link_bandwidth : node.nic_bandwidth;
-    const std::int32_t num_nics = m.rails * num_nodes_;
+    const Bandwidth link_bw =
+        fabric.link_bandwidth.bytes_per_s() > 0 ? fabric.link_bandwidth : host.nic_bandwidth;
+    const std::int32_t num_nics = m.rails * num_domains_;
     m.nic_up.resize(static_cast<std::size_t>(num_nics));
     m.nic_down.resize(static_cast<std::size_t>(num_nics));
     m.leaf_of_nic.resize(static_cast<std::size_t>(num_nics));
@@ -212,8 +219,9 @@ Topology::Topology(ClusterSpec spec, std::int32_t num_gpus)
       const std::int32_t group = n / m.nodes_per_leaf;
       const std::int32_t leaf = m.rail_optimized ? group * m.rails + r : group;
       m.leaf_of_nic[static_cast<std::size_t>(nic)] = leaf;
-      const auto [up, down] = m.add_cable(m.vertex(VertexKind::kNic, nic), m.vertex(VertexKind::kLeafSwitch, leaf),
-                                          LinkKind::kNetwork, nic_bw, node.nic_latency);
+      const auto [up, down] =
+          m.add_cable(m.vertex(VertexKind::kNic, nic), m.vertex(VertexKind::kLeafSwitch, leaf),
+                      LinkKind::kNetwork, nic_bw, host.nic_latency);
       m.nic_up[static_cast<std::size_t>(nic)] = up;
       m.nic_down[static_cast<std::size_t>(nic)] = down;
     }
@@ -270,8 +278,8 @@ VertexKind Topology::vertex_kind(std::int32_t v) const {
 std::int32_t Topology::num_links() const { return static_cast<std::int32_t>(impl_->links.size()); }
 const Link& Topology::link(LinkId id) const { return impl_->links[static_cast<std::size_t>(id)]; }
 std::span<const Link> Topology::links() const { return impl_->links; }
-std::int32_t Topology::nvswitch_vertex(std::int32_t node) const {
-  return impl_->vertex(VertexKind::kNvSwitch, node);
+std::int32_t Topology::nvswitch_vertex(std::int32_t domain) const {
+  return impl_->vertex(VertexKind::kNvSwitch, domain);
 }
 std::int32_t Topology::count(VertexKind kind) const { return impl_->counts[kind_index(kind)]; }
 std::int32_t Topology::rails() const { return impl_->rails; }
@@ -287,28 +295,32 @@ void Topology::route(std::int32_t src, std::int32_t dst, std::vector<LinkId>& ou
   const Impl& m = *impl_;
   const auto s = static_cast<std::size_t>(src);
   const auto d = static_cast<std::size_t>(dst);
-  const std::int32_t src_node = node_of(src);
-  const std::int32_t dst_node = node_of(dst);
-  if (src_node == dst_node) {
+  const std::int32_t src_domain = domain_of(src);
+  const std::int32_t dst_domain = domain_of(dst);
+  if (src_domain == dst_domain) {
     out.push_back(m.nvl_up[s]);
     out.push_back(m.nvl_down[d]);
     return;
   }
-  SIM_ASSERT(m.rails > 0, "route between nodes of a cluster without NICs");
+  SIM_ASSERT(m.rails > 0, "route between domains of a cluster without NICs");
   const std::int32_t dst_rail = m.rail_of_local(local_index(dst));
   std::int32_t out_rail = m.rail_of_local(local_index(src));
   std::int32_t proxy = src;
-  if (m.rail_optimized && out_rail != dst_rail) {
+  const std::int32_t pxn_proxy = src_domain * m.gpus_per_domain + m.local_of_rail(dst_rail);
+  // PXN needs a GPU on the destination's rail in the sender's domain: the last domain of a job
+  // may be partly filled (512 GPUs on 72-GPU racks), and then the data leaves through the
+  // sender's own NIC and crosses rails at the spines.
+  if (m.rail_optimized && out_rail != dst_rail && pxn_proxy < num_gpus_) {
     // PXN: hand the data over NVLink to the GPU on the destination's rail.
-    proxy = src_node * m.gpus_per_node + m.local_of_rail(dst_rail);
+    proxy = pxn_proxy;
     out_rail = dst_rail;
     if (proxy != src) {
       out.push_back(m.nvl_up[s]);
       out.push_back(m.nvl_down[static_cast<std::size_t>(proxy)]);
     }
   }
-  const std::int32_t nic_s = src_node * m.rails + out_rail;
-  const std::int32_t nic_d = dst_node * m.rails + dst_rail;
+  const std::int32_t nic_s = src_domain * m.rails + out_rail;
+  const std::int32_t nic_d = dst_domain * m.rails + dst_rail;
   out.push_back(m.pcie_up[static_cast<std::size_t>(proxy)]);
   out.push_back(m.nic_up[static_cast<std::size_t>(nic_s)]);
   const std::int32_t leaf_s = m.leaf_of_nic[static_cast<std::size_t>(nic_s)];
@@ -318,7 +330,7 @@ void Topology::route(std::int32_t src, std::int32_t dst, std::vector<LinkId>& ou
     // D-mod-k on the destination's index among the hosts of its leaves: the node on a rail
     // (NIC ids of one rail are all congruent modulo the rail count), the NIC otherwise.
     // Adaptive routing: the one aggregated slot and core.
-    const std::int32_t dest = m.rail_optimized ? dst_node : nic_d;
+    const std::int32_t dest = m.rail_optimized ? dst_domain : nic_d;
     const std::int32_t slots = m.route_slots();
     const std::int32_t cores = m.route_cores();
     const std::int32_t slot = dest % slots;

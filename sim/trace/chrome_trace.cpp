@@ -206,10 +206,11 @@ bool parse_int(std::string_view s, std::int64_t& v) {
 
 }  // namespace
 
-std::string device_name(const parallel::SimDevice& d, std::int32_t gpus_per_node, bool with_cp) {
+std::string device_name(const parallel::SimDevice& d, std::int32_t gpus_per_host, bool with_cp) {
   using parallel::Axis;
-  std::string s = "node " + std::to_string(d.rank / gpus_per_node) + " · gpu " +
-                  std::to_string(d.rank % gpus_per_node) + " · tp" + std::to_string(d.coord[Axis::kTp]);
+  std::string s = "node " + std::to_string(d.rank / gpus_per_host) + " · gpu " +
+                  std::to_string(d.rank % gpus_per_host) + " · tp" +
+                  std::to_string(d.coord[Axis::kTp]);
   if (with_cp) s += " cp" + std::to_string(d.coord[Axis::kCp]);
   s += " pp" + std::to_string(d.coord[Axis::kPp]) + " dp" + std::to_string(d.coord[Axis::kDp]);
   return s;
@@ -361,8 +362,9 @@ std::string chrome_trace_json(const parallel::TaskGraph& g, const runtime::Execu
     const auto& dev = g.devices[d];
     const auto pid = std::to_string(dev.rank);
     begin_event();
-    out += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"args\":{\"name\":" +
-           json_quoted(device_name(dev, info.gpus_per_node, with_cp)) + "}}";
+    out += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid +
+           ",\"args\":{\"name\":" + json_quoted(device_name(dev, info.gpus_per_host, with_cp)) +
+           "}}";
     begin_event();
     out += "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"args\":{\"sort_index\":" + pid + "}}";
     if (dev.represents > 1) {

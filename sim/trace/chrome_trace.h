@@ -16,7 +16,7 @@
 namespace ts::trace {
 
 struct TraceInfo {
-  std::int32_t gpus_per_node = 8;
+  std::int32_t gpus_per_host = 1;    // names a device "node <rank / this> · gpu <rank % this>"
   std::vector<Bytes> static_memory;  // per simulated device, added to its dynamic memory counter
   // Scenario description written as trace metadata (key, value), e.g. ("model", "llama3-70b").
   std::vector<std::pair<std::string, std::string>> metadata;
@@ -60,6 +60,7 @@ std::vector<std::int32_t> parse_rank_list(std::string_view text, std::int64_t nu
 
 // Display name of a simulated device: "node 3 · gpu 5 · tp2 pp1 dp0" (cp added when the
 // plan has context parallelism among the simulated devices).
-std::string device_name(const parallel::SimDevice& device, std::int32_t gpus_per_node, bool with_cp);
+std::string device_name(const parallel::SimDevice& device, std::int32_t gpus_per_host,
+                        bool with_cp);
 
 }  // namespace ts::trace

@@ -27,11 +27,12 @@ topology::ClusterSpec dgx_h100(std::int32_t tiers) {
   topology::ClusterSpec c;
   c.name = "dgx-h100";
   c.gpu = "H100-SXM5-80GB";
-  c.node.gpus_per_node = 8;
-  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(450);
-  c.node.nvlink_sharp = true;
-  c.node.nics_per_node = 8;
-  c.node.nic_bandwidth = Bandwidth::gbits_per_s(400);
+  c.scale_up.gpus_per_domain = 8;
+  c.scale_up.nvlink_bandwidth = Bandwidth::gbytes_per_s(450);
+  c.scale_up.nvlink_sharp = true;
+  c.host.gpus_per_host = 8;
+  c.host.nics_per_host = 8;
+  c.host.nic_bandwidth = Bandwidth::gbits_per_s(400);
   c.fabric.kind = topology::FabricKind::kRailOptimizedFatTree;
   c.fabric.tiers = tiers;
   c.fabric.oversubscription = 1;

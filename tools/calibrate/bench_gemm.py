@@ -3,7 +3,7 @@
 
 Shapes: a square sweep 256..16384 (wave and tile quantization, small-size falloff), the exact
 forward, data-gradient and weight-gradient GEMMs of the zoo models (gpt3-175b, llama2-7b/13b/70b,
-llama3-8b/70b/405b) under TP 1/2/4/8 (zoo_shapes.py), and batched GEMMs (torch.bmm).
+llama3-8b/70b/405b) under TP 1/2/4/8/16 (zoo_shapes.py), and batched GEMMs (torch.bmm).
 Dtypes: bf16 and fp16 (torch.matmul, FP32 accumulation), fp8 e4m3 with per-tensor scales
 (torch._scaled_mm, bf16 output, as Transformer Engine runs FP8 GEMMs; Hopper and newer only),
 fp32 with TF32 disabled (SIMT SGEMM).
@@ -128,7 +128,7 @@ def run(dtypes, quick=False):
                 common.log("gemm zoo %s %dx%dx%d: %.1f TFLOP/s (%s)" % (dtype, m, n, k, t, uses[0]))
                 pts.append(point(m, n, k, dtype, t, note="; ".join(uses[:3]) + (" ..." if len(uses) > 3 else "")))
         if pts:
-            lines += table("zoo model shapes %s (TP 1/2/4/8)" % dtype, pts, method,
+            lines += table("zoo model shapes %s (TP %s)" % (dtype, "/".join(str(t) for t in zoo_shapes.TP_DEGREES)), pts, method,
                            "forward, data-gradient and weight-gradient GEMMs of one layer and the LM head")
     for dtype in [d for d in dtypes if d in ("bf16", "fp16")]:
         pts = []

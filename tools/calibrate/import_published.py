@@ -105,6 +105,9 @@ def datasheet(hw, gpu, variant, compute_variant=None, fp16_from_bf16=False):
     out.append("  peak_bf16_tflops: " + fmt(float(rows["bf16"]["value"])))
     out.append("  peak_fp16_tflops: " + fmt(float(rows["fp16"]["value"])))
     out.append("  peak_fp8_tflops: " + fmt(fp8v))
+    fp4 = hw_value(hw, gpu, cv, "fp4_tensor_peak")
+    if fp4 is not None and fp4["value"]:
+        out.append("  peak_fp4_tflops: " + fmt(float(fp4["value"])))
     out.append("  peak_tf32_tflops: " + fmt(float(rows["tf32"]["value"])))
     out.append("  peak_fp32_tflops: " + fmt(float(rows["fp32"]["value"])))
     out.append("  memory_gb: " + fmt(float(rows["mem"]["value"])))
@@ -608,7 +611,7 @@ def memory_overheads():
 
 def imports(gpu):
     out = []
-    def imp(src, family, relationship, dtypes=(), kernel=None, tables=()):
+    def imp(src, family, relationship, dtypes=(), kernel=None, tables=(), derived=False):
         out.append("imports {")
         out.append("  gpu: " + q(src))
         out.append("  family: " + q(family))
@@ -619,6 +622,8 @@ def imports(gpu):
         if kernel:
             out.append("  kernel: " + q(kernel))
         out.append("  relationship: " + q(relationship))
+        if derived:
+            out.append("  derived: true")
         out.append("}")
     def memory_variant(src, same, name, ratio):
         # A part with another HBM on the same die: everything from `src`, memory GB/s scaled.
@@ -663,7 +668,80 @@ def imports(gpu):
         imp("H100-SXM5-80GB", "attention", H100_TO_H200 + ". FlashAttention is compute-bound "
             "(HBM traffic grows with seq, FLOPs with seq^2), so its TFLOP/s transfer unchanged; "
             "Azure's single FlashAttention-2 points agree (H100 327.9, H200 329.3 TFLOP/s).")
+    if gpu in BLACKWELL:
+        blackwell_imports(gpu, out, imp)
     return out
+
+
+# Blackwell GPUs have no kernel measurement in the sources: their GEMM, attention and memory
+# points are derived from the nearest measured GPU (the H100 SXM and the H200 that pools its
+# GEMM points), moved to the Blackwell peaks and, for GEMMs, to the published large-GEMM ceiling
+# (MAMF, hardware.csv rows mamf_*): derived, not measured, and marked so by the loader.
+H100_MAMF = {"bf16": (794.5, 989.0), "fp8": (1402.6, 1979.0)}
+H100_MAMF_SOURCE = ("stas00/ml-engineering compute/accelerator/README.md (mamf-finder): H100 SXM "
+                    "BF16 794.5 of 989, FP8 1402.6 of 1979 TFLOP/s (topologies/dgx-h100.textproto)")
+# name: (hardware.csv gpu, variant, ceilings from (gpu, variant) with a note when borrowed)
+BLACKWELL = {
+    "B200-SXM-180GB": ("B200", "SXM-180GB", {}),
+    "GB200-NVL-186GB": ("GB200", "NVL-186GB", {}),
+    "B300-SXM-288GB": ("B300", "SXM-288GB", {"fp8": ("B200", "SXM-180GB",
+        "no FP8 MAMF of a B300 is published: the B200's fraction of its FP8 peak is assumed "
+        "(the same Blackwell tensor-core generation)")}),
+    "GB300-NVL-279GB": ("GB300", "NVL-279GB", {
+        "bf16": ("B300", "SXM-288GB", "no MAMF of a GB300 is published: the B300's fraction of "
+                 "its BF16 peak is assumed (the same Blackwell Ultra silicon)"),
+        "fp8": ("B200", "SXM-180GB", "no FP8 MAMF of a GB300 or B300 is published: the B200's "
+                "fraction of its FP8 peak is assumed (the same tensor-core generation)")}),
+}
+HW_ROWS = []  # hardware.csv rows, set by main()
+
+
+def blackwell_imports(gpu, out, imp):
+    g, variant, borrowed = BLACKWELL[gpu]
+    def fraction(dtype):
+        src_g, src_v, note = borrowed.get(dtype, (g, variant, ""))
+        mamf = hw_value(HW_ROWS, src_g, src_v, "mamf_" + dtype)
+        peak = hw_value(HW_ROWS, src_g, src_v, dtype + "_tensor_peak")
+        frac = float(mamf["value"]) / float(peak["value"])
+        src = "%s %s MAMF %s of %s TFLOP/s (%s)" % (src_g, dtype.upper(), mamf["value"], peak["value"],
+                                                  mamf["source"] if not mamf["source"].startswith("same")
+                                                  else "stas00/ml-engineering compute/accelerator/README.md")
+        if note:
+            src += "; " + note
+        return frac, src
+    def gemm_import(src_gpu, relationship):
+        out.append("imports {")
+        out.append("  gpu: " + q(src_gpu))
+        out.append('  family: "gemm"')
+        out.append("  relationship: " + q(relationship))
+        for dtype, mamf_dtype in (("bf16", "bf16"), ("fp16", "bf16"), ("fp8", "fp8")):
+            frac, src = fraction(mamf_dtype)
+            h_mamf, h_peak = H100_MAMF[mamf_dtype]
+            out.append("  ceilings {")
+            out.append("    dtype: " + q(dtype))
+            out.append("    target_fraction: " + fmt(round(frac, 4)))
+            out.append("    source_fraction: " + fmt(round(h_mamf / h_peak, 4)))
+            out.append("    source: " + q(src + "; " + H100_MAMF_SOURCE +
+                                        ("; fp16 runs on the bf16 tensor-core path at the same peak"
+                                         if dtype == "fp16" else "")))
+            out.append("  }")
+        out.append("  derived: true")
+        out.append("}")
+    same_kernels = (gpu + " has no kernel measurement in the sources. Its cuBLAS GEMMs are taken "
+                    "as the H100 SXM's efficiency curve (tile and wave quantization by shape) "
+                    "moved to its own peaks and to its own published large-GEMM ceiling")
+    gemm_import("H100-SXM5-80GB", same_kernels + ".")
+    gemm_import("H200-SXM-141GB", same_kernels + ", pooling the H200's points as the H100 does "
+                "(the same GH100 tensor cores, whose ceiling is the H100's).")
+    imp("H100-SXM5-80GB", "attention", gpu + " has no attention measurement in the sources. "
+        "Assumption: its FlashAttention kernels (FlashAttention-4 / cuDNN for sm100) reach the "
+        "same fraction of the bf16 peak, shape by shape, as FlashAttention-3 on the H100 SXM, so "
+        "TFLOP/s scale by the bf16 peak ratio.", derived=True)
+    imp("H100-SXM5-80GB", "memory", gpu + " has no stream or memory-bound kernel measurement in "
+        "the sources. Assumption: its HBM3e reaches the same fraction of the spec bandwidth as "
+        "the H100 SXM's HBM3, so GB/s scale by the bandwidth ratio (PyTorch's native LayerNorm, "
+        "the same ATen kernel on every architecture, with them: the H100's measured share of its "
+        "spec bandwidth); the kernel launch overhead is the H100's.", derived=True)
 
 
 GPUS = [
@@ -673,6 +751,10 @@ GPUS = [
     ("H100-SXM5-80GB", ["h100-sxm5-80gb", "h100-sxm", "h100"], ("H100", "SXM5-80GB"), None, False),
     ("H200-SXM-141GB", ["h200-sxm-141gb", "h200-sxm", "h200"], ("H200", "SXM-141GB"), None, True),
     ("H100-SXM5-96GB", ["h100-sxm5-96gb", "h100-96gb", "h100-hbm2e"], ("H100", "SXM5-96GB"), "SXM5-80GB", False),
+    ("B200-SXM-180GB", ["b200-sxm-180gb", "b200"], ("B200", "SXM-180GB"), None, False),
+    ("GB200-NVL-186GB", ["gb200-nvl-186gb", "gb200"], ("GB200", "NVL-186GB"), None, False),
+    ("B300-SXM-288GB", ["b300-sxm-288gb", "b300"], ("B300", "SXM-288GB"), None, False),
+    ("GB300-NVL-279GB", ["gb300-nvl-279gb", "gb300"], ("GB300", "NVL-279GB"), None, False),
 ]
 
 
@@ -714,6 +796,7 @@ def main():
                             "sources", "hardware.csv")
     if os.path.exists(extra_hw):
         hw += read(extra_hw)
+    HW_ROWS.extend(hw)
     gemm = read(os.path.join(src, "gemm.csv"))
     extra = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibration",
                          "sources", "gemm.csv")
@@ -732,6 +815,15 @@ def main():
             "# --fit-report` prints the fitted parameters and the error of every point.",
             "#",
         ]
+        if name in BLACKWELL:
+            lines += [
+                "# DERIVED, NOT MEASURED: no kernel of this GPU is measured in the sources. Every",
+                "# kernel table below is imported from a measured GPU and moved to this GPU's",
+                "# published peaks, bandwidth and large-GEMM ceiling (imports marked derived: true;",
+                "# `--fit-report` names their tables 'derived from ..., not measured'). Replace them",
+                "# with measurements (tools/calibrate/run_all.py on the GPU) when one is available.",
+                "#",
+            ]
         lines += ["# " + l if l else "#" for l in EXCLUDED.rstrip().split("\n")]
         measured = measured_tables(name)
         if measured:

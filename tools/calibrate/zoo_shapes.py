@@ -18,7 +18,10 @@ ZOO = ["gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama
 TRAIN_SEQ = {"gpt3-175b": 2048, "llama2-7b": 4096, "llama2-13b": 4096, "llama2-70b": 4096,
              "llama3-8b": 8192, "llama3-70b": 8192, "llama3-405b": 8192}
 
-TP_DEGREES = [1, 2, 4, 8]
+# Tensor-parallel degrees: powers of two up to 16. TP stays inside one NVLink domain, which is 8
+# GPUs on DGX/HGX nodes but 72 on an NVL72 rack, where TP 16 (e.g. Llama 3 405B's 128 heads, 8 KV
+# heads replicated) is a real choice; beyond 16 a rank's GEMMs fall under the smallest shapes.
+TP_DEGREES = [1, 2, 4, 8, 16]
 
 
 def repo_root():

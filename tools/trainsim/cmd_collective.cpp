@@ -167,10 +167,14 @@ int cmd_collective(const Args& args) {
     return kExitOk;
   }
   const auto shape = net.shape_of(r.groups.front());
+  // A DGX-class node is its own NVLink domain; a rack-scale domain (NVL72) holds many hosts.
+  const bool nodes = cluster.cluster.scale_up.gpus_per_domain == cluster.cluster.host.gpus_per_host;
+  const std::string unit = nodes ? " node" : " NVLink domain";
   std::cout << std::fixed << std::setprecision(2);
-  std::cout << "collective  " << vm["op"].as<std::string>() << ", " << bytes.count() << " bytes, " << k << " group"
-            << (k > 1 ? "s" : "") << " of " << n << " GPUs (" << shape.nodes << " node" << (shape.nodes > 1 ? "s" : "")
-            << " each, " << layout << ") on " << cluster.cluster.name << '\n';
+  std::cout << "collective  " << vm["op"].as<std::string>() << ", " << bytes.count() << " bytes, "
+            << k << " group" << (k > 1 ? "s" : "") << " of " << n << " GPUs (" << shape.nodes
+            << unit << (shape.nodes > 1 ? "s" : "") << " each, " << layout << ") on "
+            << cluster.cluster.name << '\n';
   std::cout << "algorithm   " << algo_name << " (" << network::protocol_name(c.protocol) << " protocol)\n";
   std::cout << "time        " << human_time(c.time) << "  (latency " << human_time(c.latency) << ")\n";
   std::cout << "algbw       " << algbw << " GB/s\n";

@@ -19,8 +19,10 @@ namespace ts::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: trainsim kernel --gpu G --op gemm --m M --n N --k K [--batch B] [--dtype bf16|fp16|fp8|fp32]\n"
-    "       trainsim kernel --gpu G --op attention --batch B --heads H [--kv-heads KV] --seq S [--seq-kv S2]\n"
+    "usage: trainsim kernel --gpu G --op gemm --m M --n N --k K [--batch B] [--dtype "
+    "bf16|fp16|fp8|fp32|mxfp8|nvfp4]\n"
+    "       trainsim kernel --gpu G --op attention --batch B --heads H [--kv-heads KV] --seq S "
+    "[--seq-kv S2]\n"
     "                       --head-dim D [--causal] --direction fwd|bwd [--kernel NAME]\n"
     "       trainsim kernel --gpu G --op memory --bytes SIZE        (SIZE: 1GiB, 512MB, 1e9)\n"
     "       trainsim kernel --gpu G --fit-report [--holdout-every K]\n"
@@ -117,6 +119,7 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
                                {"origin", p.origin}, {"measured", p.measured}, {"fitted_error", p.fitted_error},
                                {"check", p.check}};
       if (p.held_out) o["held_out_error"] = p.held_out_error;
+      if (p.derived) o["derived"] = true;  // `measured` is derived from another GPU, not measured
       pts.push_back(o);
     }
     std::cout << j.dump(2) << '\n';
@@ -128,7 +131,20 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
     std::printf("; held out: points %d, %d, %d, ... of each family (refitted without them)", holdout_every,
                 2 * holdout_every, 3 * holdout_every);
   }
-  std::printf("\n\n");
+  std::printf("\n");
+  std::size_t derived = 0;
+  for (const auto& p : r.points) derived += p.derived ? 1 : 0;
+  if (derived > 0) {
+    // No kernel of this GPU was measured for these points: the "measured" column holds values
+    // moved from another GPU by the calibration file's imports (peak, bandwidth and ceiling
+    // ratios).
+    std::printf(
+        "derived, not measured: %zu of %zu points (tables marked 'derived from ..., not "
+        "measured');\n"
+        "  their 'measured' values come from another GPU's measurements scaled to this one\n",
+        derived, r.points.size());
+  }
+  std::printf("\n");
   std::printf("GEMM  t = max(a*W*2*Tm*Tn*K/(P/S) + b*W*(Tm+Tn)/256 + c, bytes/B_hbm), %zu points\n",
               g.num_points);
   for (std::size_t c = 0; c < compute::kNumGemmClasses; ++c) {
@@ -185,26 +201,32 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
 
 int cmd_kernel(const Args& args) {
   po::options_description o("kernel flags");
-  o.add_options()
-      ("gpu", po::value<std::string>(), "calibrated GPU: name, alias (h100-sxm, a100, ...) or calibration file")
-      ("op", po::value<std::string>(), "gemm | attention | memory")
-      ("m", po::value<std::int64_t>(), "GEMM rows of A and C")
-      ("n", po::value<std::int64_t>(), "GEMM columns of B and C")
-      ("k", po::value<std::int64_t>(), "GEMM reduction dimension")
-      ("batch", po::value<std::int64_t>(), "GEMM: independent products (default 1); attention: sequences")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "bf16 | fp16 | fp8 | fp32")
-      ("heads", po::value<std::int64_t>(), "attention query heads")
-      ("kv-heads", po::value<std::int64_t>(), "attention key/value heads (default: --heads)")
-      ("seq", po::value<std::int64_t>(), "attention query length")
-      ("seq-kv", po::value<std::int64_t>(), "attention key length (default: --seq)")
-      ("head-dim", po::value<std::int64_t>(), "attention head dimension")
-      ("causal", po::value<std::string>()->implicit_value("true"), "causal mask (--causal, or --causal=false)")
-      ("direction", po::value<std::string>()->default_value("fwd"), "attention pass: fwd | bwd")
-      ("kernel", po::value<std::string>(), "attention kernel of the calibration (default: the simulator's)")
-      ("bytes", po::value<std::string>(), "memory: bytes read plus written (1GiB, 512MB, ...)")
-      ("fit-report", po::bool_switch(), "print the fit: parameters, and the error of every measured point")
-      ("holdout-every", po::value<int>()->default_value(3), "fit report: leave out every k-th point")
-      ("format", po::value<std::string>()->default_value("text"), "text | json");
+  o.add_options()("gpu", po::value<std::string>(),
+                  "calibrated GPU: name, alias (h100-sxm, a100, ...) or calibration file")(
+      "op", po::value<std::string>(), "gemm | attention | memory")("m", po::value<std::int64_t>(),
+                                                                   "GEMM rows of A and C")(
+      "n", po::value<std::int64_t>(), "GEMM columns of B and C")("k", po::value<std::int64_t>(),
+                                                                 "GEMM reduction dimension")(
+      "batch", po::value<std::int64_t>(),
+      "GEMM: independent products (default 1); attention: sequences")(
+      "dtype", po::value<std::string>()->default_value("bf16"),
+      "bf16 | fp16 | fp8 | fp32 | mxfp8 | nvfp4")("heads", po::value<std::int64_t>(),
+                                                  "attention query heads")(
+      "kv-heads", po::value<std::int64_t>(), "attention key/value heads (default: --heads)")(
+      "seq", po::value<std::int64_t>(), "attention query length")(
+      "seq-kv", po::value<std::int64_t>(), "attention key length (default: --seq)")(
+      "head-dim", po::value<std::int64_t>(), "attention head dimension")(
+      "causal", po::value<std::string>()->implicit_value("true"),
+      "causal mask (--causal, or --causal=false)")(
+      "direction", po::value<std::string>()->default_value("fwd"), "attention pass: fwd | bwd")(
+      "kernel", po::value<std::string>(),
+      "attention kernel of the calibration (default: the simulator's)")(
+      "bytes", po::value<std::string>(), "memory: bytes read plus written (1GiB, 512MB, ...)")(
+      "fit-report", po::bool_switch(),
+      "print the fit: parameters, and the error of every measured point")(
+      "holdout-every", po::value<int>()->default_value(3),
+      "fit report: leave out every k-th point")(
+      "format", po::value<std::string>()->default_value("text"), "text | json");
   po::variables_map vm;
   if (!parse_flags(args, o, vm, kUsage)) return kExitOk;
   const Format format = parse_format(vm["format"].as<std::string>(), false);

@@ -93,9 +93,10 @@ int cmd_plan(const Args& args) {
        "range of global batches in tokens, MIN-MAX (suffixes k M G: 1e3.., Ki Mi Gi: 2^10..): at each "
        "size the smallest batch of 2^k or 3·2^k sequences in it that meets the deadline")
       ("global-batch", po::value<std::int64_t>(), "sequences per iteration: pins the batch (instead of --batch-tokens)")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8");
+      ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16, fp8, mxfp8 or nvfp4 (Blackwell)");
   AxisDefaults axis_defaults;
-  axis_defaults.tp = "1,2,4,8";
+  // "domain": powers of two up to the GPUs of one NVLink domain, per cluster (SizingSpec).
+  axis_defaults.tp = "domain";
   axis_defaults.cp = "1";
   axis_defaults.micro_batch = "1,2";
   axis_defaults.zero = "1";
@@ -212,6 +213,10 @@ int cmd_plan(const Args& args) {
     });
   }
   problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  if (vm["tp"].as<std::string>() == "domain") {
+    spec.tp_within_domain = true;
+    vm.at("tp").value() = std::string("1");  // replaced per cluster by plan_hardware
+  }
   problems.collect([&] { spec.axes = axes_from_flags(vm); });
   spec.threads = vm["threads"].as<int>();
   spec.all_sizes = vm["all-sizes"].as<bool>();

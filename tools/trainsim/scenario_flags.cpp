@@ -11,33 +11,42 @@ namespace po = boost::program_options;
 namespace ts::cli {
 
 void add_fixed_plan_flags(po::options_description& o) {
-  o.add_options()
-      ("model", po::value<std::string>()->required(), "model: zoo name (llama3-70b) or file path")
-      ("cluster", po::value<std::string>()->required(), "cluster: zoo name (dgx-h100) or file path")
-      ("gpus", po::value<std::int64_t>()->required(), "number of GPUs")
-      ("global-batch", po::value<std::int64_t>()->required(), "sequences per iteration")
-      ("seq", po::value<std::int64_t>()->default_value(2048), "sequence length (tokens)")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16 or fp8")
-      ("order", po::value<std::string>()->default_value("tp,cp,dp,pp"), "rank order, innermost first")
-      ("optimizer-states", po::value<std::string>()->default_value("fp32"),
-       "fp32 (mixed-precision Adam), bf16 (pure bf16 Adam) or none (SGD without momentum on bf16 "
-       "weights)")
-      ("grad-reduce", po::value<std::string>()->default_value("fp32"),
-       "data-parallel gradient reduction precision: fp32 or bf16")
-      ("elementwise", po::value<std::string>()->default_value("fused"),
-       "norms, rotary embedding and SwiGLU: fused (one kernel each) or eager (PyTorch's op-by-op "
-       "composition and its native LayerNorm, as torchtitan without torch.compile, HuggingFace "
-       "models and llm-foundry)")
-      ("optimizer-in-backward", po::bool_switch(), "apply the optimizer per parameter during backward")
-      ("unfused-attention", po::bool_switch(), "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")
-      ("attention-kernel", po::value<std::string>()->default_value(""), "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")
-      ("tp-comm-overlap", po::bool_switch(), "overlap TP all-gathers/reduce-scatters with their GEMMs (with sequence parallelism)")
-      ("host-dispatch-us", po::value<double>()->default_value(parallel::ParallelPlan{}.host_dispatch.us()),
-       "host time per modeled operation of an eager framework (microseconds); no operation runs faster; "
-       "0 for CUDA graphs or a compiled step")
-      ("no-overlap-grad-reduce", po::bool_switch(), "reduce gradients after the backward, not in buckets during it")
-      ("no-overlap-param-gather", po::bool_switch(), "ZeRO 1/2: gather parameters after the step, not during the next forward")
-      ("no-fp8-weight-cache", po::bool_switch(), "FP8: cast weights at every micro-batch, not once per step (TE without is_first_microbatch)");
+  o.add_options()("model", po::value<std::string>()->required(),
+                  "model: zoo name (llama3-70b) or file path")(
+      "cluster", po::value<std::string>()->required(), "cluster: zoo name (dgx-h100) or file path")(
+      "gpus", po::value<std::int64_t>()->required(), "number of GPUs")(
+      "global-batch", po::value<std::int64_t>()->required(), "sequences per iteration")(
+      "seq", po::value<std::int64_t>()->default_value(2048), "sequence length (tokens)")(
+      "dtype", po::value<std::string>()->default_value("bf16"),
+      "GEMM precision: bf16, fp16, fp8, mxfp8 or nvfp4 (Blackwell)")(
+      "order", po::value<std::string>()->default_value("tp,cp,dp,pp"),
+      "rank order, innermost first")(
+      "optimizer-states", po::value<std::string>()->default_value("fp32"),
+      "fp32 (mixed-precision Adam), bf16 (pure bf16 Adam) or none (SGD without momentum on bf16 "
+      "weights)")("grad-reduce", po::value<std::string>()->default_value("fp32"),
+                  "data-parallel gradient reduction precision: fp32 or bf16")(
+      "elementwise", po::value<std::string>()->default_value("fused"),
+      "norms, rotary embedding and SwiGLU: fused (one kernel each) or eager (PyTorch's op-by-op "
+      "composition and its native LayerNorm, as torchtitan without torch.compile, HuggingFace "
+      "models and llm-foundry)")("optimizer-in-backward", po::bool_switch(),
+                                 "apply the optimizer per parameter during backward")(
+      "unfused-attention", po::bool_switch(),
+      "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")(
+      "attention-kernel", po::value<std::string>()->default_value(""),
+      "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")(
+      "tp-comm-overlap", po::bool_switch(),
+      "overlap TP all-gathers/reduce-scatters with their GEMMs (with sequence parallelism)")(
+      "host-dispatch-us",
+      po::value<double>()->default_value(parallel::ParallelPlan{}.host_dispatch.us()),
+      "host time per modeled operation of an eager framework (microseconds); no operation runs "
+      "faster; "
+      "0 for CUDA graphs or a compiled step")(
+      "no-overlap-grad-reduce", po::bool_switch(),
+      "reduce gradients after the backward, not in buckets during it")(
+      "no-overlap-param-gather", po::bool_switch(),
+      "ZeRO 1/2: gather parameters after the step, not during the next forward")(
+      "no-fp8-weight-cache", po::bool_switch(),
+      "FP8: cast weights at every micro-batch, not once per step (TE without is_first_microbatch)");
 }
 
 FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::ParallelPlan& p, DiagnosticList& problems) {

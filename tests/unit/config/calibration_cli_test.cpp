@@ -65,7 +65,7 @@ TEST_CASE("trainsim kernel answers for every calibrated GPU, with time_s, tflops
 
 TEST_CASE("trainsim kernel: unknown GPU or op, or fp8 on an A100, is exit 2 naming the flag") {
   REQUIRE(std::filesystem::exists(binary()));
-  const Run gpu = run("kernel --gpu b200 --op gemm --m 1 --n 1 --k 1");
+  const Run gpu = run("kernel --gpu mi300x --op gemm --m 1 --n 1 --k 1");
   CHECK(gpu.code == 2);
   CHECK(gpu.out.find("--gpu") != std::string::npos);
   CHECK(gpu.out.find("H100-SXM5-80GB") != std::string::npos);

@@ -346,7 +346,7 @@ TEST_CASE("kernel dtypes: bf16, fp16, fp8, fp32") {
   CHECK(try_parse_kernel_dtype("bf16") == ir::Dtype::kBf16);
   CHECK(try_parse_kernel_dtype("fp32") == ir::Dtype::kFp32);
   CHECK_FALSE(try_parse_kernel_dtype("tf32").has_value());
-  CHECK(kernel_dtype_choices() == "bf16, fp16, fp8, fp32");
+  CHECK(kernel_dtype_choices() == "bf16, fp16, fp8, fp32, mxfp8, nvfp4");
 }
 
 TEST_CASE("ComputeModelCache fits each GPU spec once and shares the model") {
@@ -364,4 +364,47 @@ TEST_CASE("ComputeModelCache fits each GPU spec once and shares the model") {
   CHECK(c.get() != a.get());
   CHECK(dynamic_cast<const compute::CalibratedModel*>(a.get()) != nullptr);
   CHECK(dynamic_cast<const compute::CalibratedModel*>(c.get()) == nullptr);
+}
+
+TEST_CASE("Blackwell calibrations are derived, not measured, and say so in every kernel table") {
+  const auto h100 = load_calibration("H100-SXM5-80GB");
+  for (const char* gpu : {"b200", "gb200", "b300", "gb300"}) {
+    INFO(gpu);
+    const auto cal = load_calibration(gpu);
+    REQUIRE(!cal->gemm.empty());
+    REQUIRE(!cal->attention.empty());
+    REQUIRE(!cal->memory.empty());
+    for (const auto& t : cal->gemm) {
+      CHECK(t.derived);
+      CHECK(t.name.find(", not measured]") != std::string::npos);
+    }
+    for (const auto& t : cal->attention) CHECK(t.name.find(", not measured]") != std::string::npos);
+    for (const auto& t : cal->memory) {
+      CHECK(t.name.find(", not measured]") != std::string::npos);
+      CHECK(t.provenance.notes.find("derived, not measured") != std::string::npos);
+    }
+  }
+  // Imports within a GPU generation (the same die) are not derived.
+  for (const auto& t : load_calibration("H100-SXM5-96GB")->gemm) CHECK_FALSE(t.derived);
+  // A GEMM point moves by the peak ratio times the ratio of the published ceilings (MAMF):
+  // B200 bf16 1745/2250 against H100 794.5/989.
+  const auto b200 = load_calibration("B200-SXM-180GB");
+  const compute::GemmTable* src = nullptr;
+  const compute::GemmTable* dst = nullptr;
+  for (const auto& t : h100->gemm) {
+    for (const auto& p : t.points) {
+      if (p.dtype == ir::Dtype::kBf16 && src == nullptr) src = &t;
+    }
+  }
+  REQUIRE(src != nullptr);
+  for (const auto& t : b200->gemm) {
+    if (t.name == src->name + " [derived from H100-SXM5-80GB, not measured]") dst = &t;
+  }
+  REQUIRE(dst != nullptr);
+  REQUIRE(dst->points.size() == src->points.size());
+  for (std::size_t i = 0; i < src->points.size(); ++i) {
+    if (src->points[i].dtype != ir::Dtype::kBf16) continue;
+    CHECK(dst->points[i].tflops ==
+          Approx(src->points[i].tflops * (2250.0 / 989.0) * (0.7756 / 0.8033)).epsilon(1e-6));
+  }
 }

@@ -101,7 +101,7 @@ TEST_CASE("plan rule --tp and grouped-query KV heads") {
     f.plan.pp = 1;
     f.plan.dp = 1;
     f.gpus = 12;
-    f.cluster.cluster.node.gpus_per_node = 12;
+    f.cluster.cluster.scale_up.gpus_per_domain = f.cluster.cluster.host.gpus_per_host = 12;
     const auto d = only(f.check(), "--tp");
     CHECK(d.message.find("key/value heads") != std::string::npos);
   }

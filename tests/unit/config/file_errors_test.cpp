@@ -19,7 +19,7 @@ TEST_CASE("the valid test inputs load") {
   const auto c = load_cluster(dir.write("c.textproto", test::kValidCluster));
   CHECK(c.gpu.memory_capacity.count() == 16LL << 30);
   CHECK(c.cluster.fabric.kind == topology::FabricKind::kFatTree);
-  CHECK(c.cluster.node.nic_bandwidth.gbytes_per_s() == Approx(12.5));  // 100 Gb/s
+  CHECK(c.cluster.host.nic_bandwidth.gbytes_per_s() == Approx(12.5));  // 100 Gb/s
 }
 
 TEST_CASE("syntax error names the file and line") {

@@ -26,7 +26,8 @@ TEST_CASE("zoo lists the required models and clusters") {
     CHECK(std::find(models.begin(), models.end(), m) != models.end());
   }
   const auto clusters = zoo_clusters();
-  for (const char* c : {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h100-96gb", "hgx-h200"}) {
+  for (const char* c : {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h100-96gb", "hgx-h200",
+                        "dgx-b200", "gb200-nvl72", "dgx-b300", "gb300-nvl72"}) {
     INFO(c);
     CHECK(std::find(clusters.begin(), clusters.end(), c) != clusters.end());
   }
@@ -115,11 +116,11 @@ TEST_CASE("datasheet values and units of the cluster zoo") {
   CHECK(a100.gpu.memory_bandwidth.gbytes_per_s() == Approx(2039));
   CHECK(a100.gpu.num_sms == 108);
   // 300 GB/s per direction of NVLink3; 200 Gb/s HDR = 25 GB/s per NIC.
-  CHECK(a100.cluster.node.nvlink_bandwidth.gbytes_per_s() == Approx(300));
-  CHECK(a100.cluster.node.nic_bandwidth.gbytes_per_s() == Approx(25));
-  CHECK(a100.cluster.node.nics_per_node == 8);
-  CHECK_FALSE(a100.cluster.node.nvlink_sharp);
-  CHECK(a100.cluster.node.nvlink_latency == Duration::from_ns(600));
+  CHECK(a100.cluster.scale_up.nvlink_bandwidth.gbytes_per_s() == Approx(300));
+  CHECK(a100.cluster.host.nic_bandwidth.gbytes_per_s() == Approx(25));
+  CHECK(a100.cluster.host.nics_per_host == 8);
+  CHECK_FALSE(a100.cluster.scale_up.nvlink_sharp);
+  CHECK(a100.cluster.scale_up.nvlink_latency == Duration::from_ns(600));
 
   const auto a40 = load_cluster("dgx-a100-40gb");
   CHECK(a40.gpu.memory_capacity.count() == 40960LL * 1024 * 1024);
@@ -131,9 +132,9 @@ TEST_CASE("datasheet values and units of the cluster zoo") {
   CHECK(h100.gpu.memory_capacity.count() == 81559LL * 1024 * 1024);
   CHECK(h100.gpu.memory_bandwidth.gbytes_per_s() == Approx(3350));
   CHECK(h100.gpu.num_sms == 132);
-  CHECK(h100.cluster.node.nvlink_bandwidth.gbytes_per_s() == Approx(450));
-  CHECK(h100.cluster.node.nvlink_sharp);
-  CHECK(h100.cluster.node.nic_bandwidth.gbytes_per_s() == Approx(50));  // 400 Gb/s NDR
+  CHECK(h100.cluster.scale_up.nvlink_bandwidth.gbytes_per_s() == Approx(450));
+  CHECK(h100.cluster.scale_up.nvlink_sharp);
+  CHECK(h100.cluster.host.nic_bandwidth.gbytes_per_s() == Approx(50));  // 400 Gb/s NDR
   CHECK(h100.cluster.fabric.switch_radix == 64);
   CHECK(h100.gpu.kernel_launch_overhead == Duration::from_us(3));
 
@@ -144,7 +145,7 @@ TEST_CASE("datasheet values and units of the cluster zoo") {
   CHECK(h96.gpu.num_sms == h100.gpu.num_sms);
   CHECK(h96.gpu.memory_bandwidth.gbytes_per_s() == Approx(2410));
   CHECK(h96.gpu.memory_capacity.in_gib() == Approx(96));
-  CHECK(h96.cluster.node.nic_bandwidth == h100.cluster.node.nic_bandwidth);
+  CHECK(h96.cluster.host.nic_bandwidth == h100.cluster.host.nic_bandwidth);
   CHECK(h96.gpu.compute_slowdown_under_comm == h100.gpu.compute_slowdown_under_comm);
 
   const auto h200 = load_cluster("hgx-h200");

@@ -21,7 +21,7 @@ config::Scenario llama2_7b_fsdp(std::int64_t shard_group) {
   config::Scenario sc;
   sc.model = config::load_model("llama2-7b");
   sc.cluster = config::load_cluster("dgx-a100");
-  sc.cluster.cluster.node.nic_bandwidth = sc.cluster.cluster.node.nic_bandwidth * (1.0 / 16);
+  sc.cluster.cluster.host.nic_bandwidth = sc.cluster.cluster.host.nic_bandwidth * (1.0 / 16);
   sc.num_gpus = 32;
   sc.plan.dp = 32;
   sc.plan.micro_batch = 2;
@@ -65,7 +65,8 @@ TEST_CASE("hybrid sharding reduces across replicas beside the shard group's gath
   // data-parallel collectives together then run longer than the iteration, which they can only
   // by overlapping (on one stream they would queue: 18.7 s of them in a 20.1 s iteration).
   config::Scenario sc = llama2_7b_fsdp(8);
-  sc.cluster.cluster.node.nvlink_bandwidth = sc.cluster.cluster.node.nvlink_bandwidth * (1.0 / 64);
+  sc.cluster.cluster.scale_up.nvlink_bandwidth =
+      sc.cluster.cluster.scale_up.nvlink_bandwidth * (1.0 / 64);
   driver::RunOptions options;
   options.stats = true;
   const driver::RunResult r = run_ok(sc, options);

@@ -345,7 +345,7 @@ TEST_CASE("plan: a fabric variant changes the NIC rate and oversubscription, and
   f.nic_gbits = 200;
   f.oversubscription = 2;
   const auto v = driver::apply_fabric(c, f);
-  CHECK(v.cluster.node.nic_bandwidth.gbytes_per_s() == Approx(25.0));  // 200 Gb/s = 25 GB/s
+  CHECK(v.cluster.host.nic_bandwidth.gbytes_per_s() == Approx(25.0));  // 200 Gb/s = 25 GB/s
   CHECK(v.cluster.fabric.oversubscription == 2.0);
   CHECK(v.cluster.name != c.cluster.name);
   CHECK(driver::fabric_label(v) == "200G x8, 2:1");

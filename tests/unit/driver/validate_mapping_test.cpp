@@ -208,25 +208,39 @@ TEST_CASE("mapping: the cluster follows the gpu and interconnect columns") {
   // Empty interconnect: the DGX-class node.
   auto dgx = cluster_of("H100-80GB", "");
   CHECK(dgx.cluster.name == "dgx-h100");
-  CHECK(dgx.cluster.node.nics_per_node == 8);
-  CHECK(dgx.cluster.node.nic_bandwidth.bytes_per_s() == Approx(400e9 / 8));
+  CHECK(dgx.cluster.host.nics_per_host == 8);
+  CHECK(dgx.cluster.host.nic_bandwidth.bytes_per_s() == Approx(400e9 / 8));
   // Count × rate, per-node aggregate, IB generation names, GPUs per node.
   auto a = cluster_of("A100-80GB", "8x200Gb/s HDR InfiniBand HCAs per node");
   CHECK(a.cluster.name == "dgx-a100");  // what dgx-a100 already is
   auto roce = cluster_of("A100-80GB", "1600 Gbps RoCE per node (node-node)");
-  CHECK(roce.cluster.node.nic_bandwidth.bytes_per_s() == Approx(200e9 / 8));
+  CHECK(roce.cluster.host.nic_bandwidth.bytes_per_s() == Approx(200e9 / 8));
   // InfiniBand routes adaptively (the zoo default); RoCE by static ECMP hashing.
   CHECK(a.cluster.fabric.adaptive_routing);
   CHECK_FALSE(roce.cluster.fabric.adaptive_routing);
   CHECK(roce.cluster.name != a.cluster.name);
   auto t4 = cluster_of("H100 SXM5 94GB", "4 GPUs per node, 4x NDR200 InfiniBand");
-  CHECK(t4.cluster.node.gpus_per_node == 4);
-  CHECK(t4.cluster.node.nics_per_node == 4);
-  CHECK(t4.cluster.node.nic_bandwidth.bytes_per_s() == Approx(200e9 / 8));
+  CHECK(t4.cluster.host.gpus_per_host == 4);
+  CHECK(t4.cluster.host.nics_per_host == 4);
+  CHECK(t4.cluster.host.nic_bandwidth.bytes_per_s() == Approx(200e9 / 8));
   CHECK(t4.cluster.name != "dgx-h100");  // a variant has its own name (network model cache key)
   auto gcp = cluster_of("H100-80GB", "4x200 Gbps per node");
-  CHECK(gcp.cluster.node.nics_per_node == 4);
-  CHECK(gcp.cluster.node.nic_bandwidth.bytes_per_s() == Approx(200e9 / 8));
+  CHECK(gcp.cluster.host.nics_per_host == 4);
+  CHECK(gcp.cluster.host.nic_bandwidth.bytes_per_s() == Approx(200e9 / 8));
+
+  // Blackwell: NVL72 racks (their "NVL" is the 72-GPU NVLink domain, not a PCIe card) and
+  // 8-GPU nodes; a server's GPU count changes the host of a rack, never its domain.
+  auto gb200 = cluster_of("GB200", "GB200 NVL72, 4 x 400 Gb/s InfiniBand per compute tray");
+  CHECK(gb200.gpu.name == "GB200-NVL-186GB");
+  CHECK(gb200.cluster.scale_up.gpus_per_domain == 72);
+  CHECK(gb200.cluster.host.gpus_per_host == 4);
+  CHECK(gb200.cluster.host.nics_per_host == 4);
+  CHECK(cluster_of("GB300 NVL72", "").gpu.name == "GB300-NVL-279GB");
+  CHECK(cluster_of("B200", "").cluster.name == "dgx-b200");
+  CHECK(cluster_of("NVIDIA B300", "").cluster.name == "dgx-b300");
+  auto gb8 = cluster_of("GB200", "8 GPUs per node");
+  CHECK(gb8.cluster.scale_up.gpus_per_domain == 72);
+  CHECK(gb8.cluster.host.gpus_per_host == 8);
 
   row["gpu"] = "MI300X";
   const auto m = driver::map_run(one(row));

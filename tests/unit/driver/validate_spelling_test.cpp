@@ -128,12 +128,13 @@ TEST_CASE("spelling: GPU names map to the cluster of that silicon") {
   const auto h100 = gpu("H100 SXM");
   const auto h800 = gpu("NVIDIA H800 SXM5 80GB");
   CHECK(h800.gpu.name == "H100-SXM5-80GB");
-  CHECK(h800.cluster.node.nvlink_bandwidth.bytes_per_s() == Approx(200e9));
-  CHECK(h800.cluster.node.nvlink_bandwidth.bytes_per_s() < h100.cluster.node.nvlink_bandwidth.bytes_per_s());
+  CHECK(h800.cluster.scale_up.nvlink_bandwidth.bytes_per_s() == Approx(200e9));
+  CHECK(h800.cluster.scale_up.nvlink_bandwidth.bytes_per_s() <
+        h100.cluster.scale_up.nvlink_bandwidth.bytes_per_s());
   CHECK_THAT(h800.cluster.name, Catch::Contains("NVLink 400GB/s"));
   const auto a800 = gpu("A800-SXM4-80GB");
   CHECK(a800.gpu.name == "A100-SXM4-80GB");
-  CHECK(a800.cluster.node.nvlink_bandwidth.bytes_per_s() == Approx(200e9));
+  CHECK(a800.cluster.scale_up.nvlink_bandwidth.bytes_per_s() == Approx(200e9));
 
   // A column naming only the architecture: its SXM training part.
   CHECK(gpu("NVIDIA Ampere GPUs").gpu.name == "A100-SXM4-80GB");
@@ -156,7 +157,9 @@ TEST_CASE("spelling: interconnect texts give NICs per node, their rate and GPUs 
     row["interconnect"] = ic;
     return scenario_of(row).cluster;
   };
-  const auto gbits = [](const config::Cluster& c) { return c.cluster.node.nic_bandwidth.bytes_per_s() * 8e-9; };
+  const auto gbits = [](const config::Cluster& c) {
+    return c.cluster.host.nic_bandwidth.bytes_per_s() * 8e-9;
+  };
 
   // GPU cell, interconnect cell, then what the node gets: GPUs per node, NICs per node and their
   // line rate (Gb/s), 0 where the row's default node is expected; whether routing is adaptive.
@@ -207,8 +210,8 @@ TEST_CASE("spelling: interconnect texts give NICs per node, their rate and GPUs 
   for (const auto& k : cases) {
     INFO(k.why << ": '" << k.gpu << "', '" << k.interconnect << "'");
     const auto c = node_of(k.gpu, k.interconnect);
-    CHECK(c.cluster.node.gpus_per_node == k.gpus_per_node);
-    if (k.nics > 0) CHECK(c.cluster.node.nics_per_node == k.nics);
+    CHECK(c.cluster.host.gpus_per_host == k.gpus_per_node);
+    if (k.nics > 0) CHECK(c.cluster.host.nics_per_host == k.nics);
     if (k.gbits > 0) CHECK(gbits(c) == Approx(k.gbits));
     CHECK(c.cluster.fabric.adaptive_routing == k.adaptive);
   }

@@ -118,7 +118,7 @@ TEST_CASE("multi-node ring is bound by the node's NICs: busbw = rails · NIC rat
   // 100 GB/s (the 3-node A100 system of nccl-tests#119 computes the same bound).
   for (const int nics : {8, 4}) {
     auto spec = testing::dgx_a100();
-    spec.node.nics_per_node = nics;
+    spec.host.nics_per_host = nics;
     const Topology topo(spec, 32);
     const NetworkModel net(topo);
     const Bytes s = Bytes::gib(1);
@@ -205,7 +205,7 @@ TEST_CASE("concurrent DP groups on separate rails do not contend, on a shared NI
   }
   {
     // Two GPUs per NIC: two DP groups share every NIC → twice the bandwidth time.
-    spec.node.nics_per_node = 4;
+    spec.host.nics_per_host = 4;
     const Topology topo(spec, 32);
     const NetworkModel net(topo);
     const auto one = net.collective(request(CollectiveOp::kAllReduce, s, {strided_groups(4, 8)[0]}, Algorithm::kRing));
@@ -224,8 +224,8 @@ TEST_CASE("time is monotone in size and never grows with more bandwidth", "[netw
     const bool multi = which >= 3;
     auto slow = testing::dgx_h100();
     auto fast = slow;
-    if (which % 3 != 2) fast.node.nvlink_bandwidth = slow.node.nvlink_bandwidth * 2;
-    if (which % 3 != 1) fast.node.nic_bandwidth = slow.node.nic_bandwidth * 2;
+    if (which % 3 != 2) fast.scale_up.nvlink_bandwidth = slow.scale_up.nvlink_bandwidth * 2;
+    if (which % 3 != 1) fast.host.nic_bandwidth = slow.host.nic_bandwidth * 2;
     const int gpus = multi ? 64 : 8;
     const Topology ts(slow, gpus), tf(fast, gpus);
     const NetworkModel ns(ts, profile), nf(tf, profile);

@@ -54,10 +54,10 @@ compute::GpuSpec gpu() {
 topology::ClusterSpec cluster() {
   topology::ClusterSpec c;
   c.name = "test";
-  c.node.gpus_per_node = 8;
-  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(150);
-  c.node.nic_bandwidth = Bandwidth::gbits_per_s(100);
-  c.node.nics_per_node = 2;
+  c.scale_up.gpus_per_domain = c.host.gpus_per_host = 8;
+  c.scale_up.nvlink_bandwidth = Bandwidth::gbytes_per_s(150);
+  c.host.nic_bandwidth = Bandwidth::gbits_per_s(100);
+  c.host.nics_per_host = 2;
   return c;
 }
 

@@ -45,10 +45,10 @@ ir::ModelSpec model(std::int64_t layers) {
 topology::ClusterSpec cluster(double nic_gbytes, std::int32_t gpus_per_node) {
   topology::ClusterSpec c;
   c.name = "ideal";
-  c.node.gpus_per_node = gpus_per_node;
-  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(1e6);
-  c.node.nics_per_node = gpus_per_node;
-  c.node.nic_bandwidth = Bandwidth::gbytes_per_s(nic_gbytes);
+  c.scale_up.gpus_per_domain = c.host.gpus_per_host = gpus_per_node;
+  c.scale_up.nvlink_bandwidth = Bandwidth::gbytes_per_s(1e6);
+  c.host.nics_per_host = gpus_per_node;
+  c.host.nic_bandwidth = Bandwidth::gbytes_per_s(nic_gbytes);
   c.fabric.switch_radix = 64;
   return c;
 }

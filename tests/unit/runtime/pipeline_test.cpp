@@ -44,10 +44,10 @@ ir::ModelSpec model(std::int64_t layers) {
 topology::ClusterSpec free_network() {
   topology::ClusterSpec c;
   c.name = "ideal";
-  c.node.gpus_per_node = 8;
-  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(1e9);
-  c.node.nic_bandwidth = Bandwidth::gbytes_per_s(1e9);
-  c.node.nics_per_node = 8;
+  c.scale_up.gpus_per_domain = c.host.gpus_per_host = 8;
+  c.scale_up.nvlink_bandwidth = Bandwidth::gbytes_per_s(1e9);
+  c.host.nic_bandwidth = Bandwidth::gbytes_per_s(1e9);
+  c.host.nics_per_host = 8;
   return c;
 }
 

@@ -37,7 +37,7 @@ TEST_CASE("rail-optimized two-tier fat-tree of DGX H100 nodes: counts follow the
   // one leaf per rail per 32-node unit → 2 units · 8 rails = 16 leaves) and 32 uplinks, one to
   // each of 32 spines.
   const Topology t(ts::testing::dgx_h100(), 512);
-  CHECK(t.num_nodes() == 64);
+  CHECK(t.num_domains() == 64);
   CHECK(t.count(VertexKind::kGpu) == 512);
   CHECK(t.count(VertexKind::kNvSwitch) == 64);
   CHECK(t.count(VertexKind::kNic) == 512);
@@ -220,7 +220,7 @@ TEST_CASE("plain fat-tree: a node's NICs share one leaf", "[topology]") {
 
 TEST_CASE("fewer NICs than GPUs: neighbouring GPUs share a NIC", "[topology]") {
   auto spec = ts::testing::dgx_a100();
-  spec.node.nics_per_node = 4;
+  spec.host.nics_per_host = 4;
   const Topology t(spec, 24);
   CHECK(t.rails() == 4);
   CHECK(t.rail_of(0) == 0);
@@ -243,8 +243,8 @@ TEST_CASE("fewer NICs than GPUs: neighbouring GPUs share a NIC", "[topology]") {
 
 TEST_CASE("more NICs than GPUs act as one NIC per GPU of their total bandwidth", "[topology]") {
   auto spec = ts::testing::dgx_h100();
-  spec.node.nics_per_node = 32;  // AWS p5: 32 x 100 Gb/s EFA
-  spec.node.nic_bandwidth = Bandwidth::gbits_per_s(100);
+  spec.host.nics_per_host = 32;  // AWS p5: 32 x 100 Gb/s EFA
+  spec.host.nic_bandwidth = Bandwidth::gbits_per_s(100);
   const Topology t(spec, 16);
   CHECK(t.rails() == 8);
   for (const auto& l : t.links()) {

@@ -49,9 +49,9 @@ inline TinyReplay tiny_replay(parallel::Recompute recompute = parallel::Recomput
   lo.optimizer_bytes_per_param = Bytes(30);
   topology::ClusterSpec c;
   c.name = "test";
-  c.node.gpus_per_node = 8;
-  c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(300);
-  c.node.nic_bandwidth = Bandwidth::gbits_per_s(200);
+  c.scale_up.gpus_per_domain = c.host.gpus_per_host = 8;
+  c.scale_up.nvlink_bandwidth = Bandwidth::gbytes_per_s(300);
+  c.host.nic_bandwidth = Bandwidth::gbits_per_s(200);
   const topology::Topology topo(c, 8);
   const network::NetworkModel net(topo);
   const auto cm = compute::make_roofline_model(tiny_gpu());

@@ -72,17 +72,17 @@ std::vector<Point> read_points(const std::string& path) {
     auto& c = p.cluster;
     c.name = p.curve;
     c.gpu = r["gpu"];
-    c.node.gpus_per_node = std::stoi(r["gpus_per_node"]);
-    c.node.nvlink_bandwidth = Bandwidth::gbytes_per_s(std::stod(r["nvlink_gbps"]));
-    c.node.nvlink_sharp = r["nvlink_sharp"] == "true";
-    c.node.nics_per_node = std::stoi(r["nics_per_node"]);
-    c.node.nic_bandwidth = Bandwidth::gbits_per_s(std::stod(r["nic_gbits"]));
+    c.scale_up.gpus_per_domain = c.host.gpus_per_host = std::stoi(r["gpus_per_node"]);
+    c.scale_up.nvlink_bandwidth = Bandwidth::gbytes_per_s(std::stod(r["nvlink_gbps"]));
+    c.scale_up.nvlink_sharp = r["nvlink_sharp"] == "true";
+    c.host.nics_per_host = std::stoi(r["nics_per_node"]);
+    c.host.nic_bandwidth = Bandwidth::gbits_per_s(std::stod(r["nic_gbits"]));
     c.fabric.kind = topology::FabricKind::kRailOptimizedFatTree;
     c.fabric.tiers = 2;
     c.fabric.oversubscription = 1;
     // Quantum HDR switches have 40 ports, Quantum-2 NDR 64.
     c.fabric.switch_radix = std::stod(r["nic_gbits"]) >= 400 ? 64 : 40;
-    p.gpus = std::stoi(r["nodes"]) * c.node.gpus_per_node;
+    p.gpus = std::stoi(r["nodes"]) * c.host.gpus_per_host;
     const auto op = parse_collective(r["op"]);
     const auto algo = parse_algorithm(r["algorithm"]);
     REQUIRE(op.has_value());

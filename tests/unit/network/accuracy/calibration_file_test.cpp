@@ -48,9 +48,9 @@ std::string replace_once(std::string s, const std::string& from, const std::stri
 
 }  // namespace
 
-TEST_CASE("the shipped network calibration loads with both generations", "[network][calibration]") {
+TEST_CASE("the shipped network calibration loads with every generation", "[network][calibration]") {
   const auto cal = config::load_network_calibration();
-  REQUIRE(cal.profiles.size() == 2);
+  REQUIRE(cal.profiles.size() == 3);
   const auto* a100 = network::find_profile(cal, "A100-SXM4-80GB");
   const auto* h100 = network::find_profile(cal, "H100-SXM5-80GB");
   REQUIRE(a100 != nullptr);
@@ -62,6 +62,14 @@ TEST_CASE("the shipped network calibration loads with both generations", "[netwo
   CHECK(a100->ring_nvlink_factor(2) < a100->ring_nvlink_factor(8));
   CHECK(h100->protocol(network::Protocol::kSimple).bandwidth_fraction == 1.0);
   CHECK(h100->protocol(network::Protocol::kLL).ring.nvlink.us() == Approx(0.6));
+  // Blackwell: NCCL's NVLS efficiency 0.74 of the ring's; rings of any length in an NVL72
+  // domain at the 8-GPU plateau (no per-count factor).
+  const auto* b200 = network::find_profile(cal, "B200-SXM-180GB");
+  REQUIRE(b200 != nullptr);
+  CHECK(network::find_profile(cal, "GB200-NVL-186GB") == b200);
+  CHECK(network::find_profile(cal, "GB300-NVL-279GB") == b200);
+  CHECK(b200->nvls_efficiency == Approx(0.74 * b200->nvlink_efficiency).epsilon(1e-3));
+  CHECK(b200->ring_nvlink_factor(72) == 1.0);
 }
 
 TEST_CASE("broken network calibrations list every problem with its line", "[network][calibration]") {
