@@ -334,7 +334,11 @@ class BlockReplay {
   void evaluate(BlockDevice& dev, const BlockProgram::Block& b, std::vector<std::int32_t>& work, Intervals* record) {
     const BlockProgram::Template& t = p_.templates[b.templ];  // st_.ends has room for its tasks
     auto note = [record](std::uint8_t stream, SimTime start, SimTime end, TimeCategory category, std::int32_t split) {
-      if constexpr (kRecord) (*record)[stream].push_back({start, end, category, split});
+      if constexpr (kRecord) {
+        (*record)[stream].push_back({start, end, category, split});
+      } else {
+        (void)record;  // only the recording pass writes intervals
+      }
     };
     const BlockTask* infos = st_.tasks.data() + t.task_begin;
     SimTime* registers = st_.registers.data() + dev.registers;
