@@ -385,7 +385,8 @@ TEST_CASE("Blackwell calibrations are derived, not measured, and say so in every
     }
   }
   // Imports within a GPU generation (the same die) are not derived.
-  for (const auto& t : load_calibration("H100-SXM5-96GB")->gemm) CHECK_FALSE(t.derived);
+  const auto h100_96 = load_calibration("H100-SXM5-96GB");
+  for (const auto& t : h100_96->gemm) CHECK_FALSE(t.derived);
   // A GEMM point moves by the peak ratio times the ratio of the published ceilings (MAMF):
   // B200 bf16 1745/2250 against H100 794.5/989.
   const auto b200 = load_calibration("B200-SXM-180GB");
