@@ -96,15 +96,21 @@ class Lowerer {
     std::int32_t mb;
   };
 
-  std::int32_t compute(std::int32_t ops, const Label& l, std::initializer_list<std::int32_t> deps,
-                       Bytes alloc = Bytes(), Bytes release = Bytes()) {
+  // A task of `kind` on `stream`, named by its label.
+  static Task labelled(TaskKind kind, Stream stream, const Label& l) {
     Task t;
-    t.kind = TaskKind::kCompute;
-    t.stream = Stream::kCompute;
+    t.kind = kind;
+    t.stream = stream;
     t.pass = l.pass;
     t.part = l.part;
     t.layer = l.layer;
     t.micro_batch = l.mb;
+    return t;
+  }
+
+  std::int32_t compute(std::int32_t ops, const Label& l, std::initializer_list<std::int32_t> deps,
+                       Bytes alloc = Bytes(), Bytes release = Bytes()) {
+    Task t = labelled(TaskKind::kCompute, Stream::kCompute, l);
     t.ops = ops;
     t.alloc_at_start = alloc;
     t.free_at_end = release;
@@ -113,13 +119,7 @@ class Lowerer {
 
   std::int32_t collective(Stream stream, unsigned axes, CommOp op, Bytes bytes, const Label& l,
                           std::initializer_list<std::int32_t> deps) {
-    Task t;
-    t.kind = TaskKind::kCollective;
-    t.stream = stream;
-    t.pass = l.pass;
-    t.part = l.part;
-    t.layer = l.layer;
-    t.micro_batch = l.mb;
+    Task t = labelled(TaskKind::kCollective, stream, l);
     t.comm = op;
     t.bytes = bytes;
     // The group of this rank along `axes` is the same for every collective of the device:

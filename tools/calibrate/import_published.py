@@ -611,14 +611,12 @@ def memory_overheads():
 
 def imports(gpu):
     out = []
-    def imp(src, family, relationship, dtypes=(), kernel=None, tables=(), derived=False):
+    def imp(src, family, relationship, dtypes=(), kernel=None, derived=False):
         out.append("imports {")
         out.append("  gpu: " + q(src))
         out.append("  family: " + q(family))
         for d in dtypes:
             out.append("  dtypes: " + q(d))
-        for t in tables:
-            out.append("  tables: " + q(t))
         if kernel:
             out.append("  kernel: " + q(kernel))
         out.append("  relationship: " + q(relationship))
