@@ -771,8 +771,7 @@ def measured_tables(gpu):
     The attention tables (PyTorch SDPA's vendored FlashAttention-2) are kept but not folded in:
     pooled with the FlashAttention repository's points under one FlashAttention-2 model they fit
     at 6.6 % forward / 11.3 % backward and drag the repository's forward+backward points from
-    2.7 % to 13.7 %; they need a kernel name of their own (see README, Calibration files). The
-    H200's is from the first run, which timed GQA shapes with repeat_interleave copies."""
+    2.7 % to 13.7 %; they need a kernel name of their own (see README, Calibration files)."""
     out = {}
     for family in ("gemm", "memory"):
         path = os.path.join(MEASURED_DIR, gpu, family + ".textproto")
@@ -781,6 +780,17 @@ def measured_tables(gpu):
         text = open(path).read()
         text = re.sub(r"^launch_overhead \{.*?^\}\n", "", text, flags=re.S | re.M)
         out[family] = text.rstrip().splitlines()
+    # bench_moe.py's grouped expert GEMMs and token permutation: role "check" tables, compared
+    # with the dense fit (the fit report's error on them is how far expert GEMMs priced from the
+    # dense fit can be off), never fitted.
+    path = os.path.join(MEASURED_DIR, gpu, "moe.textproto")
+    if os.path.exists(path):
+        text = open(path).read()
+        for family in ("gemm", "memory"):
+            blocks = re.findall(r"^%s \{.*?^\}\n" % family, text, flags=re.S | re.M)
+            out.setdefault(family, [])
+            for b in blocks:
+                out[family] += b.rstrip().splitlines()
     return out
 
 
