@@ -425,8 +425,8 @@ struct Slot {
 
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   SweepOutcome out;
-  out.enumeration = enumerate_plans(spec);
-  const auto& plans = out.enumeration.plans;
+  if (!options.enumeration) out.enumeration = enumerate_plans(spec);
+  const auto& plans = options.enumeration ? options.enumeration->plans : out.enumeration.plans;
   const auto total = static_cast<std::int64_t>(plans.size());
   if (options.shard.count < 1 || options.shard.index < 0 || options.shard.index >= options.shard.count) {
     bad_flag("--shard", "expected 0 <= I < N");
@@ -439,11 +439,18 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   const bool write_header = resumed.write_header;
 
   std::vector<std::int64_t> todo;
-  for (std::int64_t id = options.shard.index; id < total; id += options.shard.count) {
-    ++out.stats.in_shard;
-    if (done.count(id)) continue;
-    if (options.select && !options.select(id)) continue;
-    todo.push_back(id);
+  if (options.only) {
+    out.stats.in_shard = static_cast<std::int64_t>(options.only->size());
+    for (const std::int64_t id : *options.only) {
+      if (id >= 0 && id < total && options.shard.contains(id) && !done.count(id)) todo.push_back(id);
+    }
+  } else {
+    for (std::int64_t id = options.shard.index; id < total; id += options.shard.count) {
+      ++out.stats.in_shard;
+      if (done.count(id)) continue;
+      if (options.select && !options.select(id)) continue;
+      todo.push_back(id);
+    }
   }
   out.stats.resumed = static_cast<std::int64_t>(done.size());
   std::size_t jobs = todo.size();
@@ -483,7 +490,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work(a) > work(b); });
 
   // Plans that lower alike (ZeRO 1 and 2) replay once for all workers.
-  const auto memo = std::make_shared<ReplayMemo>();
+  const auto memo = options.replay_memo ? options.replay_memo : std::make_shared<ReplayMemo>();
 
   std::vector<Slot> slots(jobs);
   std::mutex mutex;
@@ -550,6 +557,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   // The writer: rows in plan order, each batch flushed, so that a killed run leaves a prefix.
   std::vector<SweepRecord> fresh;
   fresh.reserve(jobs);
+  double best = 0;  // tokens/s of the best ok plan written (progress reports)
   std::string buffer;
   auto last_progress = Clock::now();
   const auto report = [&] {
@@ -557,6 +565,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     SweepProgress pr;
     pr.done = finished.load();
     pr.total = static_cast<std::int64_t>(jobs);
+    pr.replayed = out.stats.replayed;
+    pr.best_tokens_per_s = best;
     pr.elapsed_s = seconds_since(t0);
     options.progress(pr);
   };
@@ -587,7 +597,10 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         }
         if (s.early_oom) ++st.early_oom;
         if (s.status == "unsupported") ++st.unsupported;
-        if (s.status == "ok") ++st.ok;
+        if (s.status == "ok") {
+          ++st.ok;
+          best = std::max(best, s.tokens_per_s);
+        }
         if (s.status == "oom" && s.replayed) ++st.oom;
         s = Slot{};
         ++written;
