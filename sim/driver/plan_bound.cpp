@@ -1,5 +1,5 @@
-// Lower bound on a plan's iteration time: the compute of its layers at calibrated speed with
-// the pipeline's fill and drain.
+// Lower bound on a plan's iteration time: the compute of its layers at calibrated speed (with
+// the tensor-parallel collectives that compute waits for) and the pipeline's fill and drain.
 //
 // Why it is a lower bound. simulate() reports the end of the replay plus the compute the last
 // device loses to communication (≥ 0). In the replay, each simulated device runs its compute
@@ -20,9 +20,17 @@
 //     (k, v ≥ d); k's gradient then goes through the backward passes of stages v − 1 … 0, each
 //     waiting for the one before: at least Σ_{v'<d} C_{v'} more. With a split backward (ZB-H1,
 //     DualPipeV) the last task may be a weight gradient that nothing waits for: no drain.
+// Tensor-parallel collectives count as well, except under DualPipeV (which overlaps one
+// micro-batch's communication with another's compute): one that waits for the compute task
+// before it on its device and that the compute task after it waits for keeps the compute stream
+// idle while it runs (serial_tp_time below), so it lengthens F_v, B_v and C_v like compute; it is
+// costed for its group alone, which concurrent groups sharing links can only slow (the sample's
+// group: the first ranks, as the real plan's groups are with the tensor axis innermost; with
+// another rank order the real groups are spread wider, not narrower).
 // So the iteration lasts at least max_d (Σ_{v<d} F_v + W_d + drain_d). Dropped, each only
-// lengthening the real iteration: every communication (tensor, context, pipeline and data
-// parallel, exposed or not), the compute of the optimizer step and of anything outside the
+// lengthening the real iteration: the other communication (context, pipeline and data
+// parallel, tensor-parallel collectives not between two dependent compute tasks, the contention
+// of concurrent groups), the compute of the optimizer step and of anything outside the
 // layers, embedding and head, the slowdown of compute under communication, idle time of d
 // beyond the fill and drain, and the difference between a layer's or micro-batch's compute and
 // the least one (f, b and c are minima over the layers and micro-batches of a lowered sample).
@@ -36,7 +44,9 @@
 #include "sim/driver/plan_bound.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <optional>
 
 #include "sim/driver/simulate.h"
 #include "sim/memory/transients.h"
@@ -74,6 +84,17 @@ std::uint64_t hash_plan(const parallel::ParallelPlan& p) {
   return h;
 }
 
+network::CollectiveOp network_op(parallel::CommOp op) {
+  switch (op) {
+    case parallel::CommOp::kAllReduce: return network::CollectiveOp::kAllReduce;
+    case parallel::CommOp::kAllGather: return network::CollectiveOp::kAllGather;
+    case parallel::CommOp::kReduceScatter: return network::CollectiveOp::kReduceScatter;
+    case parallel::CommOp::kAllToAll: return network::CollectiveOp::kAllToAll;
+    case parallel::CommOp::kSendRecv: return network::CollectiveOp::kSendRecv;
+  }
+  return network::CollectiveOp::kAllReduce;
+}
+
 Duration min_of(const std::vector<Duration>& v) {
   Duration m = v.empty() ? Duration() : v.front();
   for (const Duration d : v) m = std::min(m, d);
@@ -92,9 +113,11 @@ PlanBounder::PlanBounder(ir::ModelSpec model, config::Cluster cluster, std::int6
 
 const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   const parallel::ParallelPlan sample = sample_plan(plan);
+  // DualPipeV overlaps one micro-batch's communication with another's compute: compute only.
+  const std::size_t variant = plan.v_shape() ? 0 : 1;
   auto& bucket = memo_[hash_plan(sample)];
   for (const auto& [p, c] : bucket) {
-    if (p == sample) return c;
+    if (p == sample) return c[variant];
   }
   ir::ModelSpec model = scenario_.model;
   const std::int64_t keep = plan.recompute_layers > 0 ? plan.recompute_layers + 1 : 2;
@@ -102,13 +125,57 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   parallel::LoweringOptions lo;  // memory sizes do not change the kernels
   const parallel::TaskGraph g = parallel::lower(model, sample, lo);
   const compute::ComputeModel& cm = resources_.compute(scenario_.cluster.gpu, sample);
+  const network::NetworkModel& net = resources_.network(scenario_.cluster, scenario_.num_gpus);
   const auto layers = static_cast<std::size_t>(model.num_layers);
   const auto mbs = static_cast<std::size_t>(kSampleMicroBatches);
-  // Per block kind (layer l, embedding, head) and micro-batch: forward, backward, chain.
+  const auto op_time = [&](std::int32_t list) { return runtime::op_list_time(cm, g.op_lists[static_cast<std::size_t>(list)]); };
+  const auto depends = [&](const parallel::Task& t, std::size_t on) {
+    for (std::uint32_t k = 0; k < t.dep_count; ++k) {
+      if (g.deps[t.dep_begin + k] == on) return true;
+    }
+    return false;
+  };
+  // A tensor-parallel collective that waits for the compute task before it on the device and
+  // that the compute task after it waits for (tasks of a device are in program order): the
+  // compute stream idles through it. Costed for its group alone on the cluster (the replay costs
+  // it beside every other group running the same collective, which can only slow it), exposed
+  // as the replay exposes a collective overlapped with GEMMs (the larger of one chunk and what
+  // the GEMMs leave uncovered).
+  const auto serial_tp_time = [&](std::size_t i, std::size_t prev_compute) -> std::optional<Duration> {
+    const parallel::Task& t = g.tasks[i];
+    if (t.kind != parallel::TaskKind::kCollective || t.stream != parallel::Stream::kTpComm || t.communicator < 0) return std::nullopt;
+    const parallel::Communicator& comm = g.communicators[static_cast<std::size_t>(t.communicator)];
+    if (comm.axes != parallel::axis_bit(parallel::Axis::kTp) || comm.ranks.size() < 2) return std::nullopt;
+    if (prev_compute >= g.tasks.size() || !depends(t, prev_compute)) return std::nullopt;
+    std::size_t next = i + 1;
+    while (next < g.tasks.size() && !(g.tasks[next].kind == parallel::TaskKind::kCompute && g.tasks[next].device == t.device)) ++next;
+    if (next >= g.tasks.size() || !depends(g.tasks[next], i)) return std::nullopt;
+    network::CollectiveRequest r;
+    r.op = network_op(t.comm);
+    r.bytes = t.bytes;
+    r.groups.push_back(comm.ranks);
+    const Duration full = net.collective(r).time;
+    if (t.hidden_by < 0) return full;
+    const Duration one_chunk = Duration::from_ps(full.ps() / static_cast<std::int64_t>(comm.ranks.size()));
+    return std::max(one_chunk, full - std::min(full, op_time(t.hidden_by)));
+  };
+  // Per block kind (layer l, embedding, head) and micro-batch: forward, backward, chain; with
+  // (1) and without (0) the serial tensor-parallel collectives.
   const std::size_t kinds = layers + 2;
-  std::vector<Duration> fwd(kinds * mbs), bwd(kinds * mbs), chain(kinds * mbs);
-  for (const parallel::Task& t : g.tasks) {
-    if (t.kind != parallel::TaskKind::kCompute || t.device != 0 || t.micro_batch < 0) continue;
+  std::array<std::vector<Duration>, 2> fwd, bwd, chain;
+  for (std::size_t v = 0; v < 2; ++v) {
+    fwd[v].assign(kinds * mbs, Duration());
+    bwd[v].assign(kinds * mbs, Duration());
+    chain[v].assign(kinds * mbs, Duration());
+  }
+  std::size_t prev_compute = g.tasks.size();
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    const parallel::Task& t = g.tasks[i];
+    if (t.device != 0) continue;
+    const bool is_compute = t.kind == parallel::TaskKind::kCompute;
+    const std::optional<Duration> tp = is_compute ? std::nullopt : serial_tp_time(i, prev_compute);
+    if (is_compute) prev_compute = i;
+    if ((!is_compute && !tp) || t.micro_batch < 0) continue;
     std::size_t kind = 0;
     switch (t.part) {
       case parallel::Part::kAttention:
@@ -123,29 +190,36 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
       case parallel::Part::kActivations: continue;
     }
     const std::size_t at = kind * mbs + static_cast<std::size_t>(t.micro_batch) % mbs;
-    const Duration d = t.ops >= 0 ? runtime::op_list_time(cm, g.op_lists[static_cast<std::size_t>(t.ops)]) : t.duration;
-    switch (t.pass) {
-      case parallel::Pass::kForward: fwd[at] += d; break;
-      case parallel::Pass::kBackward:
-        bwd[at] += d;
-        chain[at] += d;
-        break;
-      case parallel::Pass::kRecompute:
-      case parallel::Pass::kWeightGrad: bwd[at] += d; break;
-      case parallel::Pass::kOptimizer: break;
+    const Duration d = !is_compute ? *tp : t.ops >= 0 ? op_time(t.ops) : t.duration;
+    for (std::size_t v = is_compute ? 0 : 1; v < 2; ++v) {
+      switch (t.pass) {
+        case parallel::Pass::kForward: fwd[v][at] += d; break;
+        case parallel::Pass::kBackward:
+          bwd[v][at] += d;
+          chain[v][at] += d;
+          break;
+        case parallel::Pass::kRecompute:
+        case parallel::Pass::kWeightGrad: bwd[v][at] += d; break;
+        case parallel::Pass::kOptimizer: break;
+      }
     }
   }
-  const auto block = [&](std::size_t first, std::size_t count) {
-    const auto range = [&](const std::vector<Duration>& v) {
-      return min_of(std::vector<Duration>(v.begin() + static_cast<std::ptrdiff_t>(first * mbs),
-                                          v.begin() + static_cast<std::ptrdiff_t>((first + count) * mbs)));
+  std::array<PlanCompute, 2> c;
+  for (std::size_t v = 0; v < 2; ++v) {
+    // The least over the layers (first = 0) or of the embedding or head, and the micro-batches.
+    const auto block = [&](std::size_t first) {
+      const std::size_t end = first == 0 ? layers : first + 1;
+      const auto least = [&](const std::vector<Duration>& x) {
+        return min_of(std::vector<Duration>(x.begin() + static_cast<std::ptrdiff_t>(first * mbs),
+                                            x.begin() + static_cast<std::ptrdiff_t>(end * mbs)));
+      };
+      return BlockCompute{least(fwd[v]), least(bwd[v]), least(chain[v])};
     };
-    return BlockCompute{range(fwd), range(bwd), range(chain)};
-  };
-  PlanCompute c{block(0, layers), block(layers, 1), block(layers + 1, 1)};
+    c[v] = PlanCompute{block(0), block(layers), block(layers + 1)};
+  }
   ++shapes_;
   bucket.emplace_back(sample, c);
-  return bucket.back().second;
+  return bucket.back().second[variant];
 }
 
 const std::vector<std::int64_t>& PlanBounder::in_flight(const parallel::ParallelPlan& plan) {

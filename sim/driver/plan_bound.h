@@ -1,6 +1,7 @@
 // A lower bound on a plan's simulated iteration time without its replay, for pruned sweeps.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -60,7 +61,8 @@ class PlanBounder {
   std::map<InFlightKey, std::vector<std::int64_t>> in_flight_;
   config::Scenario scenario_;  // the model, cluster and GPU count; the plan of the last bound
   Resources resources_;
-  std::unordered_map<std::uint64_t, std::vector<std::pair<parallel::ParallelPlan, PlanCompute>>> memo_;
+  // Per sample plan: compute only, and with the serial tensor-parallel collectives.
+  std::unordered_map<std::uint64_t, std::vector<std::pair<parallel::ParallelPlan, std::array<PlanCompute, 2>>>> memo_;
   std::size_t shapes_ = 0;
 };
 

@@ -36,7 +36,7 @@ driver::SweepSpec make(const char* model, const char* cluster, std::int64_t gpus
 
 // Small sweeps whose best plans are close to one another (so that the bound must be tight to
 // prune) and whose spaces hold plans of every kind: out of memory statically, after a replay,
-// pipelined or not, with context parallelism.
+// pipelined or not, with context parallelism, with TP collectives overlapped with GEMMs.
 std::vector<driver::SweepSpec> specs() {
   std::vector<driver::SweepSpec> out;
   {
@@ -48,6 +48,7 @@ std::vector<driver::SweepSpec> specs() {
     auto s = make("llama2-13b", "dgx-a100", 32, 64, 2048);
     s.axes.tp = {2, 4, 8};
     s.axes.cp = {1};
+    s.base.tp_comm_overlap = true;  // sequence-parallel plans overlap their TP collectives
     out.push_back(s);
   }
   {
