@@ -50,8 +50,8 @@
 
 #include "sim/driver/simulate.h"
 #include "sim/memory/transients.h"
-#include "sim/parallel/schedule.h"
 #include "sim/parallel/lowering.h"
+#include "sim/parallel/schedule.h"
 #include "sim/runtime/executor.h"
 
 namespace ts::driver {
@@ -75,10 +75,11 @@ parallel::ParallelPlan sample_plan(const parallel::ParallelPlan& plan) {
 
 std::uint64_t hash_plan(const parallel::ParallelPlan& p) {
   std::uint64_t h = 1469598103934665603ull;
-  for (std::int64_t v : {p.tp, p.cp, p.micro_batch, p.mst_chunks, p.seq_len, p.recompute_layers,
-                         static_cast<std::int64_t>(p.recompute), static_cast<std::int64_t>(p.cp_algo),
-                         static_cast<std::int64_t>(p.sequence_parallel), static_cast<std::int64_t>(p.dtype),
-                         static_cast<std::int64_t>(p.tp_comm_overlap)}) {
+  for (std::int64_t v :
+       {p.tp, p.cp, p.micro_batch, p.mst_chunks, p.seq_len, p.recompute_layers,
+        static_cast<std::int64_t>(p.recompute), static_cast<std::int64_t>(p.cp_algo),
+        static_cast<std::int64_t>(p.sequence_parallel), static_cast<std::int64_t>(p.dtype),
+        static_cast<std::int64_t>(p.tp_comm_overlap)}) {
     h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
   }
   return h;
@@ -86,11 +87,16 @@ std::uint64_t hash_plan(const parallel::ParallelPlan& p) {
 
 network::CollectiveOp network_op(parallel::CommOp op) {
   switch (op) {
-    case parallel::CommOp::kAllReduce: return network::CollectiveOp::kAllReduce;
-    case parallel::CommOp::kAllGather: return network::CollectiveOp::kAllGather;
-    case parallel::CommOp::kReduceScatter: return network::CollectiveOp::kReduceScatter;
-    case parallel::CommOp::kAllToAll: return network::CollectiveOp::kAllToAll;
-    case parallel::CommOp::kSendRecv: return network::CollectiveOp::kSendRecv;
+    case parallel::CommOp::kAllReduce:
+      return network::CollectiveOp::kAllReduce;
+    case parallel::CommOp::kAllGather:
+      return network::CollectiveOp::kAllGather;
+    case parallel::CommOp::kReduceScatter:
+      return network::CollectiveOp::kReduceScatter;
+    case parallel::CommOp::kAllToAll:
+      return network::CollectiveOp::kAllToAll;
+    case parallel::CommOp::kSendRecv:
+      return network::CollectiveOp::kSendRecv;
   }
   return network::CollectiveOp::kAllReduce;
 }
@@ -128,7 +134,9 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   const network::NetworkModel& net = resources_.network(scenario_.cluster, scenario_.num_gpus);
   const auto layers = static_cast<std::size_t>(model.num_layers);
   const auto mbs = static_cast<std::size_t>(kSampleMicroBatches);
-  const auto op_time = [&](std::int32_t list) { return runtime::op_list_time(cm, g.op_lists[static_cast<std::size_t>(list)]); };
+  const auto op_time = [&](std::int32_t list) {
+    return runtime::op_list_time(cm, g.op_lists[static_cast<std::size_t>(list)]);
+  };
   const auto depends = [&](const parallel::Task& t, std::size_t on) {
     for (std::uint32_t k = 0; k < t.dep_count; ++k) {
       if (g.deps[t.dep_begin + k] == on) return true;
@@ -141,14 +149,20 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   // it beside every other group running the same collective, which can only slow it), exposed
   // as the replay exposes a collective overlapped with GEMMs (the larger of one chunk and what
   // the GEMMs leave uncovered).
-  const auto serial_tp_time = [&](std::size_t i, std::size_t prev_compute) -> std::optional<Duration> {
+  const auto serial_tp_time = [&](std::size_t i,
+                                  std::size_t prev_compute) -> std::optional<Duration> {
     const parallel::Task& t = g.tasks[i];
-    if (t.kind != parallel::TaskKind::kCollective || t.stream != parallel::Stream::kTpComm || t.communicator < 0) return std::nullopt;
+    if (t.kind != parallel::TaskKind::kCollective || t.stream != parallel::Stream::kTpComm ||
+        t.communicator < 0)
+      return std::nullopt;
     const parallel::Communicator& comm = g.communicators[static_cast<std::size_t>(t.communicator)];
-    if (comm.axes != parallel::axis_bit(parallel::Axis::kTp) || comm.ranks.size() < 2) return std::nullopt;
+    if (comm.axes != parallel::axis_bit(parallel::Axis::kTp) || comm.ranks.size() < 2)
+      return std::nullopt;
     if (prev_compute >= g.tasks.size() || !depends(t, prev_compute)) return std::nullopt;
     std::size_t next = i + 1;
-    while (next < g.tasks.size() && !(g.tasks[next].kind == parallel::TaskKind::kCompute && g.tasks[next].device == t.device)) ++next;
+    while (next < g.tasks.size() && !(g.tasks[next].kind == parallel::TaskKind::kCompute &&
+                                      g.tasks[next].device == t.device))
+      ++next;
     if (next >= g.tasks.size() || !depends(g.tasks[next], i)) return std::nullopt;
     network::CollectiveRequest r;
     r.op = network_op(t.comm);
@@ -156,7 +170,8 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
     r.groups.push_back(comm.ranks);
     const Duration full = net.collective(r).time;
     if (t.hidden_by < 0) return full;
-    const Duration one_chunk = Duration::from_ps(full.ps() / static_cast<std::int64_t>(comm.ranks.size()));
+    const Duration one_chunk =
+        Duration::from_ps(full.ps() / static_cast<std::int64_t>(comm.ranks.size()));
     return std::max(one_chunk, full - std::min(full, op_time(t.hidden_by)));
   };
   // Per block kind (layer l, embedding, head) and micro-batch: forward, backward, chain; with
@@ -183,24 +198,34 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
         if (t.layer < 0) continue;
         kind = static_cast<std::size_t>(t.layer);
         break;
-      case parallel::Part::kEmbedding: kind = layers; break;
-      case parallel::Part::kLmHead: kind = layers + 1; break;
+      case parallel::Part::kEmbedding:
+        kind = layers;
+        break;
+      case parallel::Part::kLmHead:
+        kind = layers + 1;
+        break;
       case parallel::Part::kGradients:
       case parallel::Part::kOptimizer:
-      case parallel::Part::kActivations: continue;
+      case parallel::Part::kActivations:
+        continue;
     }
     const std::size_t at = kind * mbs + static_cast<std::size_t>(t.micro_batch) % mbs;
     const Duration d = !is_compute ? *tp : t.ops >= 0 ? op_time(t.ops) : t.duration;
     for (std::size_t v = is_compute ? 0 : 1; v < 2; ++v) {
       switch (t.pass) {
-        case parallel::Pass::kForward: fwd[v][at] += d; break;
+        case parallel::Pass::kForward:
+          fwd[v][at] += d;
+          break;
         case parallel::Pass::kBackward:
           bwd[v][at] += d;
           chain[v][at] += d;
           break;
         case parallel::Pass::kRecompute:
-        case parallel::Pass::kWeightGrad: bwd[v][at] += d; break;
-        case parallel::Pass::kOptimizer: break;
+        case parallel::Pass::kWeightGrad:
+          bwd[v][at] += d;
+          break;
+        case parallel::Pass::kOptimizer:
+          break;
       }
     }
   }
@@ -227,7 +252,8 @@ const std::vector<std::int64_t>& PlanBounder::in_flight(const parallel::Parallel
   auto it = in_flight_.find(key);
   if (it != in_flight_.end()) return it->second;
   std::vector<std::int64_t> per_rank;
-  for (std::int64_t d = 0; d < plan.pp; ++d) per_rank.push_back(parallel::max_in_flight(parallel::pipeline_blocks(plan, d)));
+  for (std::int64_t d = 0; d < plan.pp; ++d)
+    per_rank.push_back(parallel::max_in_flight(parallel::pipeline_blocks(plan, d)));
   return in_flight_.emplace(key, std::move(per_rank)).first->second;
 }
 
@@ -247,7 +273,8 @@ PlanBound PlanBounder::bound(const parallel::ParallelPlan& plan) {
   // some of its micro-batch meanwhile: no activation bound there.
   if (!plan.v_shape()) {
     const Bytes kept = kept_layer_activations(scenario_);
-    const double fragmentation = resources_.memory_overheads(scenario_.cluster.gpu).allocator_fragmentation;
+    const double fragmentation =
+        resources_.memory_overheads(scenario_.cluster.gpu).allocator_fragmentation;
     const auto& flight = in_flight(plan);
     for (std::int64_t d = 0; d < plan.pp; ++d) {
       std::int64_t fewest = std::numeric_limits<std::int64_t>::max();
@@ -265,8 +292,10 @@ PlanBound PlanBounder::bound(const parallel::ParallelPlan& plan) {
   const std::size_t stages = vl.size();
   // Forward, whole backward and backward pass of one micro-batch through virtual stage v.
   const auto stage = [&](std::size_t v) {
-    BlockCompute s{c.layer.forward * vl[v], c.layer.backward * vl[v], c.layer.backward_chain * vl[v]};
-    for (const BlockCompute* e : {v == 0 ? &c.embedding : nullptr, v + 1 == stages ? &c.head : nullptr}) {
+    BlockCompute s{c.layer.forward * vl[v], c.layer.backward * vl[v],
+                   c.layer.backward_chain * vl[v]};
+    for (const BlockCompute* e :
+         {v == 0 ? &c.embedding : nullptr, v + 1 == stages ? &c.head : nullptr}) {
       if (e == nullptr) continue;
       s.forward += e->forward;
       s.backward += e->backward;

@@ -62,7 +62,9 @@ class PlanBounder {
   config::Scenario scenario_;  // the model, cluster and GPU count; the plan of the last bound
   Resources resources_;
   // Per sample plan: compute only, and with the serial tensor-parallel collectives.
-  std::unordered_map<std::uint64_t, std::vector<std::pair<parallel::ParallelPlan, std::array<PlanCompute, 2>>>> memo_;
+  std::unordered_map<std::uint64_t,
+                     std::vector<std::pair<parallel::ParallelPlan, std::array<PlanCompute, 2>>>>
+      memo_;
   std::size_t shapes_ = 0;
 };
 

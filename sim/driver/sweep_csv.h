@@ -25,7 +25,8 @@ struct ResumedRows {
   std::map<std::int64_t, SweepRecord> rows;
   bool write_header = true;
 };
-ResumedRows read_resumed_rows(const SweepSpec& spec, const std::vector<parallel::ParallelPlan>& plans,
+ResumedRows read_resumed_rows(const SweepSpec& spec,
+                              const std::vector<parallel::ParallelPlan>& plans,
                               const std::filesystem::path& path, const Shard& shard);
 
 }  // namespace ts::driver

@@ -27,9 +27,11 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
   const auto& plans = all.enumeration.plans;
   PruneStats prune;
   const auto t0 = std::chrono::steady_clock::now();
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto cache = options.compute_cache ? options.compute_cache : std::make_shared<config::ComputeModelCache>();
+  int threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto cache =
+      options.compute_cache ? options.compute_cache : std::make_shared<config::ComputeModelCache>();
   // An unknown attention kernel is the user's error, reported once (InputError).
   if (!spec.base.attention_kernel.empty()) cache->get(spec.cluster.gpu, spec.base.attention_kernel);
 
@@ -43,7 +45,8 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
       pool.emplace_back([&, t] {
         try {
           PlanBounder bounder(spec.model, spec.cluster, spec.num_gpus, cache);
-          for (std::size_t i = static_cast<std::size_t>(t); i < plans.size(); i += static_cast<std::size_t>(threads)) {
+          for (std::size_t i = static_cast<std::size_t>(t); i < plans.size();
+               i += static_cast<std::size_t>(threads)) {
             bounds[i] = bounder.bound(plans[i]);
           }
           shapes[static_cast<std::size_t>(t)] = static_cast<std::int64_t>(bounder.shapes());
@@ -73,13 +76,15 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
     }
   }
   std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-    return bounds[static_cast<std::size_t>(a)].tokens_per_s > bounds[static_cast<std::size_t>(b)].tokens_per_s;
+    return bounds[static_cast<std::size_t>(a)].tokens_per_s >
+           bounds[static_cast<std::size_t>(b)].tokens_per_s;
   });
 
   SweepOptions o;
   o.threads = threads;
   o.compute_cache = cache;
-  o.resource_pool = options.resource_pool ? options.resource_pool : std::make_shared<ResourcePool>(cache);
+  o.resource_pool =
+      options.resource_pool ? options.resource_pool : std::make_shared<ResourcePool>(cache);
   o.replay_memo = options.replay_memo ? options.replay_memo : std::make_shared<ReplayMemo>();
   o.enumeration = &all.enumeration;
   o.progress_interval_s = options.progress_interval_s;
@@ -89,7 +94,9 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
   const auto threshold = [&] { return best.size() < k ? 0.0 : best[k - 1]; };
   // A plan is pruned only when its bound is below the k-th best: with a bound equal to it the
   // plan could tie and rank first by its lower id.
-  const auto prunable = [&](std::int64_t id) { return bounds[static_cast<std::size_t>(id)].tokens_per_s < threshold(); };
+  const auto prunable = [&](std::int64_t id) {
+    return bounds[static_cast<std::size_t>(id)].tokens_per_s < threshold();
+  };
   const auto progress = [&](const SweepProgress& p) {
     SweepProgress q = p;
     q.pruned_search = true;
@@ -101,7 +108,9 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
     // k-th best so far (an upper bound on what is left). The search's last report, with done =
     // total, closes the progress line.
     const auto rest = order.begin() + static_cast<std::ptrdiff_t>(next);
-    const auto left = std::partition_point(rest, order.end(), [&](std::int64_t id) { return !prunable(id); }) - rest;
+    const auto left =
+        std::partition_point(rest, order.end(), [&](std::int64_t id) { return !prunable(id); }) -
+        rest;
     q.total = std::max(q.done + (p.total - p.done) + static_cast<std::int64_t>(left), q.done + 1);
     q.pruned = static_cast<std::int64_t>(plans.size()) - q.total;
     options.progress(q);
@@ -110,7 +119,8 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
   std::vector<std::int64_t> batch;
   while (next < order.size() && !prunable(order[next])) {
     batch.clear();
-    while (next < order.size() && batch.size() < kBatch && !prunable(order[next])) batch.push_back(order[next++]);
+    while (next < order.size() && batch.size() < kBatch && !prunable(order[next]))
+      batch.push_back(order[next++]);
     std::sort(batch.begin(), batch.end());
     o.only = &batch;
     SweepOutcome r = run_sweep(spec, o);
@@ -124,11 +134,16 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
     st.ok += rs.ok;
     st.oom += rs.oom;
     st.threads = std::max(st.threads, rs.threads);
-    if (rs.fastest.plan_id >= 0 && (st.fastest.plan_id < 0 || rs.fastest.wall_s < st.fastest.wall_s)) st.fastest = rs.fastest;
-    if (rs.slowest.plan_id >= 0 && (st.slowest.plan_id < 0 || rs.slowest.wall_s > st.slowest.wall_s)) st.slowest = rs.slowest;
+    if (rs.fastest.plan_id >= 0 &&
+        (st.fastest.plan_id < 0 || rs.fastest.wall_s < st.fastest.wall_s))
+      st.fastest = rs.fastest;
+    if (rs.slowest.plan_id >= 0 &&
+        (st.slowest.plan_id < 0 || rs.slowest.wall_s > st.slowest.wall_s))
+      st.slowest = rs.slowest;
     for (auto& rec : r.records) {
       if (rec.status == "ok") {
-        best.insert(std::upper_bound(best.begin(), best.end(), rec.tokens_per_s, std::greater<>()), rec.tokens_per_s);
+        best.insert(std::upper_bound(best.begin(), best.end(), rec.tokens_per_s, std::greater<>()),
+                    rec.tokens_per_s);
         if (best.size() > k) best.pop_back();
       }
       all.records.push_back(std::move(rec));

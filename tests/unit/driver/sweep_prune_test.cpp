@@ -17,8 +17,8 @@ using parallel::Schedule;
 
 namespace {
 
-driver::SweepSpec make(const char* model, const char* cluster, std::int64_t gpus, std::int64_t batch,
-                       std::int64_t seq) {
+driver::SweepSpec make(const char* model, const char* cluster, std::int64_t gpus,
+                       std::int64_t batch, std::int64_t seq) {
   driver::SweepSpec s;
   s.model = config::load_model(model);
   s.cluster = config::load_cluster(cluster);
@@ -63,11 +63,14 @@ std::vector<driver::SweepSpec> specs() {
 
 }  // namespace
 
-TEST_CASE("sweep prune: no replay ends sooner than the plan's bound, none fits that the bound rules out") {
+TEST_CASE(
+    "sweep prune: no replay ends sooner than the plan's bound, none fits that the bound rules "
+    "out") {
   for (const driver::SweepSpec& s : specs()) {
     const driver::Enumeration e = driver::enumerate_plans(s);
     REQUIRE(e.plans.size() > 50);
-    driver::PlanBounder bounder(s.model, s.cluster, s.num_gpus, std::make_shared<config::ComputeModelCache>());
+    driver::PlanBounder bounder(s.model, s.cluster, s.num_gpus,
+                                std::make_shared<config::ComputeModelCache>());
     driver::Resources resources;
     driver::RunOptions ro;
     ro.only_critical_breakdown = true;
@@ -99,7 +102,8 @@ TEST_CASE("sweep prune: no replay ends sooner than the plan's bound, none fits t
       REQUIRE(b.tokens_per_s >= r.tokens_per_s);
       if (b.time.seconds() > 0.7 * r.iteration_time_s) ++tight;
     }
-    INFO(s.model.name << ": " << replayed << " replayed, " << tight << " with a bound above 70% of the time");
+    INFO(s.model.name << ": " << replayed << " replayed, " << tight
+                      << " with a bound above 70% of the time");
     CHECK(replayed > 20);
     // The bound is meant to prune: most plans' compute is most of their time.
     CHECK(tight * 2 > replayed);
@@ -107,7 +111,9 @@ TEST_CASE("sweep prune: no replay ends sooner than the plan's bound, none fits t
   }
 }
 
-TEST_CASE("sweep prune: the pruned search's best plans are the exhaustive sweep's, for any thread count") {
+TEST_CASE(
+    "sweep prune: the pruned search's best plans are the exhaustive sweep's, for any thread "
+    "count") {
   for (const driver::SweepSpec& s : specs()) {
     driver::SweepOptions o;
     o.threads = 2;
