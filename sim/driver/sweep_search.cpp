@@ -2,6 +2,7 @@
 // place them among the best.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <numeric>
 #include <thread>
 
@@ -47,7 +48,13 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
           PlanBounder bounder(spec.model, spec.cluster, spec.num_gpus, cache);
           for (std::size_t i = static_cast<std::size_t>(t); i < plans.size();
                i += static_cast<std::size_t>(threads)) {
-            bounds[i] = bounder.bound(plans[i]);
+            try {
+              bounds[i] = bounder.bound(plans[i]);
+            } catch (const std::exception&) {
+              // No bound: the plan is simulated, and its row says what went wrong, as in an
+              // exhaustive sweep.
+              bounds[i].tokens_per_s = std::numeric_limits<double>::infinity();
+            }
           }
           shapes[static_cast<std::size_t>(t)] = static_cast<std::int64_t>(bounder.shapes());
         } catch (...) {
