@@ -135,6 +135,27 @@ InspectResult inspect(const config::Scenario& sc, bool full) {
   return r;
 }
 
+std::vector<MemoryBreakdown> static_stage_memory(const config::Scenario& sc, Resources& resources) {
+  const compute::MemoryOverheads& overheads = resources.memory_overheads(sc.cluster.gpu);
+  const auto layers = parallel::stage_layers(sc.plan, sc.model);
+  std::vector<MemoryBreakdown> out;
+  out.reserve(static_cast<std::size_t>(sc.plan.pp));
+  for (std::int64_t s = 0; s < sc.plan.pp; ++s) out.push_back(static_memory(sc, overheads, layers, s));
+  return out;
+}
+
+MemoryBreakdown static_peak_memory(const config::Scenario& sc, Resources& resources) {
+  MemoryBreakdown peak;
+  for (const MemoryBreakdown& m : static_stage_memory(sc, resources)) {
+    if (m.total() > peak.total()) peak = m;
+  }
+  return peak;
+}
+
+Bytes kept_layer_activations(const config::Scenario& sc) {
+  return memory::layer_activations(sc.model, sc.plan, activation_options(sc)).kept;
+}
+
 RunResult simulate(const config::Scenario& sc, const RunOptions& options) {
   Resources resources;
   return simulate(sc, options, resources);
@@ -152,13 +173,8 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   // rejected without a replay.
   const compute::MemoryOverheads& overheads = resources.memory_overheads(sc.cluster.gpu);
   const auto layers = parallel::stage_layers(plan, sc.model);
-  for (std::int64_t s = 0; s < plan.pp; ++s) {
-    const MemoryBreakdown m = static_memory(sc, overheads, layers, s);
-    if (m.total() > r.peak_memory) {
-      r.peak_memory = m.total();
-      r.memory = m;
-    }
-  }
+  r.memory = static_peak_memory(sc, resources);
+  r.peak_memory = r.memory.total();
   r.within_fit = r.peak_memory.real() <= options.fit * r.memory_capacity.real();
   if (r.peak_memory > r.memory_capacity) {
     r.status = Status::kOutOfMemory;

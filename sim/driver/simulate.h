@@ -126,6 +126,16 @@ class ReplayMemo {
   std::unordered_multimap<std::uint64_t, std::pair<Key, std::shared_ptr<const MemoizedReplay>>> replays_;
 };
 
+// The static memory (weights, gradients, optimizer states, CUDA context, NCCL buffers) of the
+// pipeline stage holding the most: what simulate() checks before any replay (a plan over the
+// capacity with it alone is out of memory at once).
+MemoryBreakdown static_peak_memory(const config::Scenario& scenario, Resources& resources);
+// The same per pipeline stage, without activations.
+std::vector<MemoryBreakdown> static_stage_memory(const config::Scenario& scenario, Resources& resources);
+// What the forward of one layer and micro-batch keeps for its backward (LoweringOptions::
+// layer_kept: under full recompute, only its input).
+Bytes kept_layer_activations(const config::Scenario& scenario);
+
 // Simulates one scenario; `resources` carries fitted models and network caches across calls.
 RunResult simulate(const config::Scenario& scenario, const RunOptions& options, Resources& resources);
 // One-off simulation with fresh resources.

@@ -144,8 +144,13 @@ std::vector<std::string> split_csv_line(std::string_view line);
 
 struct SweepProgress {
   std::int64_t done = 0;   // plans finished in this run (resumed rows not counted)
-  std::int64_t total = 0;  // plans this run has to finish
+  // Plans this run has to finish; in a pruned search, those not pruned yet (an upper bound).
+  std::int64_t total = 0;
   double elapsed_s = 0;
+  std::int64_t replayed = 0;      // of `done`, plans whose task graph was replayed
+  std::int64_t pruned = 0;        // pruned search: plans skipped, as they cannot make the top
+  double best_tokens_per_s = 0;   // of the best plan that fits so far (0: none yet)
+  bool pruned_search = false;
 };
 
 // Workers' Resources kept from one run_sweep to the next (their topologies and collective costs
@@ -181,6 +186,13 @@ struct SweepOptions {
   std::function<bool(std::int64_t plan_id)> select;
   // Workers take their Resources from it and give them back (none: fresh ones per run).
   std::shared_ptr<ResourcePool> resource_pool;
+  // The enumeration of the same spec, made before: not enumerated again (and not copied into
+  // SweepOutcome::enumeration, which stays empty).
+  const Enumeration* enumeration = nullptr;
+  // Only these plan ids (of the shard, ascending), instead of every id that `select` accepts.
+  const std::vector<std::int64_t>* only = nullptr;
+  // Replays shared with other runs of the same spec (none: one for this run).
+  std::shared_ptr<ReplayMemo> replay_memo;
 };
 
 struct PlanTiming {
@@ -206,10 +218,22 @@ struct SweepStats {
   double replayed_per_s() const { return wall_s > 0 ? static_cast<double>(replayed) / wall_s : 0; }
 };
 
+// What a pruned search (search_sweep) skipped and why.
+struct PruneStats {
+  std::int64_t static_oom = 0;  // static memory alone over the GPU's capacity: can never fit
+  // With the activations the schedule holds at once (PlanBound::activation_oom): cannot fit.
+  std::int64_t activation_oom = 0;
+  std::int64_t by_bound = 0;    // bound on tokens/s below the k-th best plan simulated before
+  std::int64_t shapes = 0;      // micro-batch shapes lowered for the bounds (PlanBounder)
+  std::int64_t rounds = 0;      // batches of plans simulated
+  double bound_wall_s = 0;      // time taken by the bounds
+};
+
 struct SweepOutcome {
   Enumeration enumeration;
   SweepStats stats;
   std::vector<SweepRecord> records;  // every row of this shard (resumed and new), in plan order
+  std::optional<PruneStats> pruned;  // set by search_sweep
 };
 
 // Simulates every plan of `spec` in `options.shard` on a thread pool. Each worker owns its
@@ -217,6 +241,15 @@ struct SweepOutcome {
 // the same for any thread count, and a killed run resumed later ends with the same bytes as an
 // uninterrupted one. Throws InputError if `options.out` holds rows of another sweep.
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options);
+
+// The best `k` > 0 plans of `spec` without simulating those that cannot be among them: the
+// records of the plans simulated (plan order), whose top_records(records, k) equal those of
+// run_sweep's records. Each valid plan gets a bound (PlanBounder: static memory, and a lower
+// bound on its iteration time); plans that cannot fit in memory are skipped, the others simulated in
+// batches from the highest bound on tokens/s down, until the next bound falls below the k-th
+// best tokens/s found. Batches do not depend on the thread count, so neither does the result.
+// Options: threads, progress, compute_cache, resource_pool (not out, shard, stop_after, select).
+SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, std::size_t k);
 
 // The best `k` ok rows by tokens/s (ties: lower plan id first); k = 0: all.
 std::vector<SweepRecord> top_records(const std::vector<SweepRecord>& records, std::size_t k);

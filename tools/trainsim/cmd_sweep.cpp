@@ -31,14 +31,25 @@ std::string duration_text(double s) {
   return buf;
 }
 
-// "\r done/total (pct) rate ETA" on stderr; a newline once everything is done.
+// "\r done/total (pct) rate ETA" on stderr (a pruned search: simulated, pruned, best so far); a
+// newline once everything is done.
 void print_progress(const driver::SweepProgress& p) {
+  if (p.pruned_search) {
+    std::fprintf(stderr, "\r%lld simulated (%lld replayed), %lld pruned, at most %lld left  best %.0f tokens/s  elapsed %s   ",
+                 static_cast<long long>(p.done), static_cast<long long>(p.replayed),
+                 static_cast<long long>(p.pruned), static_cast<long long>(p.total - p.done),
+                 p.best_tokens_per_s, duration_text(p.elapsed_s).c_str());
+    if (p.done >= p.total) std::fputc('\n', stderr);
+    std::fflush(stderr);
+    return;
+  }
   const double rate = p.elapsed_s > 0 ? static_cast<double>(p.done) / p.elapsed_s : 0;
   const double eta = rate > 0 ? static_cast<double>(p.total - p.done) / rate : -1;
-  std::fprintf(stderr, "\r%lld/%lld plans (%.1f%%)  %.1f plans/s  elapsed %s  ETA %s   ",
+  std::fprintf(stderr, "\r%lld/%lld plans (%.1f%%)  %.1f plans/s  %lld replayed  best %.0f tokens/s  elapsed %s  ETA %s   ",
                static_cast<long long>(p.done), static_cast<long long>(p.total),
                p.total > 0 ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total) : 100.0,
-               rate, duration_text(p.elapsed_s).c_str(), duration_text(eta).c_str());
+               rate, static_cast<long long>(p.replayed), p.best_tokens_per_s, duration_text(p.elapsed_s).c_str(),
+               duration_text(eta).c_str());
   if (p.done >= p.total) std::fputc('\n', stderr);
   std::fflush(stderr);
 }
@@ -68,6 +79,9 @@ int cmd_sweep(const Args& args) {
   o.add_options()
       ("out", po::value<std::string>(), "CSV file: rows appended in plan order; plans already in it are skipped")
       ("top", po::value<std::int64_t>()->default_value(10), "print the best K plans by tokens/s (0: all)")
+      ("exhaustive", po::bool_switch(),
+       "simulate every plan (implied by --out, --shard, a Slurm job array, --top 0 and --stop-after); "
+       "else plans that cannot make the top K are skipped, with the same top K")
       ("threads", po::value<int>()->default_value(0), "worker threads (0: every core)")
       ("shard", po::value<std::string>(),
        "run slice I/N (plans with id % N == I); default from SLURM_ARRAY_TASK_ID/COUNT when set")
@@ -95,11 +109,16 @@ int cmd_sweep(const Args& args) {
   so.threads = vm["threads"].as<int>();
   if (so.threads < 0) problems.add({"", 0, "--threads", "must be >= 0"});
   so.stop_after = vm["stop-after"].as<std::int64_t>();
+  bool sharded = false;
   if (vm.count("shard")) {
+    sharded = true;
     problems.collect([&] { so.shard = driver::parse_shard(vm["shard"].as<std::string>(), "--shard"); });
   } else {
     problems.collect([&] {
-      if (auto s = driver::slurm_shard([](const char* name) { return std::getenv(name); })) so.shard = *s;
+      if (auto s = driver::slurm_shard([](const char* name) { return std::getenv(name); })) {
+        so.shard = *s;
+        sharded = true;
+      }
     });
   }
   if (vm.count("out")) so.out = vm["out"].as<std::string>();
@@ -107,9 +126,13 @@ int cmd_sweep(const Args& args) {
   if (top_k < 0) problems.add({"", 0, "--top", "must be >= 0"});
   problems.throw_if_any();
 
+  // A file, a shard or every row asks for every plan; otherwise plans that cannot make the top K
+  // are skipped (driver::search_sweep), with the same top K.
+  const bool exhaustive = vm["exhaustive"].as<bool>() || so.out || sharded || top_k == 0 || so.stop_after > 0;
   const bool terminal = isatty(STDERR_FILENO) != 0;
   if (terminal) so.progress = print_progress;
-  const driver::SweepOutcome res = driver::run_sweep(spec, so);
+  const driver::SweepOutcome res = exhaustive ? driver::run_sweep(spec, so)
+                                              : driver::search_sweep(spec, so, static_cast<std::size_t>(top_k));
   const auto& st = res.stats;
   const auto top = driver::top_records(res.records, static_cast<std::size_t>(top_k));
 
@@ -129,6 +152,11 @@ int cmd_sweep(const Args& args) {
                    static_cast<long long>(st.slowest.plan_id), st.slowest.wall_s,
                    static_cast<long long>(st.slowest.tasks),
                    static_cast<unsigned long long>(st.slowest.events));
+    }
+    if (res.pruned) {
+      std::fprintf(stderr, "sweep: bounds of %zu plans in %.2f s (%lld micro-batch shapes lowered); %lld batches simulated\n",
+                   res.enumeration.plans.size(), res.pruned->bound_wall_s, static_cast<long long>(res.pruned->shapes),
+                   static_cast<long long>(res.pruned->rounds));
     }
   }
 
@@ -152,6 +180,12 @@ int cmd_sweep(const Args& args) {
     nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
     for (const auto& r : en.reasons) reasons.push_back({{"rule", r.rule}, {"count", r.count}, {"example", r.example}});
     j["invalid_by_rule"] = reasons;
+    j["search"] = res.pruned ? "pruned" : "exhaustive";
+    if (res.pruned) {
+      j["pruned_static_memory"] = res.pruned->static_oom;
+      j["pruned_activation_memory"] = res.pruned->activation_oom;
+      j["pruned_by_bound"] = res.pruned->by_bound;
+    }
     j["shard"] = shard_text;
     j["plans_in_shard"] = st.in_shard;
     j["resumed"] = st.resumed;
@@ -189,9 +223,17 @@ int cmd_sweep(const Args& args) {
     std::cout << "sweep: " << spec.model.name << " on " << spec.num_gpus << " x " << spec.cluster.gpu.name
               << " (" << spec.cluster.cluster.name << "), global batch " << b.global_batch << ", seq "
               << b.seq_len << "\n"
-              << enumeration_text(res.enumeration) << "shard " << shard_text << ": " << st.in_shard
-              << " plans, " << st.resumed << " already in " << (so.out ? so.out->string() : "(no file)")
-              << ", " << st.simulated << " simulated now: " << st.replayed << " replayed (" << st.ok
+              << enumeration_text(res.enumeration);
+    if (res.pruned) {
+      std::cout << "pruned search for the best " << top_k << " (--exhaustive simulates every plan): "
+                << res.pruned->static_oom << " plans out of memory by static memory, " << res.pruned->activation_oom
+                << " by static memory and the activations their schedule holds at once, " << res.pruned->by_bound
+                << " pruned by their bound (below the lowest of the best " << top_k << ")";
+    } else {
+      std::cout << "shard " << shard_text << ": " << st.in_shard << " plans, " << st.resumed << " already in "
+                << (so.out ? so.out->string() : "(no file)");
+    }
+    std::cout << ", " << st.simulated << " simulated now: " << st.replayed << " replayed (" << st.ok
               << " ok, " << st.oom << " out of memory), " << st.early_oom
               << " out of memory before replay (static memory), " << st.unsupported << " unsupported";
     if (errors > 0) std::cout << ", " << errors << " internal errors";

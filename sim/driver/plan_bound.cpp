@@ -1,0 +1,327 @@
+// Lower bound on a plan's iteration time: the compute of its layers at calibrated speed (with
+// the tensor-parallel collectives that compute waits for) and the pipeline's fill and drain.
+//
+// Why it is a lower bound. simulate() reports the end of the replay plus the compute the last
+// device loses to communication (≥ 0). In the replay, each simulated device runs its compute
+// tasks one at a time on its compute stream, each for op_list_time() of its ops under the plan's
+// compute model, and a task starts only after the tasks it depends on end. Let v = 0 … V − 1 be
+// the virtual pipeline stages (V = pp · model chunks) and m the micro-batches. A micro-batch's
+// forward through stage v is a chain of dependent compute tasks (embedding, layers in order, LM
+// head) taking at least F_v = L_v·f (+ the embedding's forward on v = 0, + the head's on
+// v = V − 1), f the least forward compute of one layer and micro-batch; its backward at least
+// B_v (everything of the backward: backward pass, recompute, weight gradients), of which C_v is
+// the backward pass proper, the chain that the gradient sent to stage v − 1 waits for. For the
+// device d holding stages S_d (its lowest is d, chunk 0: ParallelPlan::virtual_stage):
+//   - start: every compute task of d belongs to a micro-batch k at a stage v ≥ d and waits for
+//     k's forward through stages 0 … d − 1, so none starts before Σ_{v<d} F_v;
+//   - work: d then runs W_d = m · Σ_{v∈S_d} (F_v + B_v) of compute, one task at a time;
+//   - drain (schedules without a split backward): a forward of (k, v) is followed on d by its
+//     recompute and backward, so the last compute task of d to end is the backward of some
+//     (k, v ≥ d); k's gradient then goes through the backward passes of stages v − 1 … 0, each
+//     waiting for the one before: at least Σ_{v'<d} C_{v'} more. With a split backward (ZB-H1,
+//     DualPipeV) the last task may be a weight gradient that nothing waits for: no drain.
+// Tensor-parallel collectives count as well, except under DualPipeV (which overlaps one
+// micro-batch's communication with another's compute): one that waits for the compute task
+// before it on its device and that the compute task after it waits for keeps the compute stream
+// idle while it runs (serial_tp_time below), so it lengthens F_v, B_v and C_v like compute; it is
+// costed for its group alone, which concurrent groups sharing links can only slow (the sample's
+// group: the first ranks, as the real plan's groups are with the tensor axis innermost; with
+// another rank order the real groups are spread wider, not narrower).
+// So the iteration lasts at least max_d (Σ_{v<d} F_v + W_d + drain_d). Dropped, each only
+// lengthening the real iteration: the other communication (context, pipeline and data
+// parallel, tensor-parallel collectives not between two dependent compute tasks, the contention
+// of concurrent groups), the compute of the optimizer step and of anything outside the
+// layers, embedding and head, the slowdown of compute under communication, idle time of d
+// beyond the fill and drain, and the difference between a layer's or micro-batch's compute and
+// the least one (f, b and c are minima over the layers and micro-batches of a lowered sample).
+// The sample: the plan with pp = 1 and dp = 1 (ZeRO off) over 3 micro-batches (the first and
+// last may differ: FP8 weight casts, gradient hooks) and a model cut to 2 layers (or one more
+// than the recomputed layers of a chunk, so that a layer without recompute is among them):
+// neither the pipeline nor data parallelism changes a layer's kernels, which depend on the
+// micro-batch shape alone (tp, cp, sequence parallelism, recompute, micro-batch, sequence,
+// precision, kernels). tests/unit/driver/sweep_prune_test.cpp checks the bound against the
+// replay of every plan of several sweeps.
+#include "sim/driver/plan_bound.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+
+#include "sim/driver/simulate.h"
+#include "sim/memory/transients.h"
+#include "sim/parallel/lowering.h"
+#include "sim/parallel/schedule.h"
+#include "sim/runtime/executor.h"
+
+namespace ts::driver {
+namespace {
+
+constexpr std::int64_t kSampleMicroBatches = 3;
+
+// The plan whose lowering samples the compute of `plan`'s micro-batches (see above).
+parallel::ParallelPlan sample_plan(const parallel::ParallelPlan& plan) {
+  parallel::ParallelPlan s = plan;
+  s.pp = 1;
+  s.vpp = 1;
+  s.pp_layers.clear();
+  s.schedule = parallel::Schedule::k1F1B;
+  s.dp = 1;
+  s.zero_stage = 0;
+  s.zero_shard_group = 0;
+  s.global_batch = kSampleMicroBatches * s.micro_batch;
+  return s;
+}
+
+std::uint64_t hash_plan(const parallel::ParallelPlan& p) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::int64_t v :
+       {p.tp, p.cp, p.micro_batch, p.mst_chunks, p.seq_len, p.recompute_layers,
+        static_cast<std::int64_t>(p.recompute), static_cast<std::int64_t>(p.cp_algo),
+        static_cast<std::int64_t>(p.sequence_parallel), static_cast<std::int64_t>(p.dtype),
+        static_cast<std::int64_t>(p.tp_comm_overlap)}) {
+    h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
+  }
+  return h;
+}
+
+network::CollectiveOp network_op(parallel::CommOp op) {
+  switch (op) {
+    case parallel::CommOp::kAllReduce:
+      return network::CollectiveOp::kAllReduce;
+    case parallel::CommOp::kAllGather:
+      return network::CollectiveOp::kAllGather;
+    case parallel::CommOp::kReduceScatter:
+      return network::CollectiveOp::kReduceScatter;
+    case parallel::CommOp::kAllToAll:
+      return network::CollectiveOp::kAllToAll;
+    case parallel::CommOp::kSendRecv:
+      return network::CollectiveOp::kSendRecv;
+  }
+  return network::CollectiveOp::kAllReduce;
+}
+
+Duration min_of(const std::vector<Duration>& v) {
+  Duration m = v.empty() ? Duration() : v.front();
+  for (const Duration d : v) m = std::min(m, d);
+  return m;
+}
+
+}  // namespace
+
+PlanBounder::PlanBounder(ir::ModelSpec model, config::Cluster cluster, std::int64_t num_gpus,
+                         std::shared_ptr<config::ComputeModelCache> cache)
+    : resources_(std::move(cache)) {
+  scenario_.model = std::move(model);
+  scenario_.cluster = std::move(cluster);
+  scenario_.num_gpus = static_cast<std::int32_t>(num_gpus);
+}
+
+const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
+  const parallel::ParallelPlan sample = sample_plan(plan);
+  // DualPipeV overlaps one micro-batch's communication with another's compute: compute only.
+  const std::size_t variant = plan.v_shape() ? 0 : 1;
+  auto& bucket = memo_[hash_plan(sample)];
+  for (const auto& [p, c] : bucket) {
+    if (p == sample) return c[variant];
+  }
+  ir::ModelSpec model = scenario_.model;
+  const std::int64_t keep = plan.recompute_layers > 0 ? plan.recompute_layers + 1 : 2;
+  model.num_layers = std::min(model.num_layers, keep);
+  parallel::LoweringOptions lo;  // memory sizes do not change the kernels
+  const parallel::TaskGraph g = parallel::lower(model, sample, lo);
+  const compute::ComputeModel& cm = resources_.compute(scenario_.cluster.gpu, sample);
+  const network::NetworkModel& net = resources_.network(scenario_.cluster, scenario_.num_gpus);
+  const auto layers = static_cast<std::size_t>(model.num_layers);
+  const auto mbs = static_cast<std::size_t>(kSampleMicroBatches);
+  const auto op_time = [&](std::int32_t list) {
+    return runtime::op_list_time(cm, g.op_lists[static_cast<std::size_t>(list)]);
+  };
+  const auto depends = [&](const parallel::Task& t, std::size_t on) {
+    for (std::uint32_t k = 0; k < t.dep_count; ++k) {
+      if (g.deps[t.dep_begin + k] == on) return true;
+    }
+    return false;
+  };
+  // A tensor-parallel collective that waits for the compute task before it on the device and
+  // that the compute task after it waits for (tasks of a device are in program order): the
+  // compute stream idles through it. Costed for its group alone on the cluster (the replay costs
+  // it beside every other group running the same collective, which can only slow it), exposed
+  // as the replay exposes a collective overlapped with GEMMs (the larger of one chunk and what
+  // the GEMMs leave uncovered).
+  const auto serial_tp_time = [&](std::size_t i,
+                                  std::size_t prev_compute) -> std::optional<Duration> {
+    const parallel::Task& t = g.tasks[i];
+    if (t.kind != parallel::TaskKind::kCollective || t.stream != parallel::Stream::kTpComm ||
+        t.communicator < 0)
+      return std::nullopt;
+    const parallel::Communicator& comm = g.communicators[static_cast<std::size_t>(t.communicator)];
+    if (comm.axes != parallel::axis_bit(parallel::Axis::kTp) || comm.ranks.size() < 2)
+      return std::nullopt;
+    if (prev_compute >= g.tasks.size() || !depends(t, prev_compute)) return std::nullopt;
+    std::size_t next = i + 1;
+    while (next < g.tasks.size() && !(g.tasks[next].kind == parallel::TaskKind::kCompute &&
+                                      g.tasks[next].device == t.device))
+      ++next;
+    if (next >= g.tasks.size() || !depends(g.tasks[next], i)) return std::nullopt;
+    network::CollectiveRequest r;
+    r.op = network_op(t.comm);
+    r.bytes = t.bytes;
+    r.groups.push_back(comm.ranks);
+    const Duration full = net.collective(r).time;
+    if (t.hidden_by < 0) return full;
+    const Duration one_chunk =
+        Duration::from_ps(full.ps() / static_cast<std::int64_t>(comm.ranks.size()));
+    return std::max(one_chunk, full - std::min(full, op_time(t.hidden_by)));
+  };
+  // Per block kind (layer l, embedding, head) and micro-batch: forward, backward, chain; with
+  // (1) and without (0) the serial tensor-parallel collectives.
+  const std::size_t kinds = layers + 2;
+  std::array<std::vector<Duration>, 2> fwd, bwd, chain;
+  for (std::size_t v = 0; v < 2; ++v) {
+    fwd[v].assign(kinds * mbs, Duration());
+    bwd[v].assign(kinds * mbs, Duration());
+    chain[v].assign(kinds * mbs, Duration());
+  }
+  std::size_t prev_compute = g.tasks.size();
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    const parallel::Task& t = g.tasks[i];
+    if (t.device != 0) continue;
+    const bool is_compute = t.kind == parallel::TaskKind::kCompute;
+    const std::optional<Duration> tp = is_compute ? std::nullopt : serial_tp_time(i, prev_compute);
+    if (is_compute) prev_compute = i;
+    if ((!is_compute && !tp) || t.micro_batch < 0) continue;
+    std::size_t kind = 0;
+    switch (t.part) {
+      case parallel::Part::kAttention:
+      case parallel::Part::kMlp:
+        if (t.layer < 0) continue;
+        kind = static_cast<std::size_t>(t.layer);
+        break;
+      case parallel::Part::kEmbedding:
+        kind = layers;
+        break;
+      case parallel::Part::kLmHead:
+        kind = layers + 1;
+        break;
+      case parallel::Part::kGradients:
+      case parallel::Part::kOptimizer:
+      case parallel::Part::kActivations:
+        continue;
+    }
+    const std::size_t at = kind * mbs + static_cast<std::size_t>(t.micro_batch) % mbs;
+    const Duration d = !is_compute ? *tp : t.ops >= 0 ? op_time(t.ops) : t.duration;
+    for (std::size_t v = is_compute ? 0 : 1; v < 2; ++v) {
+      switch (t.pass) {
+        case parallel::Pass::kForward:
+          fwd[v][at] += d;
+          break;
+        case parallel::Pass::kBackward:
+          bwd[v][at] += d;
+          chain[v][at] += d;
+          break;
+        case parallel::Pass::kRecompute:
+        case parallel::Pass::kWeightGrad:
+          bwd[v][at] += d;
+          break;
+        case parallel::Pass::kOptimizer:
+          break;
+      }
+    }
+  }
+  std::array<PlanCompute, 2> c;
+  for (std::size_t v = 0; v < 2; ++v) {
+    // The least over the layers (first = 0) or of the embedding or head, and the micro-batches.
+    const auto block = [&](std::size_t first) {
+      const std::size_t end = first == 0 ? layers : first + 1;
+      const auto least = [&](const std::vector<Duration>& x) {
+        return min_of(std::vector<Duration>(x.begin() + static_cast<std::ptrdiff_t>(first * mbs),
+                                            x.begin() + static_cast<std::ptrdiff_t>(end * mbs)));
+      };
+      return BlockCompute{least(fwd[v]), least(bwd[v]), least(chain[v])};
+    };
+    c[v] = PlanCompute{block(0), block(layers), block(layers + 1)};
+  }
+  ++shapes_;
+  bucket.emplace_back(sample, c);
+  return bucket.back().second[variant];
+}
+
+const std::vector<std::int64_t>& PlanBounder::in_flight(const parallel::ParallelPlan& plan) {
+  const InFlightKey key{plan.schedule, plan.pp, plan.model_chunks(), plan.num_micro_batches()};
+  auto it = in_flight_.find(key);
+  if (it != in_flight_.end()) return it->second;
+  std::vector<std::int64_t> per_rank;
+  for (std::int64_t d = 0; d < plan.pp; ++d)
+    per_rank.push_back(parallel::max_in_flight(parallel::pipeline_blocks(plan, d)));
+  return in_flight_.emplace(key, std::move(per_rank)).first->second;
+}
+
+PlanBound PlanBounder::bound(const parallel::ParallelPlan& plan) {
+  PlanBound b;
+  scenario_.plan = plan;
+  const Bytes capacity = scenario_.cluster.gpu.memory_capacity;
+  const std::vector<MemoryBreakdown> statics = static_stage_memory(scenario_, resources_);
+  for (const MemoryBreakdown& m : statics) b.static_oom = b.static_oom || m.total() > capacity;
+  if (b.static_oom) return b;
+  const auto vl = parallel::virtual_stage_layers(plan, scenario_.model);
+  // Activations: when the forward that brings a rank to its most micro-batches in flight ends
+  // (parallel::max_in_flight over its program; compute runs in program order), each of them
+  // holds what its forward kept in every layer of its chunk, none of it freed, as its recompute
+  // and backward come later in the program. Each layer keeps at least layer_kept (whole layers
+  // without recompute keep more). DualPipeV overlaps a forward with a backward, which may free
+  // some of its micro-batch meanwhile: no activation bound there.
+  if (!plan.v_shape()) {
+    const Bytes kept = kept_layer_activations(scenario_);
+    const double fragmentation =
+        resources_.memory_overheads(scenario_.cluster.gpu).allocator_fragmentation;
+    const auto& flight = in_flight(plan);
+    for (std::int64_t d = 0; d < plan.pp; ++d) {
+      std::int64_t fewest = std::numeric_limits<std::int64_t>::max();
+      for (std::int64_t c = 0; c < plan.model_chunks(); ++c) {
+        fewest = std::min(fewest, vl[static_cast<std::size_t>(plan.virtual_stage(d, c))]);
+      }
+      const Bytes held = kept * (flight[static_cast<std::size_t>(d)] * fewest);
+      const Bytes peak = statics[static_cast<std::size_t>(d)].total() + held +
+                         memory::fragmentation_reserve(held, fragmentation);
+      b.activation_oom = b.activation_oom || peak > capacity;
+    }
+    if (b.activation_oom) return b;
+  }
+  const PlanCompute& c = compute(plan);
+  const std::size_t stages = vl.size();
+  // Forward, whole backward and backward pass of one micro-batch through virtual stage v.
+  const auto stage = [&](std::size_t v) {
+    BlockCompute s{c.layer.forward * vl[v], c.layer.backward * vl[v],
+                   c.layer.backward_chain * vl[v]};
+    for (const BlockCompute* e :
+         {v == 0 ? &c.embedding : nullptr, v + 1 == stages ? &c.head : nullptr}) {
+      if (e == nullptr) continue;
+      s.forward += e->forward;
+      s.backward += e->backward;
+      s.backward_chain += e->backward_chain;
+    }
+    return s;
+  };
+  std::vector<Duration> work(static_cast<std::size_t>(plan.pp));
+  for (std::size_t v = 0; v < stages; ++v) {
+    const BlockCompute s = stage(v);
+    work[static_cast<std::size_t>(plan.stage_of(static_cast<std::int64_t>(v)))] +=
+        (s.forward + s.backward) * plan.num_micro_batches();
+  }
+  // Device d waits for the forwards of stages 0 … d − 1 and drains through their backward passes.
+  Duration fill, drain, longest;
+  for (std::size_t d = 0; d < work.size(); ++d) {
+    longest = std::max(longest, fill + work[d] + (plan.splits_backward() ? Duration() : drain));
+    const BlockCompute s = stage(d);
+    fill += s.forward;
+    drain += s.backward_chain;
+  }
+  b.time = longest;
+  const double tokens = static_cast<double>(plan.global_batch * plan.seq_len);
+  const double seconds = (SimTime() + b.time).seconds();
+  b.tokens_per_s = seconds > 0 ? tokens / seconds : std::numeric_limits<double>::infinity();
+  return b;
+}
+
+}  // namespace ts::driver
