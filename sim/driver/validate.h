@@ -99,7 +99,7 @@ struct RowMapping {
   bool zero_given = true;                // false: no ZeRO stage stated or implied by the framework
   bool max_seq_search = false;           // the row asks for the largest sequence that fits
 };
-// Builds the model, cluster and plan of a row (rules in docs-validation.md). Does not simulate;
+// Builds the model, cluster and plan of a row (rules in docs/validation-rules.md). Does not simulate;
 // the micro-batch and recompute of rows that omit them are provisional (see validate()).
 RowMapping map_run(const PublishedRun& run);
 // The same, with GPU calibrations from `calibrations` (a validation run loads each once).
@@ -187,7 +187,7 @@ struct ValidateOptions {
 };
 
 // Maps, simulates and compares every row. Rows that omit the micro-batch or the recompute policy
-// get the choice the source's framework would make (docs-validation.md): the fastest simulated
+// get the choice the source's framework would make (docs/validation-rules.md): the fastest simulated
 // combination of recompute and micro-batch (powers of two) that fits. Never throws for a
 // row: a row that cannot be simulated is reported as skipped with its reason.
 ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateOptions& options = {});
