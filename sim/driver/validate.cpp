@@ -1711,6 +1711,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
   RowResult out;
   out.run_id = row.run_id;
   out.line = row.line;
+  out.held_out = row.held_out;
   out.source = short_source(row.source);
   out.model = row.model;
   out.gpu = row.gpu;
@@ -1821,13 +1822,14 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
   ValidationSummary s;
   s.rows = static_cast<std::int64_t>(rows.size());
   std::vector<double> all, mem;
-  std::map<std::string, std::vector<double>> src, gpu, par;
+  std::map<std::string, std::vector<double>> src, gpu, par, set;
   for (const auto& r : rows) {
     if (r.skipped) ++s.skipped;
     if (r.memory) mem.push_back(r.memory->error);
     if (!r.throughput) continue;
     const double e = r.throughput->error;
     all.push_back(e);
+    set[r.held_out ? "held-out" : "public"].push_back(e);
     src[r.source].push_back(e);
     gpu[r.gpu].push_back(e);
     par[r.parallelism].push_back(e);
@@ -1838,6 +1840,7 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
   for (const auto& [k, v] : src) s.by_source[k] = error_stats(v);
   for (const auto& [k, v] : gpu) s.by_gpu[k] = error_stats(v);
   for (const auto& [k, v] : par) s.by_parallelism[k] = error_stats(v);
+  for (const auto& [k, v] : set) s.by_set[k] = error_stats(v);
   return s;
 }
 
@@ -1977,6 +1980,11 @@ std::string validation_text(const ValidationReport& report) {
   out += "\nThroughput error (predicted/measured - 1 as a rate; + means trainsim is optimistic)\n";
   out += fmt("  %-44s %4s  %8s  %8s  %8s  %8s\n", "group", "n", "median", "p90", "mean", "max");
   out += stats_line("all", s.throughput);
+  // The public and held-out rows apart, when the report has held-out rows (a report of public
+  // files alone is unchanged).
+  if (s.by_set.count("held-out") != 0) {
+    for (const auto& [k, v] : s.by_set) out += stats_line("set: " + k, v);
+  }
   for (const auto& [k, v] : s.by_source) out += stats_line("source: " + k, v);
   for (const auto& [k, v] : s.by_gpu) out += stats_line("gpu: " + k, v);
   for (const auto& [k, v] : s.by_parallelism) out += stats_line("parallelism: " + k, v);
@@ -2067,6 +2075,7 @@ std::string validation_json(const ValidationReport& report) {
   sum["by_source"] = groups(s.by_source);
   sum["by_gpu"] = groups(s.by_gpu);
   sum["by_parallelism"] = groups(s.by_parallelism);
+  sum["by_set"] = groups(s.by_set);
   sum["memory"] = stats_json(s.memory);
   ordered_json root;
   root["rows"] = std::move(rows);

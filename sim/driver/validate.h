@@ -35,6 +35,9 @@ struct PublishedRun {
   std::string peak_mem_unit;
   std::optional<std::int64_t> max_seq_len;
   std::string notes;
+  // Set by the caller, not a column: the row comes from a file of the frozen held-out set
+  // (tests/validation/held-out.csv), reported apart from the public rows.
+  bool held_out = false;
 };
 
 // The columns every file must have (any order; other columns are ignored).
@@ -145,6 +148,7 @@ struct RowResult {
   std::string parallelism;  // parallelism_kind, empty when not mapped
   bool fp8 = false;
   bool skipped = false;      // neither throughput nor memory could be compared
+  bool held_out = false;     // PublishedRun::held_out
   std::string reason;        // why skipped, or a note (predicted out of memory, …)
   std::optional<Comparison> throughput;
   std::optional<Comparison> memory;  // peak memory or largest sequence
@@ -172,6 +176,9 @@ struct ValidationSummary {
   std::int64_t rows = 0;
   std::int64_t skipped = 0;
   std::map<std::string, ErrorStats> by_source, by_gpu, by_parallelism;
+  // Throughput errors of the public rows ("public") and of the held-out rows ("held-out"), each
+  // present when it has a row.
+  std::map<std::string, ErrorStats> by_set;
 };
 
 struct ValidationReport {
