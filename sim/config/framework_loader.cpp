@@ -230,7 +230,7 @@ std::vector<std::string> framework_names() {
   std::set<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(frameworks_dir(), ec)) {
-    if (entry.is_regular_file(ec) && is_profile_file(entry.path())) names.insert(entry.path().stem().string());
+    if (entry.is_regular_file(ec) && entry.path().extension() == ".textproto") names.insert(entry.path().stem().string());
   }
   return {names.begin(), names.end()};
 }
@@ -243,7 +243,7 @@ FrameworkProfile load_framework(const std::string& name_or_path, std::string_vie
   const auto names = framework_names();
   for (const auto& n : names) {
     const fs::path path = frameworks_dir() / (n + ".textproto");
-    if (want == lower(n)) return read_profile(path, path.string());
+    if (want == lower(n)) return read_profile(path, "frameworks/" + n + ".textproto");
   }
   // An alias: read the profiles to find it.
   for (const auto& p : load_all_frameworks()) {
@@ -260,7 +260,7 @@ std::vector<FrameworkProfile> load_all_frameworks() {
   DiagnosticList diags;
   for (const auto& n : framework_names()) {
     const fs::path path = frameworks_dir() / (n + ".textproto");
-    diags.collect([&] { out.push_back(read_profile(path, path.string())); });
+    diags.collect([&] { out.push_back(read_profile(path, "frameworks/" + n + ".textproto")); });
   }
   diags.throw_if_any();
   return out;
