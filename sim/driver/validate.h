@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/config/calibration_loader.h"
+#include "sim/config/framework_loader.h"
 #include "sim/config/loader.h"
 #include "sim/driver/simulate.h"
 
@@ -101,12 +102,18 @@ struct RowMapping {
   bool micro_batch_given = true;         // false: micro-batch is chosen by the search
   bool zero_given = true;                // false: no ZeRO stage stated or implied by the framework
   bool max_seq_search = false;           // the row asks for the largest sequence that fits
+  // The recompute modes the search tries when the row gives none: those the frameworks its
+  // framework column names implement (their profiles), else none and full.
+  std::vector<parallel::Recompute> recompute_modes;
 };
 // Builds the model, cluster and plan of a row (rules in docs/validation-rules.md). Does not simulate;
 // the micro-batch and recompute of rows that omit them are provisional (see validate()).
 RowMapping map_run(const PublishedRun& run);
 // The same, with GPU calibrations from `calibrations` (a validation run loads each once).
 RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations);
+// The same, with the framework profiles (config::load_all_frameworks) loaded once.
+RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
+                   const std::vector<config::FrameworkProfile>& frameworks);
 
 // ---------------------------------------------------------------------------------------------
 // Comparison
