@@ -28,7 +28,9 @@ bool is_profile_file(const fs::path& p) {
   return ext == ".textproto" || ext == ".json";
 }
 
-const char* on_off(bool v) { return v ? "on" : "off"; }
+const char* on_off(bool v) {
+  return v ? "on" : "off";
+}
 
 // One setting of the file: checks its source and converts its value into `out.values`.
 class Reader {
@@ -50,7 +52,8 @@ class Reader {
   FrameworkProfile& out_;
 };
 
-FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file, const Checker& c) {
+FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file,
+                         const Checker& c) {
   FrameworkProfile out;
   out.file = file;
   c.non_empty(m.has_name(), m.name(), "name");
@@ -58,7 +61,8 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
   out.name = m.name();
   out.title = m.title();
   if (m.has_name() && fs::path(file).stem().string() != m.name()) {
-    c.fail("name", "must be the file's name without extension ('" + fs::path(file).stem().string() + "')");
+    c.fail("name",
+           "must be the file's name without extension ('" + fs::path(file).stem().string() + "')");
   }
   for (const auto& a : m.aliases()) out.aliases.push_back(lower(a));
   for (const auto& s : m.spelled()) out.spelled.push_back(lower(s));
@@ -66,11 +70,12 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
   Reader r(c, out);
   r.setting(m.has_zero_stage(), m.zero_stage(), FrameworkSetting::kZeroStage, "zero_stage",
             [&](std::int64_t x, const Checker& n) {
-              if (x < 0 || x > 3) n.fail("value", "ZeRO stage must be 0-3 (got " + std::to_string(x) + ")");
+              if (x < 0 || x > 3)
+                n.fail("value", "ZeRO stage must be 0-3 (got " + std::to_string(x) + ")");
               v.zero_stage = static_cast<int>(x);
             });
-  r.setting(m.has_zero_shard_group(), m.zero_shard_group(), FrameworkSetting::kZeroShardGroup, "zero_shard_group",
-            [&](std::int64_t x, const Checker& n) {
+  r.setting(m.has_zero_shard_group(), m.zero_shard_group(), FrameworkSetting::kZeroShardGroup,
+            "zero_shard_group", [&](std::int64_t x, const Checker& n) {
               if (x < 0) n.fail("value", "must be >= 0 (got " + std::to_string(x) + ")");
               v.zero_shard_group = x;
             });
@@ -78,7 +83,8 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
             "sequence_parallel", [&](bool x, const Checker&) { v.sequence_parallel = x; });
   r.setting(m.has_attention(), m.attention(), FrameworkSetting::kAttention, "attention",
             [&](const std::string& x, const Checker& n) {
-              if (x.empty()) n.fail("value", "\"default\", \"unfused\" or a calibrated kernel name");
+              if (x.empty())
+                n.fail("value", "\"default\", \"unfused\" or a calibrated kernel name");
               v.flash_attention = x != "unfused";
               v.attention_kernel = x == "default" || x == "unfused" ? "" : x;
             });
@@ -92,7 +98,8 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     };
   };
   const auto ce = named(try_parse_cross_entropy, cross_entropy_choices());
-  r.setting(m.has_cross_entropy(), m.cross_entropy(), FrameworkSetting::kCrossEntropy, "cross_entropy",
+  r.setting(m.has_cross_entropy(), m.cross_entropy(), FrameworkSetting::kCrossEntropy,
+            "cross_entropy",
             [&](const std::string& x, const Checker& n) { ce(x, n, v.cross_entropy); });
   const auto ew = named(try_parse_elementwise, elementwise_choices());
   r.setting(m.has_elementwise(), m.elementwise(), FrameworkSetting::kElementwise, "elementwise",
@@ -100,10 +107,12 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
   const auto gr = named(try_parse_grad_reduce, grad_reduce_choices());
   r.setting(m.has_grad_reduce(), m.grad_reduce(), FrameworkSetting::kGradReduce, "grad_reduce",
             [&](const std::string& x, const Checker& n) { gr(x, n, v.grad_reduce); });
-  r.setting(m.has_overlap_grad_reduce(), m.overlap_grad_reduce(), FrameworkSetting::kOverlapGradReduce,
-            "overlap_grad_reduce", [&](bool x, const Checker&) { v.overlap_grad_reduce = x; });
-  r.setting(m.has_overlap_param_gather(), m.overlap_param_gather(), FrameworkSetting::kOverlapParamGather,
-            "overlap_param_gather", [&](bool x, const Checker&) { v.overlap_param_gather = x; });
+  r.setting(m.has_overlap_grad_reduce(), m.overlap_grad_reduce(),
+            FrameworkSetting::kOverlapGradReduce, "overlap_grad_reduce",
+            [&](bool x, const Checker&) { v.overlap_grad_reduce = x; });
+  r.setting(m.has_overlap_param_gather(), m.overlap_param_gather(),
+            FrameworkSetting::kOverlapParamGather, "overlap_param_gather",
+            [&](bool x, const Checker&) { v.overlap_param_gather = x; });
   r.setting(m.has_grad_bucket_params(), m.grad_bucket_params(), FrameworkSetting::kGradBucketParams,
             "grad_bucket_params", [&](std::int64_t x, const Checker& n) {
               if (x < 1) n.fail("value", "must be >= 1 (got " + std::to_string(x) + ")");
@@ -111,12 +120,13 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
             });
   r.setting(m.has_fp8_weight_cache(), m.fp8_weight_cache(), FrameworkSetting::kFp8WeightCache,
             "fp8_weight_cache", [&](bool x, const Checker&) { v.fp8_weight_cache = x; });
-  r.setting(m.has_tp_comm_overlap(), m.tp_comm_overlap(), FrameworkSetting::kTpCommOverlap, "tp_comm_overlap",
-            [&](bool x, const Checker&) { v.tp_comm_overlap = x; });
-  r.setting(m.has_host_dispatch_us(), m.host_dispatch_us(), FrameworkSetting::kHostDispatch, "host_dispatch_us",
-            [&](double x, const Checker& n) {
+  r.setting(m.has_tp_comm_overlap(), m.tp_comm_overlap(), FrameworkSetting::kTpCommOverlap,
+            "tp_comm_overlap", [&](bool x, const Checker&) { v.tp_comm_overlap = x; });
+  r.setting(m.has_host_dispatch_us(), m.host_dispatch_us(), FrameworkSetting::kHostDispatch,
+            "host_dispatch_us", [&](double x, const Checker& n) {
               if (!(x >= 0 && x <= 1e6)) {
-                n.fail("value", "must be between 0 and 1e6 microseconds (got " + detail::format_number(x) + ")");
+                n.fail("value", "must be between 0 and 1e6 microseconds (got " +
+                                    detail::format_number(x) + ")");
               } else {
                 v.host_dispatch = Duration::from_us(x);
               }
@@ -156,60 +166,111 @@ FrameworkProfile read_profile(const fs::path& path, const std::string& display) 
 
 std::string_view setting_name(FrameworkSetting s) {
   switch (s) {
-    case FrameworkSetting::kZeroStage: return "zero";
-    case FrameworkSetting::kZeroShardGroup: return "zero-shard-group";
-    case FrameworkSetting::kSequenceParallel: return "sequence-parallel";
-    case FrameworkSetting::kAttention: return "attention";
-    case FrameworkSetting::kCrossEntropy: return "cross-entropy";
-    case FrameworkSetting::kElementwise: return "elementwise";
-    case FrameworkSetting::kGradReduce: return "grad-reduce";
-    case FrameworkSetting::kOverlapGradReduce: return "overlap-grad-reduce";
-    case FrameworkSetting::kOverlapParamGather: return "overlap-param-gather";
-    case FrameworkSetting::kGradBucketParams: return "grad-bucket-params";
-    case FrameworkSetting::kFp8WeightCache: return "fp8-weight-cache";
-    case FrameworkSetting::kTpCommOverlap: return "tp-comm-overlap";
-    case FrameworkSetting::kHostDispatch: return "host-dispatch-us";
+    case FrameworkSetting::kZeroStage:
+      return "zero";
+    case FrameworkSetting::kZeroShardGroup:
+      return "zero-shard-group";
+    case FrameworkSetting::kSequenceParallel:
+      return "sequence-parallel";
+    case FrameworkSetting::kAttention:
+      return "attention";
+    case FrameworkSetting::kCrossEntropy:
+      return "cross-entropy";
+    case FrameworkSetting::kElementwise:
+      return "elementwise";
+    case FrameworkSetting::kGradReduce:
+      return "grad-reduce";
+    case FrameworkSetting::kOverlapGradReduce:
+      return "overlap-grad-reduce";
+    case FrameworkSetting::kOverlapParamGather:
+      return "overlap-param-gather";
+    case FrameworkSetting::kGradBucketParams:
+      return "grad-bucket-params";
+    case FrameworkSetting::kFp8WeightCache:
+      return "fp8-weight-cache";
+    case FrameworkSetting::kTpCommOverlap:
+      return "tp-comm-overlap";
+    case FrameworkSetting::kHostDispatch:
+      return "host-dispatch-us";
   }
   return "";
 }
 
 std::string setting_value(FrameworkSetting s, const parallel::ParallelPlan& p) {
   switch (s) {
-    case FrameworkSetting::kZeroStage: return std::to_string(p.zero_stage);
-    case FrameworkSetting::kZeroShardGroup: return std::to_string(p.zero_shard_group);
-    case FrameworkSetting::kSequenceParallel: return on_off(p.sequence_parallel);
-    case FrameworkSetting::kAttention: return p.attention_label();
-    case FrameworkSetting::kCrossEntropy: return std::string(name(p.cross_entropy));
-    case FrameworkSetting::kElementwise: return std::string(name(p.elementwise));
-    case FrameworkSetting::kGradReduce: return std::string(name(p.grad_reduce));
-    case FrameworkSetting::kOverlapGradReduce: return on_off(p.overlap_grad_reduce);
-    case FrameworkSetting::kOverlapParamGather: return on_off(p.overlap_param_gather);
-    case FrameworkSetting::kGradBucketParams: return std::to_string(p.grad_bucket_params);
-    case FrameworkSetting::kFp8WeightCache: return on_off(p.fp8_weight_cache);
-    case FrameworkSetting::kTpCommOverlap: return on_off(p.tp_comm_overlap);
-    case FrameworkSetting::kHostDispatch: return detail::format_number(p.host_dispatch.us());
+    case FrameworkSetting::kZeroStage:
+      return std::to_string(p.zero_stage);
+    case FrameworkSetting::kZeroShardGroup:
+      return std::to_string(p.zero_shard_group);
+    case FrameworkSetting::kSequenceParallel:
+      return on_off(p.sequence_parallel);
+    case FrameworkSetting::kAttention:
+      return p.attention_label();
+    case FrameworkSetting::kCrossEntropy:
+      return std::string(name(p.cross_entropy));
+    case FrameworkSetting::kElementwise:
+      return std::string(name(p.elementwise));
+    case FrameworkSetting::kGradReduce:
+      return std::string(name(p.grad_reduce));
+    case FrameworkSetting::kOverlapGradReduce:
+      return on_off(p.overlap_grad_reduce);
+    case FrameworkSetting::kOverlapParamGather:
+      return on_off(p.overlap_param_gather);
+    case FrameworkSetting::kGradBucketParams:
+      return std::to_string(p.grad_bucket_params);
+    case FrameworkSetting::kFp8WeightCache:
+      return on_off(p.fp8_weight_cache);
+    case FrameworkSetting::kTpCommOverlap:
+      return on_off(p.tp_comm_overlap);
+    case FrameworkSetting::kHostDispatch:
+      return detail::format_number(p.host_dispatch.us());
   }
   return "";
 }
 
-void copy_setting(FrameworkSetting s, const parallel::ParallelPlan& from, parallel::ParallelPlan& to) {
+void copy_setting(FrameworkSetting s, const parallel::ParallelPlan& from,
+                  parallel::ParallelPlan& to) {
   switch (s) {
-    case FrameworkSetting::kZeroStage: to.zero_stage = from.zero_stage; return;
-    case FrameworkSetting::kZeroShardGroup: to.zero_shard_group = from.zero_shard_group; return;
-    case FrameworkSetting::kSequenceParallel: to.sequence_parallel = from.sequence_parallel; return;
+    case FrameworkSetting::kZeroStage:
+      to.zero_stage = from.zero_stage;
+      return;
+    case FrameworkSetting::kZeroShardGroup:
+      to.zero_shard_group = from.zero_shard_group;
+      return;
+    case FrameworkSetting::kSequenceParallel:
+      to.sequence_parallel = from.sequence_parallel;
+      return;
     case FrameworkSetting::kAttention:
       to.flash_attention = from.flash_attention;
       to.attention_kernel = from.attention_kernel;
       return;
-    case FrameworkSetting::kCrossEntropy: to.cross_entropy = from.cross_entropy; return;
-    case FrameworkSetting::kElementwise: to.elementwise = from.elementwise; return;
-    case FrameworkSetting::kGradReduce: to.grad_reduce = from.grad_reduce; return;
-    case FrameworkSetting::kOverlapGradReduce: to.overlap_grad_reduce = from.overlap_grad_reduce; return;
-    case FrameworkSetting::kOverlapParamGather: to.overlap_param_gather = from.overlap_param_gather; return;
-    case FrameworkSetting::kGradBucketParams: to.grad_bucket_params = from.grad_bucket_params; return;
-    case FrameworkSetting::kFp8WeightCache: to.fp8_weight_cache = from.fp8_weight_cache; return;
-    case FrameworkSetting::kTpCommOverlap: to.tp_comm_overlap = from.tp_comm_overlap; return;
-    case FrameworkSetting::kHostDispatch: to.host_dispatch = from.host_dispatch; return;
+    case FrameworkSetting::kCrossEntropy:
+      to.cross_entropy = from.cross_entropy;
+      return;
+    case FrameworkSetting::kElementwise:
+      to.elementwise = from.elementwise;
+      return;
+    case FrameworkSetting::kGradReduce:
+      to.grad_reduce = from.grad_reduce;
+      return;
+    case FrameworkSetting::kOverlapGradReduce:
+      to.overlap_grad_reduce = from.overlap_grad_reduce;
+      return;
+    case FrameworkSetting::kOverlapParamGather:
+      to.overlap_param_gather = from.overlap_param_gather;
+      return;
+    case FrameworkSetting::kGradBucketParams:
+      to.grad_bucket_params = from.grad_bucket_params;
+      return;
+    case FrameworkSetting::kFp8WeightCache:
+      to.fp8_weight_cache = from.fp8_weight_cache;
+      return;
+    case FrameworkSetting::kTpCommOverlap:
+      to.tp_comm_overlap = from.tp_comm_overlap;
+      return;
+    case FrameworkSetting::kHostDispatch:
+      to.host_dispatch = from.host_dispatch;
+      return;
   }
 }
 
@@ -224,13 +285,16 @@ void FrameworkProfile::apply(parallel::ParallelPlan& plan) const {
   for (const auto& g : given) copy_setting(g.setting, values, plan);
 }
 
-fs::path frameworks_dir() { return data_dir() / "frameworks"; }
+fs::path frameworks_dir() {
+  return data_dir() / "frameworks";
+}
 
 std::vector<std::string> framework_names() {
   std::set<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(frameworks_dir(), ec)) {
-    if (entry.is_regular_file(ec) && entry.path().extension() == ".textproto") names.insert(entry.path().stem().string());
+    if (entry.is_regular_file(ec) && entry.path().extension() == ".textproto")
+      names.insert(entry.path().stem().string());
   }
   return {names.begin(), names.end()};
 }

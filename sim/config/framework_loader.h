@@ -1,4 +1,5 @@
-// Framework profiles (frameworks/*.textproto): the plan settings a framework's runs get unless told otherwise, each with its source.
+// Framework profiles (frameworks/*.textproto): the plan settings a framework's runs get unless told
+// otherwise, each with its source.
 #pragma once
 
 #include <filesystem>
@@ -34,7 +35,8 @@ std::string_view setting_name(FrameworkSetting s);
 // Its value in `plan`, as outputs spell it ("3", "on", "FlashAttention-2", "fp32-unfused").
 std::string setting_value(FrameworkSetting s, const parallel::ParallelPlan& plan);
 // Copies the setting's field from `from` into `to`.
-void copy_setting(FrameworkSetting s, const parallel::ParallelPlan& from, parallel::ParallelPlan& to);
+void copy_setting(FrameworkSetting s, const parallel::ParallelPlan& from,
+                  parallel::ParallelPlan& to);
 
 struct FrameworkProfile {
   std::string name;   // the file's stem, what --framework takes
@@ -67,7 +69,8 @@ std::vector<std::string> framework_names();
 // InputError naming `flag` for an unknown name (listing the known ones), and listing every
 // problem of the file with its line and field: a value without its source, an unknown spelling,
 // a value out of range.
-FrameworkProfile load_framework(const std::string& name_or_path, std::string_view flag = "--framework");
+FrameworkProfile load_framework(const std::string& name_or_path,
+                                std::string_view flag = "--framework");
 // Every profile of frameworks_dir(), in name order.
 std::vector<FrameworkProfile> load_all_frameworks();
 

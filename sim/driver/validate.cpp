@@ -227,7 +227,24 @@ std::vector<PublishedRun> read_published_runs(const std::filesystem::path& path)
   if (!in) throw InputError(Diagnostic{path.string(), 0, "", "cannot open the file"});
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_published_runs(ss.str(), path.string());
+  auto runs = parse_published_runs(ss.str(), path.string());
+  // Per-row overrides beside the file (FILE.overrides.textproto), when there are any.
+  const auto overrides = config::overrides_path(path);
+  std::error_code ec;
+  if (std::filesystem::exists(overrides, ec)) {
+    DiagnosticList problems;
+    for (auto& o : config::load_validation_overrides(overrides)) {
+      auto it = std::find_if(runs.begin(), runs.end(),
+                             [&](const PublishedRun& r) { return r.run_id == o.run_id; });
+      if (it == runs.end()) {
+        problems.add({o.file, o.line, "run_id", "no run " + o.run_id + " in " + path.string()});
+      } else {
+        it->overrides.push_back(std::move(o));
+      }
+    }
+    problems.throw_if_any();
+  }
+  return runs;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -402,7 +419,9 @@ struct RowFrameworks {
   // A named framework implements this recompute mode.
   bool offers(parallel::Recompute m) const {
     for (const auto* p : named) {
-      if (std::find(p->recompute_modes.begin(), p->recompute_modes.end(), m) != p->recompute_modes.end()) return true;
+      if (std::find(p->recompute_modes.begin(), p->recompute_modes.end(), m) !=
+          p->recompute_modes.end())
+        return true;
     }
     return false;
   }
@@ -423,11 +442,13 @@ struct RowFrameworks {
   }
 };
 
-RowFrameworks named_frameworks(const PublishedRun& r, const std::vector<config::FrameworkProfile>& profiles) {
+RowFrameworks named_frameworks(const PublishedRun& r,
+                               const std::vector<config::FrameworkProfile>& profiles) {
   RowFrameworks out;
   const std::string f = framework_name(r);
   for (const auto& p : profiles) {
-    if (std::any_of(p.spelled.begin(), p.spelled.end(), [&](const std::string& w) { return has(f, w); })) {
+    if (std::any_of(p.spelled.begin(), p.spelled.end(),
+                    [&](const std::string& w) { return has(f, w); })) {
       out.named.push_back(&p);
     }
   }
@@ -454,8 +475,9 @@ bool xtuner(const PublishedRun& r) { return has(framework_name(r), "xtuner"); }
 bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw) {
   const std::string own = lower(r.framework + " " + r.precision);
   if (any_of(own, {"compile", "liger"})) return false;
-  return fw.gives(config::FrameworkSetting::kElementwise,
-                  [](const parallel::ParallelPlan& v) { return v.elementwise == parallel::Elementwise::kEager; });
+  return fw.gives(config::FrameworkSetting::kElementwise, [](const parallel::ParallelPlan& v) {
+    return v.elementwise == parallel::Elementwise::kEager;
+  });
 }
 
 // The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
@@ -522,10 +544,12 @@ bool flash_attention_training_code(const PublishedRun& r) {
 // FlashAttention-3 632 at one shape. Transformer Engine frameworks (cuDNN fused attention), JAX
 // (cuDNN through XLA) and llm.c (cuDNN) keep the GPU's default kernel.
 bool pytorch_sdpa_attention(const PublishedRun& r, const RowFrameworks& fw) {
-  const bool profile = fw.gives(config::FrameworkSetting::kAttention,
-                                [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-2"; });
+  const bool profile = fw.gives(
+      config::FrameworkSetting::kAttention,
+      [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-2"; });
   return profile || xtuner(r) ||
-         any_of(framework_name(r), {"fms", "composer", "nanotron", "lit-gpt", "litgpt", "colossal", "accelerate"});
+         any_of(framework_name(r),
+                {"fms", "composer", "nanotron", "lit-gpt", "litgpt", "colossal", "accelerate"});
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -997,7 +1021,8 @@ std::optional<int> zero_stage_named(std::string_view text) {
 
 // ZeRO stage of the zero_fsdp column; when it is empty, of the framework column (a stage it
 // names, or its documented default); nullopt when neither gives one.
-std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw, std::vector<std::string>& notes) {
+std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
+                              std::vector<std::string>& notes) {
   if (!unstated(r.zero_fsdp)) {
     // "none", "no", "False", "off", "DDP": no sharding; a bare stage number: that stage.
     if (first_word_in(r.zero_fsdp, {"none", "no", "false", "off", "disabled", "0"})) return 0;
@@ -1014,15 +1039,18 @@ std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw, st
     }
     return named;
   }
-  if (const auto* tt = fw.find("torchtitan"); tt != nullptr && tt->source_of(config::FrameworkSetting::kZeroStage)) {
+  if (const auto* tt = fw.find("torchtitan");
+      tt != nullptr && tt->source_of(config::FrameworkSetting::kZeroStage)) {
     // torchtitan shards over every data-parallel rank unless told otherwise (its profile).
     notes.push_back("ZeRO-" + std::to_string(tt->values.zero_stage) +
                     " (torchtitan's default: FSDP2 over all data-parallel ranks)");
     return tt->values.zero_stage;
   }
-  if (const auto* nemo = fw.find("nemo"); nemo != nullptr && nemo->source_of(config::FrameworkSetting::kZeroStage)) {
+  if (const auto* nemo = fw.find("nemo");
+      nemo != nullptr && nemo->source_of(config::FrameworkSetting::kZeroStage)) {
     // NeMo's training configs use the distributed optimizer (its profile).
-    notes.push_back("ZeRO-" + std::to_string(nemo->values.zero_stage) + " (NeMo's default distributed optimizer)");
+    notes.push_back("ZeRO-" + std::to_string(nemo->values.zero_stage) +
+                    " (NeMo's default distributed optimizer)");
     return nemo->values.zero_stage;
   }
   return std::nullopt;
@@ -1344,24 +1372,23 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   out.recompute_given = rc.has_value();
   p.recompute = rc.value_or(parallel::Recompute::kNone);
   const std::string rtext = lower(r.recompute);
-  if (p.recompute == parallel::Recompute::kSelective && fw.offers(parallel::Recompute::kSelectiveOp) &&
-      !has(rtext, "layer")) {
+  if (p.recompute == parallel::Recompute::kSelective &&
+      fw.offers(parallel::Recompute::kSelectiveOp) && !has(rtext, "layer")) {
     // torchtitan's selective checkpointing of its Llama training configurations is the op
     // policy (train_configs/llama3_*.toml: selective_ac_option = "op"); "selective layer" (every
     // n-th layer checkpointed whole) is the other option.
     p.recompute = parallel::Recompute::kSelectiveOp;
     notes.push_back("selective checkpointing by op policy (torchtitan's Llama configurations)");
   }
-  const bool mst = any_of(rtext, {"mst", "mini-seq", "mini seq"});
-  if (p.recompute != parallel::Recompute::kNone && p.recompute != parallel::Recompute::kSelectiveOp && !mst) {
+  if (p.recompute != parallel::Recompute::kNone &&
+      p.recompute != parallel::Recompute::kSelectiveOp) {
     // Selective checkpointing of whole layers (a framework other than Megatron's, whose
     // "selective" recomputes the attention core in every layer): a row with both HFU and MFU
     // tells the share, as full recompute of a share f of the layers adds f/3 to the model FLOPs
     // (the forward again: 8N instead of 6N per token with every layer).
     std::optional<PartialRecompute> partial = parse_partial_recompute(rtext);
-    if (!partial && p.recompute == parallel::Recompute::kSelective && !fw.offers(parallel::Recompute::kSelective) &&
-        r.hfu_pct &&
-        r.mfu_pct && *r.mfu_pct > 0) {
+    if (!partial && p.recompute == parallel::Recompute::kSelective &&
+        !fw.offers(parallel::Recompute::kSelective) && r.hfu_pct && r.mfu_pct && *r.mfu_pct > 0) {
       const double share = 3.0 * (*r.hfu_pct / *r.mfu_pct - 1.0);
       if (share >= 0.1 && share < 0.95) partial = PartialRecompute{0, share};
     }
@@ -1376,15 +1403,6 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
                       " layers of each model chunk" +
                       (partial->layers > 0 ? "" : " (share " + format_double("%.2f", partial->share) + ")"));
     }
-  }
-  if (mst) {
-    // Mini-Sequence Transformer (Luo et al. 2024, arXiv 2407.15892) single-GPU benchmarks:
-    // the MLP and LM head run on 8 mini-sequences, with pure bf16 Adam states and the optimizer
-    // step applied per parameter in the backward (no whole-model gradient buffer).
-    p.mst_chunks = 8;
-    p.optimizer_states = parallel::OptimizerStates::kBf16;
-    p.optimizer_in_backward = true;
-    notes.push_back("MsT chunks 8, bf16 optimizer states, optimizer in backward");
   }
   if (pure_bf16(r)) {
     // Plain SGD on pure bf16 parameters keeps no optimizer state at all.
@@ -1458,6 +1476,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     }
   }
 
+  // The row's overrides (FILE.overrides.textproto) come last: what its source states outside the
+  // CSV's columns.
+  for (const auto& o : r.overrides) {
+    o.apply(p);
+    notes.push_back("override: " + o.reason + " (" + o.source + ")");
+  }
   // Parts only: validated (config::make_scenario) for each candidate of the search.
   out.scenario = config::Scenario{std::move(*model), std::move(*cluster), static_cast<std::int32_t>(gpus), p};
   return out;
@@ -1569,8 +1593,8 @@ struct Choice {
   std::string reason;
 };
 
-Choice search(const RowMapping& m, const config::Scenario& parts,
-              Resources& resources, std::vector<std::string>& notes) {
+Choice search(const RowMapping& m, const config::Scenario& parts, Resources& resources,
+              std::vector<std::string>& notes) {
   Choice ch;
   std::vector<parallel::Recompute> recomputes;
   if (m.recompute_given) {
@@ -1752,6 +1776,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
   out.run_id = row.run_id;
   out.line = row.line;
   out.held_out = row.held_out;
+  out.overrides = static_cast<std::int64_t>(row.overrides.size());
   out.source = short_source(row.source);
   out.model = row.model;
   out.gpu = row.gpu;
@@ -1865,6 +1890,7 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
   std::map<std::string, std::vector<double>> src, gpu, par, set;
   for (const auto& r : rows) {
     if (r.skipped) ++s.skipped;
+    if (r.overrides > 0) ++s.overridden;
     if (r.memory) mem.push_back(r.memory->error);
     if (!r.throughput) continue;
     const double e = r.throughput->error;
@@ -2011,6 +2037,14 @@ std::string validation_text(const ValidationReport& report) {
   for (const auto& r : report.rows) {
     if (r.skipped) out += "  run " + r.run_id + " (line " + std::to_string(r.line) + "): " + r.reason + "\n";
   }
+  // Rows whose settings a per-row override changed (their reasons are in the assumptions).
+  if (s.overridden > 0) {
+    out += fmt("\nOverridden: %lld of %lld rows\n", static_cast<long long>(s.overridden),
+               static_cast<long long>(s.rows));
+    for (const auto& r : report.rows) {
+      if (r.overrides > 0) out += "  run " + r.run_id + " (line " + std::to_string(r.line) + ")\n";
+    }
+  }
   bool notes = false;
   for (const auto& r : report.rows) {
     if (r.skipped || r.reason.empty()) continue;
@@ -2104,6 +2138,7 @@ std::string validation_json(const ValidationReport& report) {
   sum["n"] = s.throughput.n;
   sum["skipped"] = s.skipped;
   sum["rows"] = s.rows;
+  sum["overridden"] = s.overridden;
   sum["median_abs_error"] = s.throughput.median_abs;
   sum["p90_abs_error"] = s.throughput.p90_abs;
   sum["mean_signed_error"] = s.throughput.mean_signed;

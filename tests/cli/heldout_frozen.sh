@@ -24,6 +24,11 @@ for f in "$dir"/heldout-style*.csv; do
   grep -q "^$(basename "$f")," "$dir/held-out.csv" || fail "$(basename "$f") is not listed in held-out.csv"
 done
 
+# No per-row override may be added to a frozen file.
+for f in "$dir"/heldout-style*.overrides.textproto; do
+  [ -e "$f" ] && fail "$(basename "$f"): the held-out files are frozen, no per-row override may be added"
+done
+
 # Public and held-out rows reported apart, in text and JSON.
 # (heldout-style-6.csv given as --runs stands for a public file: the flag decides the set.)
 "$bin" validate --runs "$dir/heldout-style-6.csv" --held-out "$dir/heldout-style-2.csv" \

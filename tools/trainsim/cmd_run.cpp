@@ -136,7 +136,8 @@ int cmd_run(const Args& args) {
         j["framework"] = profile->name;
         auto& arr = j["settings"] = nlohmann::ordered_json::array();
         for (const auto& s : settings) {
-          arr.push_back({{"name", s.name}, {"value", s.value}, {"origin", s.origin}, {"source", s.source}});
+          arr.push_back(
+              {{"name", s.name}, {"value", s.value}, {"origin", s.origin}, {"source", s.source}});
         }
         std::cout << j.dump(2) << "\n";
       } else {

@@ -23,8 +23,9 @@ TEST_CASE("the shipped framework profiles load, each setting with its source") {
     CHECK_FALSE(p.recompute_modes_source.empty());
   }
   // The frameworks of the issue, by name or alias (any case).
-  for (const char* name : {"megatron-lm", "Megatron-Core", "nemo", "megatron-bridge", "torchtitan", "deepspeed",
-                           "megatron-deepspeed", "fsdp", "composer", "llm-foundry", "hf-trainer", "huggingface"}) {
+  for (const char* name :
+       {"megatron-lm", "Megatron-Core", "nemo", "megatron-bridge", "torchtitan", "deepspeed",
+        "megatron-deepspeed", "fsdp", "composer", "llm-foundry", "hf-trainer", "huggingface"}) {
     INFO(name);
     CHECK_NOTHROW(load_framework(name));
   }
@@ -47,11 +48,12 @@ TEST_CASE("a profile sets what it gives and leaves the rest of the plan alone") 
   CHECK(plan.micro_batch == 2);
   CHECK(plan.grad_bucket_params == parallel::ParallelPlan{}.grad_bucket_params);  // not given
   REQUIRE(tt.source_of(FrameworkSetting::kZeroStage) != nullptr);
-  CHECK(tt.source_of(FrameworkSetting::kZeroStage)->find("data_parallel_shard_degree") != std::string::npos);
+  CHECK(tt.source_of(FrameworkSetting::kZeroStage)->find("data_parallel_shard_degree") !=
+        std::string::npos);
   CHECK(tt.source_of(FrameworkSetting::kGradBucketParams) == nullptr);
-  CHECK(tt.recompute_modes ==
-        std::vector<parallel::Recompute>{parallel::Recompute::kNone, parallel::Recompute::kSelectiveOp,
-                                         parallel::Recompute::kFull});
+  CHECK(tt.recompute_modes == std::vector<parallel::Recompute>{parallel::Recompute::kNone,
+                                                               parallel::Recompute::kSelectiveOp,
+                                                               parallel::Recompute::kFull});
 
   const auto md = load_framework("megatron-deepspeed");
   parallel::ParallelPlan old;

@@ -16,7 +16,8 @@ using namespace ts;
 namespace {
 
 std::filesystem::path source_dir() {
-  if (const char* env = std::getenv("TRAINSIM_SOURCE_DIR"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("TRAINSIM_SOURCE_DIR"); env != nullptr && *env != '\0')
+    return env;
   return TRAINSIM_SOURCE_DIR;
 }
 
@@ -77,11 +78,12 @@ TEST_CASE("held-out set: errors stay within what was measured when it was frozen
   std::vector<double> all;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const auto& f = files[i];
-    const std::vector<driver::RowResult> rows(report.rows.begin() + static_cast<std::ptrdiff_t>(first[i]),
-                                              report.rows.begin() + static_cast<std::ptrdiff_t>(first[i + 1]));
+    const std::vector<driver::RowResult> rows(
+        report.rows.begin() + static_cast<std::ptrdiff_t>(first[i]),
+        report.rows.begin() + static_cast<std::ptrdiff_t>(first[i + 1]));
     const auto s = driver::summarize(rows);
-    INFO(f.file << ": " << s.throughput.n << " compared, median " << 100 * s.throughput.median_abs << " %, p90 "
-                << 100 * s.throughput.p90_abs << " %");
+    INFO(f.file << ": " << s.throughput.n << " compared, median " << 100 * s.throughput.median_abs
+                << " %, p90 " << 100 * s.throughput.p90_abs << " %");
     // No row may drop out of the comparison (a row that fails to map is a regression too).
     CHECK(s.throughput.n >= f.compared);
     CHECK(s.skipped <= f.skipped);
