@@ -99,7 +99,10 @@ std::vector<SettingInEffect> settings_in_effect(const po::variables_map& vm, con
     } else if (const std::string* src = profile.source_of(s)) {
       e.origin = "framework " + profile.name;
       // Sequence parallelism and TP overlap from a profile need tp > 1 (and the overlap, SP).
-      if (e.value != config::setting_value(s, profile.values)) e.origin += " (needs tp > 1 and sequence parallelism)";
+      if (e.value != config::setting_value(s, profile.values)) {
+        e.origin += s == config::FrameworkSetting::kSequenceParallel ? " (needs tp > 1)"
+                                                                     : " (needs tp > 1 and sequence parallelism)";
+      }
       e.source = *src;
     } else {
       e.origin = "default";
