@@ -528,11 +528,6 @@ bool sgd_without_momentum(const PublishedRun& r) {
   return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
 }
 
-// The GPT training code of the flash-attention repository (Dao-AILab, training/).
-bool flash_attention_training_code(const PublishedRun& r) {
-  return any_of(lower(r.framework), {"flash-attention training code"});
-}
-
 // PyTorch frameworks whose attention is torch's scaled_dot_product_attention or the flash-attn
 // package: FlashAttention-2 on every GPU unless the row names another kernel (the profiles that
 // give it: torchtitan, FSDP, Hugging Face; and the code bases below without a profile). SDPA's
@@ -586,12 +581,12 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
       R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
   if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
   if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
-  // The flash-attention repository's GPT training code, version unnamed: its published training
-  // speeds (training/README.md, "Training speed") were measured with FlashAttention-1. Its headline
-  // "up to 189 TFLOPs/sec per A100" is the FlashAttention-1 column of the FlashAttention-2 paper's
-  // Table 1 for GPT3-2.7B at 2k context (FlashAttention-2: 205), and the README's 85k tokens/s for
-  // that model is 190 TFLOP/s by the same formula.
-  if (flash_attention_training_code(r)) return "FlashAttention-1";
+  // A framework whose profile gives FlashAttention-1, version unnamed in the row (the
+  // flash-attention repository's GPT training code, whose published speeds were measured with it).
+  if (fw.gives(config::FrameworkSetting::kAttention,
+               [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-1"; })) {
+    return "FlashAttention-1";
+  }
   if (te_attention(r)) return "";
   if (pytorch_sdpa_attention(r, fw)) return "FlashAttention-2";
   if (any_of(all, {"flash"})) return "FlashAttention-2";
@@ -1423,8 +1418,10 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.cross_entropy = parallel::CrossEntropy::kFp32Unfused;
     notes.push_back(fw.find("torchtitan") ? "PyTorch cross-entropy on fp32 logits (torchtitan)"
                                           : "PyTorch cross-entropy on fp32 logits (HuggingFace)");
-  } else if (flash_attention_training_code(r)) {
-    // training/configs/experiment/pile/base.yaml: CrossEntropyLossApex with inplace_backward.
+  } else if (fw.gives(config::FrameworkSetting::kCrossEntropy, [](const parallel::ParallelPlan& v) {
+               return v.cross_entropy == parallel::CrossEntropy::kBf16InPlace;
+             })) {
+    // The flash-attention training code's CrossEntropyLossApex with inplace_backward (its profile).
     p.cross_entropy = parallel::CrossEntropy::kBf16InPlace;
     notes.push_back("fused cross-entropy with its gradient in place (flash-attention training code)");
   }
