@@ -68,7 +68,7 @@ struct GraphRunResult {
 GraphRunResult simulate_graph(const GraphWorkload& w, const config::Cluster& cluster, const RunOptions& options,
                               Resources& resources);
 
-// Reports of simulate_graph, with the keys of `run`'s reports where they apply (README).
+// Reports of simulate_graph, with the keys of `run`'s reports where they apply (docs/cli.md).
 std::string graph_report_text(const GraphWorkload& w, const config::Cluster& cluster, const GraphRunResult& r);
 std::string graph_report_json(const GraphWorkload& w, const config::Cluster& cluster, const GraphRunResult& r);
 

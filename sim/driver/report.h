@@ -1,4 +1,4 @@
-// Reports of a run: aligned text, one JSON object (keys documented in README), one CSV line.
+// Reports of a run: aligned text, one JSON object (keys documented in docs/cli.md), one CSV line.
 #pragma once
 
 #include <string>

@@ -227,7 +227,24 @@ std::vector<PublishedRun> read_published_runs(const std::filesystem::path& path)
   if (!in) throw InputError(Diagnostic{path.string(), 0, "", "cannot open the file"});
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_published_runs(ss.str(), path.string());
+  auto runs = parse_published_runs(ss.str(), path.string());
+  // Per-row overrides beside the file (FILE.overrides.textproto), when there are any.
+  const auto overrides = config::overrides_path(path);
+  std::error_code ec;
+  if (std::filesystem::exists(overrides, ec)) {
+    DiagnosticList problems;
+    for (auto& o : config::load_validation_overrides(overrides)) {
+      auto it = std::find_if(runs.begin(), runs.end(),
+                             [&](const PublishedRun& r) { return r.run_id == o.run_id; });
+      if (it == runs.end()) {
+        problems.add({o.file, o.line, "run_id", "no run " + o.run_id + " in " + path.string()});
+      } else {
+        it->overrides.push_back(std::move(o));
+      }
+    }
+    problems.throw_if_any();
+  }
+  return runs;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -386,24 +403,62 @@ std::string framework_name(const PublishedRun& r) {
   return f;
 }
 
-// Megatron-family frameworks implement selective recompute and sequence parallelism.
-bool megatron_family(const PublishedRun& r) {
-  const std::string f = framework_name(r);
-  return any_of(f, {"megatron", "nemo"});
-}
+// The framework profiles (frameworks/*.textproto) a row's framework column names: each with a
+// word of its `spelled` list in the normalised column (framework_name). A column may
+// name several ("NeMo (Megatron-Core)", "HuggingFace Transformers + DeepSpeed"); what the rules
+// below take from them is what any of them gives.
+struct RowFrameworks {
+  std::vector<const config::FrameworkProfile*> named;
 
-// PyTorch's torchtitan (FSDP2 by default, op-policy selective checkpointing).
-bool torchtitan(const PublishedRun& r) { return has(framework_name(r), "torchtitan"); }
+  const config::FrameworkProfile* find(std::string_view name) const {
+    for (const auto* p : named) {
+      if (p->name == name) return p;
+    }
+    return nullptr;
+  }
+  // A named framework implements this recompute mode.
+  bool offers(parallel::Recompute m) const {
+    for (const auto* p : named) {
+      if (std::find(p->recompute_modes.begin(), p->recompute_modes.end(), m) !=
+          p->recompute_modes.end())
+        return true;
+    }
+    return false;
+  }
+  // A named framework gives setting `s` and its value satisfies `test`.
+  template <class Test>
+  bool gives(config::FrameworkSetting s, Test&& test) const {
+    for (const auto* p : named) {
+      if (p->source_of(s) != nullptr && test(p->values)) return true;
+    }
+    return false;
+  }
+  // The recompute modes the named frameworks implement (in enum order); none and full, which
+  // every PyTorch code base can run (torch.utils.checkpoint), when the column names none.
+  std::vector<parallel::Recompute> recompute_modes() const {
+    std::set<parallel::Recompute> modes = {parallel::Recompute::kNone, parallel::Recompute::kFull};
+    for (const auto* p : named) modes.insert(p->recompute_modes.begin(), p->recompute_modes.end());
+    return {modes.begin(), modes.end()};
+  }
+};
+
+RowFrameworks named_frameworks(const PublishedRun& r,
+                               const std::vector<config::FrameworkProfile>& profiles) {
+  RowFrameworks out;
+  const std::string f = framework_name(r);
+  for (const auto& p : profiles) {
+    if (std::any_of(p.spelled.begin(), p.spelled.end(),
+                    [&](const std::string& w) { return has(f, w); })) {
+      out.named.push_back(&p);
+    }
+  }
+  return out;
+}
 
 // Megatron-Core, NeMo (and its Megatron-Bridge) and Transformer Engine run Transformer Engine's
 // fused attention.
 bool te_attention(const PublishedRun& r) {
   return any_of(framework_name(r), {"megatron-core", "nemo", "megatron-bridge", "transformer engine"});
-}
-
-// HuggingFace transformers models, trained by its Trainer or by frameworks built on them.
-bool huggingface(const PublishedRun& r) {
-  return any_of(lower(r.framework), {"huggingface", "hugging face", "transformers"});
 }
 
 // XTuner (InternLM), which fine-tunes HuggingFace models through its SupervisedFinetune wrapper:
@@ -413,18 +468,16 @@ bool huggingface(const PublishedRun& r) {
 // (`_prepare_for_flash_attn`), both FlashAttention-2 kernels on A100 and H100.
 bool xtuner(const PublishedRun& r) { return has(framework_name(r), "xtuner"); }
 
-// Frameworks that run a layer's elementwise ops as PyTorch's eager ops unless the step is
-// compiled: a Llama layer's RMSNorm, rotary embedding and SwiGLU product op by op, a LayerNorm as
-// PyTorch's native kernel. torchtitan (models/norms.py RMSNorm, apply_rotary_emb; `compile =
-// false` in its train_configs), HuggingFace transformers models (LlamaRMSNorm, rotate_half,
-// LlamaMLP; torch.nn.LayerNorm) and Composer's llm-foundry (MPT's default norm_type
-// low_precision_layernorm calls torch.nn.functional.layer_norm; its benchmark yamls do not
-// compile). "compile" or Liger's fused kernels in the framework or precision column make them
+// Frameworks whose profile runs a layer's elementwise ops as PyTorch's eager ops (torchtitan,
+// Hugging Face models, Composer's llm-foundry: their sources in frameworks/), unless the step is
+// compiled: "compile" or Liger's fused kernels in the framework or precision column make them
 // fused; notes are not read, as they may describe other runs of the same table.
-bool eager_elementwise(const PublishedRun& r) {
+bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw) {
   const std::string own = lower(r.framework + " " + r.precision);
   if (any_of(own, {"compile", "liger"})) return false;
-  return torchtitan(r) || huggingface(r) || any_of(framework_name(r), {"composer", "llm-foundry"});
+  return fw.gives(config::FrameworkSetting::kElementwise, [](const parallel::ParallelPlan& v) {
+    return v.elementwise == parallel::Elementwise::kEager;
+  });
 }
 
 // The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
@@ -475,23 +528,23 @@ bool sgd_without_momentum(const PublishedRun& r) {
   return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
 }
 
-// The GPT training code of the flash-attention repository (Dao-AILab, training/).
-bool flash_attention_training_code(const PublishedRun& r) {
-  return any_of(lower(r.framework), {"flash-attention training code"});
-}
-
 // PyTorch frameworks whose attention is torch's scaled_dot_product_attention or the flash-attn
-// package: FlashAttention-2 on every GPU unless the row names another kernel. SDPA's flash backend
-// is FlashAttention-2 (PyTorch 2.2 onward); its cuDNN backend, the FlashAttention-3-class kernel
+// package: FlashAttention-2 on every GPU unless the row names another kernel (the profiles that
+// give it: torchtitan, FSDP, Hugging Face; and the code bases below without a profile). SDPA's
+// flash backend is FlashAttention-2 (PyTorch 2.2 onward); its cuDNN backend, the
+// FlashAttention-3-class kernel
 // on Hopper, was the H100 default only in PyTorch 2.5.0 (made opt-in again by pytorch#138522 for
 // 2.5.1, and preferred again only with cuDNN 9.15+), and FlashAttention-3 ships as its own
 // package. Tritonbench on H100 (pytorch#142132, 2024-12): SDPA 329 TFLOP/s against cuDNN 631 and
 // FlashAttention-3 632 at one shape. Transformer Engine frameworks (cuDNN fused attention), JAX
 // (cuDNN through XLA) and llm.c (cuDNN) keep the GPU's default kernel.
-bool pytorch_sdpa_attention(const PublishedRun& r) {
-  return torchtitan(r) || huggingface(r) || xtuner(r) ||
-         any_of(framework_name(r), {"fsdp", "fms", "composer", "nanotron", "lit-gpt", "litgpt", "colossal",
-                                    "accelerate"});
+bool pytorch_sdpa_attention(const PublishedRun& r, const RowFrameworks& fw) {
+  const bool profile = fw.gives(
+      config::FrameworkSetting::kAttention,
+      [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-2"; });
+  return profile || xtuner(r) ||
+         any_of(framework_name(r),
+                {"fms", "composer", "nanotron", "lit-gpt", "litgpt", "colossal", "accelerate"});
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -503,7 +556,7 @@ bool pytorch_sdpa_attention(const PublishedRun& r) {
 // a version is named. A row that says only "FlashAttention" gets FlashAttention-2, the version in
 // general use from its release (2023-07) until FlashAttention-3 (2024-07), rather than the newest
 // one; a row that names nothing gets the GPU's default. Empty = the GPU's default kernel.
-std::string attention_kernel(const PublishedRun& r) {
+std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
     return "FlashAttention-3";
@@ -528,14 +581,14 @@ std::string attention_kernel(const PublishedRun& r) {
       R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
   if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
   if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
-  // The flash-attention repository's GPT training code, version unnamed: its published training
-  // speeds (training/README.md, "Training speed") were measured with FlashAttention-1. Its headline
-  // "up to 189 TFLOPs/sec per A100" is the FlashAttention-1 column of the FlashAttention-2 paper's
-  // Table 1 for GPT3-2.7B at 2k context (FlashAttention-2: 205), and the README's 85k tokens/s for
-  // that model is 190 TFLOP/s by the same formula.
-  if (flash_attention_training_code(r)) return "FlashAttention-1";
+  // A framework whose profile gives FlashAttention-1, version unnamed in the row (the
+  // flash-attention repository's GPT training code, whose published speeds were measured with it).
+  if (fw.gives(config::FrameworkSetting::kAttention,
+               [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-1"; })) {
+    return "FlashAttention-1";
+  }
   if (te_attention(r)) return "";
-  if (pytorch_sdpa_attention(r)) return "FlashAttention-2";
+  if (pytorch_sdpa_attention(r, fw)) return "FlashAttention-2";
   if (any_of(all, {"flash"})) return "FlashAttention-2";
   return "";
 }
@@ -963,7 +1016,8 @@ std::optional<int> zero_stage_named(std::string_view text) {
 
 // ZeRO stage of the zero_fsdp column; when it is empty, of the framework column (a stage it
 // names, or its documented default); nullopt when neither gives one.
-std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& notes) {
+std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
+                              std::vector<std::string>& notes) {
   if (!unstated(r.zero_fsdp)) {
     // "none", "no", "False", "off", "DDP": no sharding; a bare stage number: that stage.
     if (first_word_in(r.zero_fsdp, {"none", "no", "false", "off", "disabled", "0"})) return 0;
@@ -980,19 +1034,19 @@ std::optional<int> parse_zero(const PublishedRun& r, std::vector<std::string>& n
     }
     return named;
   }
-  if (torchtitan(r)) {
-    // torchtitan shards over every data-parallel rank unless told otherwise
-    // (training.data_parallel_shard_degree = -1, torchtitan/config_manager.py; FSDP2).
-    notes.push_back("ZeRO-3 (torchtitan's default: FSDP2 over all data-parallel ranks)");
-    return 3;
+  if (const auto* tt = fw.find("torchtitan");
+      tt != nullptr && tt->source_of(config::FrameworkSetting::kZeroStage)) {
+    // torchtitan shards over every data-parallel rank unless told otherwise (its profile).
+    notes.push_back("ZeRO-" + std::to_string(tt->values.zero_stage) +
+                    " (torchtitan's default: FSDP2 over all data-parallel ranks)");
+    return tt->values.zero_stage;
   }
-  if (any_of(f, {"nemo", "megatron-bridge"})) {
-    // NeMo's training configs use the distributed optimizer: optim.name distributed_fused_adam
-    // (NeMo-Megatron-Launcher conf/training/*/*.yaml) and, in NeMo 2.0 recipes,
-    // distributed_fused_adam_with_cosine_annealing with use_distributed_optimizer=True
-    // (nemo/collections/llm/recipes/optim/adam.py).
-    notes.push_back("ZeRO-1 (NeMo's default distributed optimizer)");
-    return 1;
+  if (const auto* nemo = fw.find("nemo");
+      nemo != nullptr && nemo->source_of(config::FrameworkSetting::kZeroStage)) {
+    // NeMo's training configs use the distributed optimizer (its profile).
+    notes.push_back("ZeRO-" + std::to_string(nemo->values.zero_stage) +
+                    " (NeMo's default distributed optimizer)");
+    return nemo->values.zero_stage;
   }
   return std::nullopt;
 }
@@ -1135,6 +1189,10 @@ RowMapping map_run(const PublishedRun& r) {
   return map_run(r, calibrations);
 }
 
+RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations) {
+  return map_run(r, calibrations, config::load_all_frameworks());
+}
+
 // How the row's framework reduces gradients, given the plan's ZeRO stage (map_run, and again when
 // validate() chooses a stage the row does not state):
 // - precision: the training precision for Composer's PURE FSDP mode (reduce_dtype = the
@@ -1168,9 +1226,12 @@ void apply_gradient_reduction(const PublishedRun& r, parallel::ParallelPlan& p, 
   }
 }
 
-RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations) {
+RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,
+                   const std::vector<config::FrameworkProfile>& frameworks) {
   RowMapping out;
   auto& notes = out.assumptions;
+  const RowFrameworks fw = named_frameworks(r, frameworks);
+  out.recompute_modes = fw.recompute_modes();
   const auto skip = [&](std::string why) {
     out.skip_reason = std::move(why);
     out.scenario.reset();
@@ -1267,7 +1328,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   if (out.max_seq_search && !out.micro_batch_given) out.micro_batch_given = true;  // one sequence
 
   // Sharding, sequence parallelism, recompute, precision.
-  const auto zero = parse_zero(r, notes);
+  const auto zero = parse_zero(r, fw, notes);
   p.zero_stage = zero.value_or(0);
   out.zero_given = zero.has_value();
   if (const auto group = stated_shard_group(r.zero_fsdp); group && p.zero_stage > 0) {
@@ -1306,22 +1367,23 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   out.recompute_given = rc.has_value();
   p.recompute = rc.value_or(parallel::Recompute::kNone);
   const std::string rtext = lower(r.recompute);
-  if (p.recompute == parallel::Recompute::kSelective && torchtitan(r) && !has(rtext, "layer")) {
+  if (p.recompute == parallel::Recompute::kSelective &&
+      fw.offers(parallel::Recompute::kSelectiveOp) && !has(rtext, "layer")) {
     // torchtitan's selective checkpointing of its Llama training configurations is the op
     // policy (train_configs/llama3_*.toml: selective_ac_option = "op"); "selective layer" (every
     // n-th layer checkpointed whole) is the other option.
     p.recompute = parallel::Recompute::kSelectiveOp;
     notes.push_back("selective checkpointing by op policy (torchtitan's Llama configurations)");
   }
-  const bool mst = any_of(rtext, {"mst", "mini-seq", "mini seq"});
-  if (p.recompute != parallel::Recompute::kNone && p.recompute != parallel::Recompute::kSelectiveOp && !mst) {
+  if (p.recompute != parallel::Recompute::kNone &&
+      p.recompute != parallel::Recompute::kSelectiveOp) {
     // Selective checkpointing of whole layers (a framework other than Megatron's, whose
     // "selective" recomputes the attention core in every layer): a row with both HFU and MFU
     // tells the share, as full recompute of a share f of the layers adds f/3 to the model FLOPs
     // (the forward again: 8N instead of 6N per token with every layer).
     std::optional<PartialRecompute> partial = parse_partial_recompute(rtext);
-    if (!partial && p.recompute == parallel::Recompute::kSelective && !megatron_family(r) && r.hfu_pct &&
-        r.mfu_pct && *r.mfu_pct > 0) {
+    if (!partial && p.recompute == parallel::Recompute::kSelective &&
+        !fw.offers(parallel::Recompute::kSelective) && r.hfu_pct && r.mfu_pct && *r.mfu_pct > 0) {
       const double share = 3.0 * (*r.hfu_pct / *r.mfu_pct - 1.0);
       if (share >= 0.1 && share < 0.95) partial = PartialRecompute{0, share};
     }
@@ -1337,15 +1399,6 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
                       (partial->layers > 0 ? "" : " (share " + format_double("%.2f", partial->share) + ")"));
     }
   }
-  if (mst) {
-    // Mini-Sequence Transformer (Luo et al. 2024, arXiv 2407.15892) single-GPU benchmarks:
-    // the MLP and LM head run on 8 mini-sequences, with pure bf16 Adam states and the optimizer
-    // step applied per parameter in the backward (no whole-model gradient buffer).
-    p.mst_chunks = 8;
-    p.optimizer_states = parallel::OptimizerStates::kBf16;
-    p.optimizer_in_backward = true;
-    notes.push_back("MsT chunks 8, bf16 optimizer states, optimizer in backward");
-  }
   if (pure_bf16(r)) {
     // Plain SGD on pure bf16 parameters keeps no optimizer state at all.
     const bool stateless = sgd_without_momentum(r);
@@ -1358,18 +1411,21 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     // the loss of the bf16 logits without an fp32 copy, with a bf16 gradient.
     p.cross_entropy = parallel::CrossEntropy::kBf16;
     notes.push_back("bf16 fused cross-entropy (MPT fused_crossentropy)");
-  } else if (huggingface(r) || torchtitan(r)) {
-    // HuggingFace causal LMs (modeling_llama.py) and torchtitan (components/loss.py
-    // cross_entropy_loss): F.cross_entropy on logits.float().
+  } else if (fw.gives(config::FrameworkSetting::kCrossEntropy, [](const parallel::ParallelPlan& v) {
+               return v.cross_entropy == parallel::CrossEntropy::kFp32Unfused;
+             })) {
+    // HuggingFace causal LMs and torchtitan: F.cross_entropy on logits.float() (their profiles).
     p.cross_entropy = parallel::CrossEntropy::kFp32Unfused;
-    notes.push_back(torchtitan(r) ? "PyTorch cross-entropy on fp32 logits (torchtitan)"
-                                  : "PyTorch cross-entropy on fp32 logits (HuggingFace)");
-  } else if (flash_attention_training_code(r)) {
-    // training/configs/experiment/pile/base.yaml: CrossEntropyLossApex with inplace_backward.
+    notes.push_back(fw.find("torchtitan") ? "PyTorch cross-entropy on fp32 logits (torchtitan)"
+                                          : "PyTorch cross-entropy on fp32 logits (HuggingFace)");
+  } else if (fw.gives(config::FrameworkSetting::kCrossEntropy, [](const parallel::ParallelPlan& v) {
+               return v.cross_entropy == parallel::CrossEntropy::kBf16InPlace;
+             })) {
+    // The flash-attention training code's CrossEntropyLossApex with inplace_backward (its profile).
     p.cross_entropy = parallel::CrossEntropy::kBf16InPlace;
     notes.push_back("fused cross-entropy with its gradient in place (flash-attention training code)");
   }
-  if (eager_elementwise(r)) {
+  if (eager_elementwise(r, fw)) {
     p.elementwise = parallel::Elementwise::kEager;
     notes.push_back(
         model->norm == ir::Norm::kLayerNorm
@@ -1388,11 +1444,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.dtype = ir::Dtype::kMxfp8;
   } else if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
     p.dtype = ir::Dtype::kFp8;
-    if (!megatron_family(r)) {
+    if (!fw.gives(config::FrameworkSetting::kFp8WeightCache,
+                  [](const parallel::ParallelPlan& v) { return v.fp8_weight_cache; })) {
       // Megatron-Core and NeMo tell Transformer Engine which micro-batch is a step's first
-      // (is_first_microbatch), which casts the FP8 weights once and reuses them; other
-      // frameworks (Composer's TE autocast, torchao's float8 in torchtitan) cast them at every
-      // micro-batch.
+      // (is_first_microbatch), which casts the FP8 weights once and reuses them (their
+      // profiles); other frameworks (Composer's TE autocast, torchao's float8 in torchtitan)
+      // cast them at every micro-batch.
       p.fp8_weight_cache = false;
       notes.push_back("FP8 weights cast at every micro-batch (" + r.framework + ")");
     }
@@ -1405,7 +1462,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   if (!flash_attention(r)) {
     p.flash_attention = false;
     notes.push_back("attention core unfused (" + r.framework + " without FlashAttention)");
-  } else if (const std::string k = attention_kernel(r); !k.empty()) {
+  } else if (const std::string k = attention_kernel(r, fw); !k.empty()) {
     const auto known = calibrated_attention_kernels(cluster->gpu.name, calibrations);
     if (known.count(k) > 0) {
       p.attention_kernel = k;
@@ -1416,6 +1473,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     }
   }
 
+  // The row's overrides (FILE.overrides.textproto) come last: what its source states outside the
+  // CSV's columns.
+  for (const auto& o : r.overrides) {
+    o.apply(p);
+    notes.push_back("override: " + o.reason + " (" + o.source + ")");
+  }
   // Parts only: validated (config::make_scenario) for each candidate of the search.
   out.scenario = config::Scenario{std::move(*model), std::move(*cluster), static_cast<std::int32_t>(gpus), p};
   return out;
@@ -1527,17 +1590,14 @@ struct Choice {
   std::string reason;
 };
 
-Choice search(const PublishedRun& row, const RowMapping& m, const config::Scenario& parts,
-              Resources& resources, std::vector<std::string>& notes) {
+Choice search(const RowMapping& m, const config::Scenario& parts, Resources& resources,
+              std::vector<std::string>& notes) {
   Choice ch;
   std::vector<parallel::Recompute> recomputes;
   if (m.recompute_given) {
     recomputes = {parts.plan.recompute};
   } else {
-    recomputes = {parallel::Recompute::kNone};
-    if (megatron_family(row)) recomputes.push_back(parallel::Recompute::kSelective);
-    if (torchtitan(row)) recomputes.push_back(parallel::Recompute::kSelectiveOp);
-    recomputes.push_back(parallel::Recompute::kFull);
+    recomputes = m.recompute_modes;
   }
   std::vector<std::int64_t> mbs;
   if (m.micro_batch_given) {
@@ -1707,10 +1767,13 @@ std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::
   return lo;
 }
 
-RowResult evaluate(const PublishedRun& row, Resources& resources, const ValidateOptions& options) {
+RowResult evaluate(const PublishedRun& row, Resources& resources, const ValidateOptions& options,
+                   const std::vector<config::FrameworkProfile>& frameworks) {
   RowResult out;
   out.run_id = row.run_id;
   out.line = row.line;
+  out.held_out = row.held_out;
+  out.overrides = static_cast<std::int64_t>(row.overrides.size());
   out.source = short_source(row.source);
   out.model = row.model;
   out.gpu = row.gpu;
@@ -1720,7 +1783,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
     out.reason = std::move(why);
     return out;
   };
-  RowMapping m = map_run(row, resources.compute_cache());
+  RowMapping m = map_run(row, resources.compute_cache(), frameworks);
   out.assumptions = m.assumptions;
   if (!m.scenario) return skip(m.skip_reason);
   config::Scenario parts = *m.scenario;
@@ -1734,7 +1797,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
                 "hfu_pct, peak_mem and max_seq_len are empty)");
   }
 
-  Choice ch = search(row, m, parts, resources, out.assumptions);
+  Choice ch = search(m, parts, resources, out.assumptions);
   if (!ch.attempt && !ch.unsupported && ch.oom == false && ch.reason.empty()) ch.reason = "no valid plan";
   // A row that states no sharding, whose weights and optimizer states cannot fit even before
   // activations, ran with some: the fastest ZeRO stage that fits (the search's rule for a setting
@@ -1747,7 +1810,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
       sharded.plan.zero_stage = stage;
       std::vector<std::string> extra;
       apply_gradient_reduction(row, sharded.plan, extra);
-      Choice again = search(row, m, sharded, resources, extra);
+      Choice again = search(m, sharded, resources, extra);
       if (!again.attempt || again.oom) continue;
       if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {
         best.emplace(std::move(sharded), std::move(again));
@@ -1769,7 +1832,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
     config::Scenario bf16 = parts;
     bf16.plan.optimizer_states = parallel::OptimizerStates::kBf16;
     std::vector<std::string> extra;
-    Choice again = search(row, m, bf16, resources, extra);
+    Choice again = search(m, bf16, resources, extra);
     if (again.attempt && !again.oom) {
       out.assumptions.push_back("bf16 optimizer states (fp32 mixed-precision Adam does not fit)");
       out.assumptions.insert(out.assumptions.end(), extra.begin(), extra.end());
@@ -1821,13 +1884,15 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
   ValidationSummary s;
   s.rows = static_cast<std::int64_t>(rows.size());
   std::vector<double> all, mem;
-  std::map<std::string, std::vector<double>> src, gpu, par;
+  std::map<std::string, std::vector<double>> src, gpu, par, set;
   for (const auto& r : rows) {
     if (r.skipped) ++s.skipped;
+    if (r.overrides > 0) ++s.overridden;
     if (r.memory) mem.push_back(r.memory->error);
     if (!r.throughput) continue;
     const double e = r.throughput->error;
     all.push_back(e);
+    set[r.held_out ? "held-out" : "public"].push_back(e);
     src[r.source].push_back(e);
     gpu[r.gpu].push_back(e);
     par[r.parallelism].push_back(e);
@@ -1838,6 +1903,7 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
   for (const auto& [k, v] : src) s.by_source[k] = error_stats(v);
   for (const auto& [k, v] : gpu) s.by_gpu[k] = error_stats(v);
   for (const auto& [k, v] : par) s.by_parallelism[k] = error_stats(v);
+  for (const auto& [k, v] : set) s.by_set[k] = error_stats(v);
   return s;
 }
 
@@ -1845,12 +1911,13 @@ ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateO
   ValidationReport report;
   report.rows.resize(runs.size());
   auto cache = std::make_shared<config::ComputeModelCache>();
+  const std::vector<config::FrameworkProfile> frameworks = config::load_all_frameworks();
   std::atomic<std::size_t> next{0};
   const auto worker = [&] {
     Resources resources(cache);
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       try {
-        report.rows[i] = evaluate(runs[i], resources, options);
+        report.rows[i] = evaluate(runs[i], resources, options, frameworks);
       } catch (const std::exception& e) {
         RowResult r;
         r.run_id = runs[i].run_id;
@@ -1967,6 +2034,14 @@ std::string validation_text(const ValidationReport& report) {
   for (const auto& r : report.rows) {
     if (r.skipped) out += "  run " + r.run_id + " (line " + std::to_string(r.line) + "): " + r.reason + "\n";
   }
+  // Rows whose settings a per-row override changed (their reasons are in the assumptions).
+  if (s.overridden > 0) {
+    out += fmt("\nOverridden: %lld of %lld rows\n", static_cast<long long>(s.overridden),
+               static_cast<long long>(s.rows));
+    for (const auto& r : report.rows) {
+      if (r.overrides > 0) out += "  run " + r.run_id + " (line " + std::to_string(r.line) + ")\n";
+    }
+  }
   bool notes = false;
   for (const auto& r : report.rows) {
     if (r.skipped || r.reason.empty()) continue;
@@ -1977,6 +2052,11 @@ std::string validation_text(const ValidationReport& report) {
   out += "\nThroughput error (predicted/measured - 1 as a rate; + means trainsim is optimistic)\n";
   out += fmt("  %-44s %4s  %8s  %8s  %8s  %8s\n", "group", "n", "median", "p90", "mean", "max");
   out += stats_line("all", s.throughput);
+  // The public and held-out rows apart, when the report has held-out rows (a report of public
+  // files alone is unchanged).
+  if (s.by_set.count("held-out") != 0) {
+    for (const auto& [k, v] : s.by_set) out += stats_line("set: " + k, v);
+  }
   for (const auto& [k, v] : s.by_source) out += stats_line("source: " + k, v);
   for (const auto& [k, v] : s.by_gpu) out += stats_line("gpu: " + k, v);
   for (const auto& [k, v] : s.by_parallelism) out += stats_line("parallelism: " + k, v);
@@ -2055,6 +2135,7 @@ std::string validation_json(const ValidationReport& report) {
   sum["n"] = s.throughput.n;
   sum["skipped"] = s.skipped;
   sum["rows"] = s.rows;
+  sum["overridden"] = s.overridden;
   sum["median_abs_error"] = s.throughput.median_abs;
   sum["p90_abs_error"] = s.throughput.p90_abs;
   sum["mean_signed_error"] = s.throughput.mean_signed;
@@ -2067,6 +2148,7 @@ std::string validation_json(const ValidationReport& report) {
   sum["by_source"] = groups(s.by_source);
   sum["by_gpu"] = groups(s.by_gpu);
   sum["by_parallelism"] = groups(s.by_parallelism);
+  sum["by_set"] = groups(s.by_set);
   sum["memory"] = stats_json(s.memory);
   ordered_json root;
   root["rows"] = std::move(rows);

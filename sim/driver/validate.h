@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "sim/config/calibration_loader.h"
+#include "sim/config/framework_loader.h"
 #include "sim/config/loader.h"
+#include "sim/config/validation_overrides.h"
 #include "sim/driver/simulate.h"
 
 namespace ts::driver {
@@ -35,14 +37,22 @@ struct PublishedRun {
   std::string peak_mem_unit;
   std::optional<std::int64_t> max_seq_len;
   std::string notes;
+  // Set by the caller, not a column: the row comes from a file of the frozen held-out set
+  // (tests/validation/held-out.csv), reported apart from the public rows.
+  bool held_out = false;
+  // Read from FILE.overrides.textproto beside the CSV: settings the row's source states outside
+  // the columns, applied after the reading rules.
+  std::vector<config::RowOverride> overrides;
 };
 
 // The columns every file must have (any order; other columns are ignored).
 const std::vector<std::string>& published_run_columns();
 
-// Reads a published-runs CSV (RFC 4180). A missing column, a record with the wrong number of
-// fields or a value that is not a number where one is expected throws InputError naming the
-// file, the line, the run_id and the column; all problems are reported at once. Numbers may
+// Reads a published-runs CSV (RFC 4180) and the per-row overrides beside it
+// (config::overrides_path; an override naming no row of the file is an InputError). A missing
+// column, a record with the wrong number of fields or a value that is not a number where one is
+// expected throws InputError naming the file, the line, the run_id and the column; all problems
+// are reported at once. Numbers may
 // carry a k/K (×1000) or M (×10⁶) suffix ("60k"); percentages may end in '%'.
 std::vector<PublishedRun> read_published_runs(const std::filesystem::path& path);
 std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file);
@@ -98,12 +108,18 @@ struct RowMapping {
   bool micro_batch_given = true;         // false: micro-batch is chosen by the search
   bool zero_given = true;                // false: no ZeRO stage stated or implied by the framework
   bool max_seq_search = false;           // the row asks for the largest sequence that fits
+  // The recompute modes the search tries when the row gives none: those the frameworks its
+  // framework column names implement (their profiles), else none and full.
+  std::vector<parallel::Recompute> recompute_modes;
 };
-// Builds the model, cluster and plan of a row (rules in docs-validation.md). Does not simulate;
-// the micro-batch and recompute of rows that omit them are provisional (see validate()).
+// Builds the model, cluster and plan of a row (rules in docs/validation-rules.md). Does not
+// simulate; the micro-batch and recompute of rows that omit them are provisional (see validate()).
 RowMapping map_run(const PublishedRun& run);
 // The same, with GPU calibrations from `calibrations` (a validation run loads each once).
 RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations);
+// The same, with the framework profiles (config::load_all_frameworks) loaded once.
+RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
+                   const std::vector<config::FrameworkProfile>& frameworks);
 
 // ---------------------------------------------------------------------------------------------
 // Comparison
@@ -145,6 +161,8 @@ struct RowResult {
   std::string parallelism;  // parallelism_kind, empty when not mapped
   bool fp8 = false;
   bool skipped = false;      // neither throughput nor memory could be compared
+  bool held_out = false;     // PublishedRun::held_out
+  std::int64_t overrides = 0;  // per-row overrides applied
   std::string reason;        // why skipped, or a note (predicted out of memory, …)
   std::optional<Comparison> throughput;
   std::optional<Comparison> memory;  // peak memory or largest sequence
@@ -171,7 +189,11 @@ struct ValidationSummary {
   ErrorStats memory;
   std::int64_t rows = 0;
   std::int64_t skipped = 0;
+  std::int64_t overridden = 0;  // rows with a per-row override
   std::map<std::string, ErrorStats> by_source, by_gpu, by_parallelism;
+  // Throughput errors of the public rows ("public") and of the held-out rows ("held-out"), each
+  // present when it has a row.
+  std::map<std::string, ErrorStats> by_set;
 };
 
 struct ValidationReport {
@@ -187,8 +209,8 @@ struct ValidateOptions {
 };
 
 // Maps, simulates and compares every row. Rows that omit the micro-batch or the recompute policy
-// get the choice the source's framework would make (docs-validation.md): the fastest simulated
-// combination of recompute and micro-batch (powers of two) that fits. Never throws for a
+// get the choice the source's framework would make (docs/validation-rules.md): the fastest
+// simulated combination of recompute and micro-batch (powers of two) that fits. Never throws for a
 // row: a row that cannot be simulated is reported as skipped with its reason.
 ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateOptions& options = {});
 ValidationSummary summarize(const std::vector<RowResult>& rows);

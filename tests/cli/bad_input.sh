@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad input of every subcommand and every file format (README "Bad input"): malformed, truncated,
+# Bad input of every subcommand and every file format (docs/hardening.md "Bad input"): malformed, truncated,
 # binary, huge, negative, NaN/inf and contradictory values exit 2 with a message naming the
 # file:line and field or the flag; no crash, no hang, no output file left behind.
 # Usage: bash bad_input.sh <trainsim binary> <source dir>

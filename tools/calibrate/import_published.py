@@ -771,7 +771,7 @@ def measured_tables(gpu):
     The attention tables (PyTorch SDPA's vendored FlashAttention-2) are kept but not folded in:
     pooled with the FlashAttention repository's points under one FlashAttention-2 model they fit
     at 6.6 % forward / 11.3 % backward and drag the repository's forward+backward points from
-    2.7 % to 13.7 %; they need a kernel name of their own (see README, Calibration files)."""
+    2.7 % to 13.7 %; they need a kernel name of their own (see docs/compute-model.md, Calibration files)."""
     out = {}
     for family in ("gemm", "memory"):
         path = os.path.join(MEASURED_DIR, gpu, family + ".textproto")

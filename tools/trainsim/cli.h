@@ -8,7 +8,7 @@
 
 namespace ts::cli {
 
-// Exit codes of the CLI contract (README).
+// Exit codes of the CLI contract (docs/cli.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInfeasible = 1;
 inline constexpr int kExitBadInput = 2;

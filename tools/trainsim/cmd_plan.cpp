@@ -11,6 +11,7 @@
 #include "sim/config/names.h"
 #include "sim/driver/plan_hw.h"
 #include "tools/trainsim/cli.h"
+#include "tools/trainsim/scenario_flags.h"
 #include "tools/trainsim/sweep_flags.h"
 #include "tools/trainsim/train_flags.h"
 
@@ -93,7 +94,10 @@ int cmd_plan(const Args& args) {
        "range of global batches in tokens, MIN-MAX (suffixes k M G: 1e3.., Ki Mi Gi: 2^10..): at each "
        "size the smallest batch of 2^k or 3·2^k sequences in it that meets the deadline")
       ("global-batch", po::value<std::int64_t>(), "sequences per iteration: pins the batch (instead of --batch-tokens)")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16, fp8, mxfp8 or nvfp4 (Blackwell)");
+      ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16, fp8, mxfp8 or nvfp4 (Blackwell)")
+      ("framework", po::value<std::string>(),
+       "framework profile (frameworks/NAME.textproto or a path): its settings for every plan, its ZeRO "
+       "stage, sequence parallelism and recompute modes as the axes whose flags are not given");
   AxisDefaults axis_defaults;
   // "domain": powers of two up to the GPUs of one NVLink domain, per cluster (SizingSpec).
   axis_defaults.tp = "domain";
@@ -218,6 +222,12 @@ int cmd_plan(const Args& args) {
     vm.at("tp").value() = std::string("1");  // replaced per cluster by plan_hardware
   }
   problems.collect([&] { spec.axes = axes_from_flags(vm); });
+  problems.collect([&] {
+    if (const auto profile = framework_from_flags(vm)) {
+      apply_framework(vm, *profile, b);
+      apply_framework(vm, *profile, spec.axes);
+    }
+  });
   spec.threads = vm["threads"].as<int>();
   spec.all_sizes = vm["all-sizes"].as<bool>();
   problems.collect([&] {

@@ -1,7 +1,9 @@
 // trainsim run / inspect.
 #include <cmath>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 #include "sim/base/diagnostic.h"
 #include "sim/driver/plan_hw.h"
@@ -119,9 +121,29 @@ int cmd_run(const Args& args) {
                                   *train_settings, *train_data);
   }
   const driver::TrainReport* tr = train ? &*train : nullptr;
+  // With --framework: the settings in effect and where each came from (flag, profile, default).
+  const auto profile = framework_from_flags(vm);
+  std::vector<SettingInEffect> settings;
+  if (profile) settings = settings_in_effect(vm, *profile, sc.plan);
   switch (format) {
-    case Format::kText: std::cout << driver::report_text(sc, r, r.stats, tr); break;
-    case Format::kJson: std::cout << driver::report_json(sc, r, r.stats, tr); break;
+    case Format::kText:
+      std::cout << driver::report_text(sc, r, r.stats, tr);
+      if (profile) std::cout << settings_text(*profile, settings);
+      break;
+    case Format::kJson:
+      if (profile) {
+        auto j = nlohmann::ordered_json::parse(driver::report_json(sc, r, r.stats, tr));
+        j["framework"] = profile->name;
+        auto& arr = j["settings"] = nlohmann::ordered_json::array();
+        for (const auto& s : settings) {
+          arr.push_back(
+              {{"name", s.name}, {"value", s.value}, {"origin", s.origin}, {"source", s.source}});
+        }
+        std::cout << j.dump(2) << "\n";
+      } else {
+        std::cout << driver::report_json(sc, r, r.stats, tr);
+      }
+      break;
     case Format::kCsv: std::cout << driver::report_csv_header() << driver::report_csv_row(sc, r, r.stats); break;
   }
   if (vm["fail-infeasible"].as<bool>() && r.status != driver::Status::kOk) return kExitInfeasible;

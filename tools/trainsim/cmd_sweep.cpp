@@ -105,6 +105,12 @@ int cmd_sweep(const Args& args) {
   if (fixed.cluster) spec.cluster = std::move(*fixed.cluster);
   spec.num_gpus = fixed.gpus;
   problems.collect([&] { spec.axes = axes_from_flags(vm); });
+  problems.collect([&] {
+    if (const auto profile = framework_from_flags(vm)) {
+      apply_framework(vm, *profile, b);
+      apply_framework(vm, *profile, spec.axes);
+    }
+  });
   driver::SweepOptions so;
   so.threads = vm["threads"].as<int>();
   if (so.threads < 0) problems.add({"", 0, "--threads", "must be >= 0"});

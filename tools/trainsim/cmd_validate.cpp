@@ -1,6 +1,9 @@
 // trainsim validate: simulates published training runs (CSV) and reports the prediction errors.
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <string_view>
+#include <vector>
 
 #include "sim/base/diagnostic.h"
 #include "sim/config/names.h"
@@ -14,20 +17,36 @@ namespace ts::cli {
 int cmd_validate(const Args& args) {
   po::options_description o("validate flags");
   o.add_options()
-      ("runs", po::value<std::string>()->required(), "published runs, CSV (tests/validation/README.md)")
+      ("runs", po::value<std::vector<std::string>>()->multitoken(),
+       "published runs, CSV files (tests/validation/README.md); may be repeated")
+      ("held-out", po::value<std::vector<std::string>>()->multitoken(),
+       "published runs of the frozen held-out set (tests/validation/held-out.csv), reported apart "
+       "from the --runs rows; may be repeated")
       ("out", po::value<std::string>(), "also write one CSV line per row to FILE")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
       ("threads", po::value<int>()->default_value(1), "rows simulated concurrently")
       ("host-dispatch-us", po::value<double>(),
        "host time per modeled operation for every row, microseconds (default: the plan default)");
   po::variables_map vm;
-  if (!parse_flags(args, o, vm, "usage: trainsim validate --runs FILE.csv [--out FILE.csv] [--format text|json]")) {
+  if (!parse_flags(args, o, vm, "usage: trainsim validate --runs FILE.csv... [--held-out FILE.csv...] [--out FILE.csv] "
+                  "[--format text|json]")) {
     return kExitOk;
   }
   const Format format = parse_format(vm["format"].as<std::string>(), false);
   const int threads = vm["threads"].as<int>();
   if (threads < 1) throw InputError(Diagnostic{"", 0, "--threads", "must be >= 1"});
-  const auto runs = driver::read_published_runs(vm["runs"].as<std::string>());
+  if (vm.count("runs") == 0 && vm.count("held-out") == 0) {
+    throw InputError(Diagnostic{"", 0, "--runs", "give at least one CSV file (--runs or --held-out)"});
+  }
+  std::vector<driver::PublishedRun> runs;
+  for (const char* flag : {"runs", "held-out"}) {
+    if (vm.count(flag) == 0) continue;
+    for (const auto& path : vm[flag].as<std::vector<std::string>>()) {
+      auto rows = driver::read_published_runs(path);
+      for (auto& r : rows) r.held_out = std::string_view(flag) == "held-out";
+      runs.insert(runs.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+    }
+  }
   driver::ValidateOptions options;
   options.threads = threads;
   if (vm.count("host-dispatch-us")) {

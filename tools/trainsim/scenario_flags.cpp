@@ -1,6 +1,7 @@
 #include "tools/trainsim/scenario_flags.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 
 #include "sim/base/diagnostic.h"
@@ -10,8 +11,141 @@ namespace po = boost::program_options;
 
 namespace ts::cli {
 
+namespace {
+
+// Whether `name` was given on the command line (not only its default).
+bool flag_given(const po::variables_map& vm, const char* name) {
+  if (vm.count(name) == 0 || vm[name].defaulted()) return false;
+  // Switches are "given" only when set (bool_switch has a default of false).
+  if (const bool* b = boost::any_cast<bool>(&vm[name].value())) return *b;
+  return true;
+}
+
+// The flag that sets `s` when it was given, else nullptr.
+const char* given_flag(const po::variables_map& vm, config::FrameworkSetting s) {
+  using S = config::FrameworkSetting;
+  const auto one = [&](const char* name) { return flag_given(vm, name) ? name : nullptr; };
+  switch (s) {
+    case S::kZeroStage: return one("zero");
+    case S::kZeroShardGroup: return one("zero-shard-group");
+    case S::kSequenceParallel: return one("sequence-parallel");
+    case S::kAttention: return flag_given(vm, "unfused-attention") ? "unfused-attention" : one("attention-kernel");
+    case S::kCrossEntropy: return one("cross-entropy");
+    case S::kElementwise: return one("elementwise");
+    case S::kGradReduce: return one("grad-reduce");
+    case S::kOverlapGradReduce: return one("no-overlap-grad-reduce");
+    case S::kOverlapParamGather: return one("no-overlap-param-gather");
+    case S::kGradBucketParams: return one("grad-bucket-params");
+    case S::kFp8WeightCache: return one("no-fp8-weight-cache");
+    case S::kTpCommOverlap: return one("tp-comm-overlap");
+    case S::kHostDispatch: return one("host-dispatch-us");
+  }
+  return nullptr;
+}
+
+// "on"/"off" (also yes/no, true/false) of a switch that takes a value, else InputError.
+bool on_off(const std::string& text, const char* flag) {
+  if (text == "on" || text == "yes" || text == "true") return true;
+  if (text == "off" || text == "no" || text == "false") return false;
+  throw InputError(Diagnostic{"", 0, std::string("--") + flag, "expected on or off (got '" + text + "')"});
+}
+
+}  // namespace
+
+std::optional<config::FrameworkProfile> framework_from_flags(const po::variables_map& vm) {
+  if (vm.count("framework") == 0) return std::nullopt;
+  return config::load_framework(vm["framework"].as<std::string>(), "--framework");
+}
+
+void apply_framework(const po::variables_map& vm, const config::FrameworkProfile& profile,
+                     parallel::ParallelPlan& plan) {
+  using S = config::FrameworkSetting;
+  for (const auto& g : profile.given) {
+    if (given_flag(vm, g.setting) != nullptr) continue;
+    config::copy_setting(g.setting, profile.values, plan);
+    if (g.setting == S::kSequenceParallel) plan.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
+  }
+  if (profile.source_of(S::kTpCommOverlap) != nullptr && given_flag(vm, S::kTpCommOverlap) == nullptr) {
+    plan.tp_comm_overlap = plan.tp_comm_overlap && plan.sequence_parallel && plan.tp > 1;
+  }
+}
+
+void apply_framework(const po::variables_map& vm, const config::FrameworkProfile& profile, driver::SweepAxes& axes) {
+  using S = config::FrameworkSetting;
+  const auto& v = profile.values;
+  if (profile.source_of(S::kZeroStage) && !flag_given(vm, "zero")) axes.zero = {v.zero_stage};
+  if (profile.source_of(S::kZeroShardGroup) && !flag_given(vm, "zero-shard-group")) {
+    axes.zero_shard_group = {v.zero_shard_group};
+  }
+  if (profile.source_of(S::kSequenceParallel) && !flag_given(vm, "sequence-parallel")) {
+    axes.sequence_parallel = {v.sequence_parallel};
+  }
+  if (!profile.recompute_modes.empty() && !flag_given(vm, "recompute")) {
+    axes.recompute = profile.recompute_modes;
+    std::sort(axes.recompute.begin(), axes.recompute.end());
+  }
+}
+
+std::vector<SettingInEffect> settings_in_effect(const po::variables_map& vm, const config::FrameworkProfile& profile,
+                                                const parallel::ParallelPlan& plan) {
+  std::vector<SettingInEffect> out;
+  for (int i = 0; i < config::kNumFrameworkSettings; ++i) {
+    const auto s = static_cast<config::FrameworkSetting>(i);
+    SettingInEffect e;
+    e.name = std::string(config::setting_name(s));
+    e.value = config::setting_value(s, plan);
+    if (const char* flag = given_flag(vm, s)) {
+      e.origin = std::string("flag --") + flag;
+    } else if (const std::string* src = profile.source_of(s)) {
+      e.origin = "framework " + profile.name;
+      // Sequence parallelism and TP overlap from a profile need tp > 1 (and the overlap, SP).
+      if (e.value != config::setting_value(s, profile.values)) {
+        e.origin += s == config::FrameworkSetting::kSequenceParallel ? " (needs tp > 1)"
+                                                                     : " (needs tp > 1 and sequence parallelism)";
+      }
+      e.source = *src;
+    } else {
+      e.origin = "default";
+    }
+    out.push_back(std::move(e));
+  }
+  SettingInEffect rc;
+  rc.name = "recompute";
+  rc.value = std::string(config::name(plan.recompute));
+  rc.origin = flag_given(vm, "recompute") ? "flag --recompute" : "default";
+  if (!profile.recompute_modes.empty()) {
+    std::string modes;
+    for (auto m : profile.recompute_modes) modes += (modes.empty() ? "" : ", ") + std::string(config::name(m));
+    rc.source = profile.name + " offers " + modes + ": " + profile.recompute_modes_source;
+  }
+  out.push_back(std::move(rc));
+  return out;
+}
+
+std::string settings_text(const config::FrameworkProfile& profile, const std::vector<SettingInEffect>& settings) {
+  std::string out = "\nsettings in effect (framework " + profile.name + ", " + profile.title + ": " + profile.file + ")\n";
+  std::size_t name_w = 0, value_w = 0, origin_w = 0;
+  for (const auto& s : settings) {
+    name_w = std::max(name_w, s.name.size());
+    value_w = std::max(value_w, s.value.size());
+    origin_w = std::max(origin_w, s.origin.size());
+  }
+  for (const auto& s : settings) {
+    std::string line = "  " + s.name + std::string(name_w - s.name.size() + 2, ' ') + s.value +
+                       std::string(value_w - s.value.size() + 2, ' ') + s.origin;
+    if (!s.source.empty()) line += std::string(origin_w - s.origin.size() + 2, ' ') + s.source;
+    out += line + "\n";
+  }
+  return out;
+}
+
 void add_fixed_plan_flags(po::options_description& o) {
-  o.add_options()("model", po::value<std::string>()->required(),
+  o.add_options()("framework", po::value<std::string>(),
+                  "framework profile (frameworks/NAME.textproto: megatron-lm, nemo, torchtitan, deepspeed, "
+                  "megatron-deepspeed, fsdp, composer, hf-trainer, or a path): its defaults for the settings "
+                  "whose flags are not given")(
+      "grad-bucket-params", po::value<std::int64_t>()->default_value(parallel::ParallelPlan{}.grad_bucket_params),
+      "parameters per data-parallel gradient bucket (1: one bucket per layer, as FSDP's units)")("model", po::value<std::string>()->required(),
                   "model: zoo name (llama3-70b) or file path")(
       "cluster", po::value<std::string>()->required(), "cluster: zoo name (dgx-h100) or file path")(
       "gpus", po::value<std::int64_t>()->required(), "number of GPUs")(
@@ -34,8 +168,9 @@ void add_fixed_plan_flags(po::options_description& o) {
       "attention core as separate kernels (QK^T, softmax, dropout, ·V), not FlashAttention")(
       "attention-kernel", po::value<std::string>()->default_value(""),
       "calibrated attention kernel, e.g. FlashAttention-2 (default: the GPU's)")(
-      "tp-comm-overlap", po::bool_switch(),
-      "overlap TP all-gathers/reduce-scatters with their GEMMs (with sequence parallelism)")(
+      "tp-comm-overlap", po::value<std::string>()->default_value("off")->implicit_value("on"),
+      "overlap TP all-gathers/reduce-scatters with their GEMMs (with sequence parallelism); "
+      "--tp-comm-overlap=off against a framework profile")(
       "host-dispatch-us",
       po::value<double>()->default_value(parallel::ParallelPlan{}.host_dispatch.us()),
       "host time per modeled operation of an eager framework (microseconds); no operation runs "
@@ -63,7 +198,11 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   p.optimizer_in_backward = vm["optimizer-in-backward"].as<bool>();
   p.flash_attention = !vm["unfused-attention"].as<bool>();
   p.attention_kernel = vm["attention-kernel"].as<std::string>();
-  p.tp_comm_overlap = vm["tp-comm-overlap"].as<bool>();
+  problems.collect([&] { p.tp_comm_overlap = on_off(vm["tp-comm-overlap"].as<std::string>(), "tp-comm-overlap"); });
+  p.grad_bucket_params = vm["grad-bucket-params"].as<std::int64_t>();
+  if (p.grad_bucket_params < 1) {
+    problems.add({"", 0, "--grad-bucket-params", "must be >= 1 (got " + std::to_string(p.grad_bucket_params) + ")"});
+  }
   p.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
   p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   p.fp8_weight_cache = !vm["no-fp8-weight-cache"].as<bool>();
@@ -96,7 +235,8 @@ void add_scenario_flags(po::options_description& o) {
       ("zero", po::value<int>()->default_value(0), "ZeRO stage 0-3 (1 = distributed optimizer)")
       ("zero-shard-group", po::value<std::int64_t>()->default_value(0),
        "ZeRO-3 sharding within groups of N data-parallel ranks, replicated across them (FSDP HYBRID_SHARD); 0: all")
-      ("sequence-parallel", po::bool_switch(), "Megatron sequence parallelism with TP")
+      ("sequence-parallel", po::value<std::string>()->default_value("off")->implicit_value("on"),
+       "Megatron sequence parallelism with TP; --sequence-parallel=off against a framework profile")
       ("recompute", po::value<std::string>()->default_value("none"), "none, selective, selective-op or full")
       ("recompute-layers", po::value<std::int64_t>()->default_value(0),
        "full recompute of only the first N layers of each model chunk (Megatron's block method); 0: all")
@@ -121,7 +261,9 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.vpp = vm["vpp"].as<std::int64_t>();
   p.micro_batch = vm["micro-batch"].as<std::int64_t>();
   p.zero_stage = vm["zero"].as<int>();
-  p.sequence_parallel = vm["sequence-parallel"].as<bool>();
+  problems.collect([&] {
+    p.sequence_parallel = on_off(vm["sequence-parallel"].as<std::string>(), "sequence-parallel");
+  });
   p.mst_chunks = vm["mst-chunks"].as<std::int64_t>();
   p.recompute_layers = vm["recompute-layers"].as<std::int64_t>();
   p.zero_shard_group = vm["zero-shard-group"].as<std::int64_t>();
@@ -141,6 +283,9 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   if (vm.count("pp-layers")) {
     problems.collect([&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
+  problems.collect([&] {
+    if (const auto profile = framework_from_flags(vm)) apply_framework(vm, *profile, p);
+  });
   sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= config::kMaxGpus ? gpus : 1);
   if (fixed.model && fixed.cluster) {
     for (auto& d : config::check_plan(p, *fixed.model, *fixed.cluster, gpus)) problems.add(std::move(d));

@@ -5,11 +5,15 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
 #include "sim/base/diagnostic.h"
+#include "sim/config/framework_loader.h"
 #include "sim/config/loader.h"
+#include "sim/driver/sweep.h"
 
 namespace ts::cli {
 
@@ -26,6 +30,36 @@ struct FixedPlanFlags {
 };
 FixedPlanFlags read_fixed_plan_flags(const boost::program_options::variables_map& vm, parallel::ParallelPlan& plan,
                                      DiagnosticList& problems);
+
+// --framework NAME (frameworks/NAME.textproto, an alias, or a path): the profile; nullopt without
+// the flag. InputError naming --framework for an unknown name or a broken file.
+std::optional<config::FrameworkProfile> framework_from_flags(
+    const boost::program_options::variables_map& vm);
+
+// Sets in `plan` every setting the profile gives whose flag was not given on the command line
+// (explicit flags override the profile). Sequence parallelism and TP communication overlap from
+// the profile apply only with tp > 1 (and the overlap only with sequence parallelism).
+void apply_framework(const boost::program_options::variables_map& vm,
+                     const config::FrameworkProfile& profile, parallel::ParallelPlan& plan);
+
+// The same for the axes of sweep and plan: the profile's ZeRO stage, shard group, sequence
+// parallelism and recompute modes become the axes whose flags were not given.
+void apply_framework(const boost::program_options::variables_map& vm,
+                     const config::FrameworkProfile& profile, driver::SweepAxes& axes);
+
+// One setting a profile may give, with its value in the plan and where that value came from.
+struct SettingInEffect {
+  std::string name;  // config::setting_name, or "recompute"
+  std::string value;
+  std::string origin;  // "flag --zero", "framework torchtitan", "default"
+  std::string source;  // the profile's source, when the origin is the framework
+};
+std::vector<SettingInEffect> settings_in_effect(const boost::program_options::variables_map& vm,
+                                                const config::FrameworkProfile& profile,
+                                                const parallel::ParallelPlan& plan);
+// Those settings as an aligned text section ("settings in effect (framework …)").
+std::string settings_text(const config::FrameworkProfile& profile,
+                          const std::vector<SettingInEffect>& settings);
 
 // Adds --model, --cluster, --gpus, --tp, … to `options`.
 void add_scenario_flags(boost::program_options::options_description& options);

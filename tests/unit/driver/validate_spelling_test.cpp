@@ -1,6 +1,6 @@
 // The spellings other sources use for the columns of a published-runs CSV (GPU, interconnect,
 // framework, ZeRO/FSDP, precision, recompute, numbers) map to the same scenario fields
-// (sim/driver/validate.cpp, docs-validation.md), and tests/validation/heldout-style.csv, rows from
+// (sim/driver/validate.cpp, docs/validation-rules.md), and tests/validation/heldout-style.csv, rows from
 // sources outside the public set, is compared or listed row by row.
 #include <catch2/catch.hpp>
 

@@ -1,0 +1,333 @@
+// Framework profile files: parse, validate (all problems at once), convert to FrameworkProfile.
+#include "sim/config/framework_loader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "sim/config/loader.h"
+#include "sim/config/names.h"
+#include "sim/config/proto_reader.h"
+#include "sim/schema/framework.pb.h"
+
+namespace ts::config {
+namespace {
+
+namespace sch = trainsim::schema;
+namespace fs = std::filesystem;
+using detail::Checker;
+using detail::FieldLines;
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+bool is_profile_file(const fs::path& p) {
+  const std::string ext = p.extension().string();
+  return ext == ".textproto" || ext == ".json";
+}
+
+const char* on_off(bool v) {
+  return v ? "on" : "off";
+}
+
+// One setting of the file: checks its source and converts its value into `out.values`.
+class Reader {
+ public:
+  Reader(const Checker& c, FrameworkProfile& out) : c_(c), out_(out) {}
+
+  template <class Msg, class Set>
+  void setting(bool has, const Msg& m, FrameworkSetting s, std::string_view field, Set&& set) {
+    if (!has) return;
+    const Checker n = c_.nested(field);
+    n.non_empty(m.has_source(), m.source(), "source");
+    if (!n.require(m.has_value(), "value")) return;
+    set(m.value(), n);
+    out_.given.push_back({s, m.source()});
+  }
+
+ private:
+  const Checker& c_;
+  FrameworkProfile& out_;
+};
+
+FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file,
+                         const Checker& c) {
+  FrameworkProfile out;
+  out.file = file;
+  c.non_empty(m.has_name(), m.name(), "name");
+  c.non_empty(m.has_title(), m.title(), "title");
+  out.name = m.name();
+  out.title = m.title();
+  if (m.has_name() && fs::path(file).stem().string() != m.name()) {
+    c.fail("name",
+           "must be the file's name without extension ('" + fs::path(file).stem().string() + "')");
+  }
+  for (const auto& a : m.aliases()) out.aliases.push_back(lower(a));
+  for (const auto& s : m.spelled()) out.spelled.push_back(lower(s));
+  auto& v = out.values;
+  Reader r(c, out);
+  r.setting(m.has_zero_stage(), m.zero_stage(), FrameworkSetting::kZeroStage, "zero_stage",
+            [&](std::int64_t x, const Checker& n) {
+              if (x < 0 || x > 3)
+                n.fail("value", "ZeRO stage must be 0-3 (got " + std::to_string(x) + ")");
+              v.zero_stage = static_cast<int>(x);
+            });
+  r.setting(m.has_zero_shard_group(), m.zero_shard_group(), FrameworkSetting::kZeroShardGroup,
+            "zero_shard_group", [&](std::int64_t x, const Checker& n) {
+              if (x < 0) n.fail("value", "must be >= 0 (got " + std::to_string(x) + ")");
+              v.zero_shard_group = x;
+            });
+  r.setting(m.has_sequence_parallel(), m.sequence_parallel(), FrameworkSetting::kSequenceParallel,
+            "sequence_parallel", [&](bool x, const Checker&) { v.sequence_parallel = x; });
+  r.setting(m.has_attention(), m.attention(), FrameworkSetting::kAttention, "attention",
+            [&](const std::string& x, const Checker& n) {
+              if (x.empty())
+                n.fail("value", "\"default\", \"unfused\" or a calibrated kernel name");
+              v.flash_attention = x != "unfused";
+              v.attention_kernel = x == "default" || x == "unfused" ? "" : x;
+            });
+  const auto named = [&](auto parse, std::string choices) {
+    return [parse, choices](const std::string& x, const Checker& n, auto& field) {
+      if (auto p = parse(x)) {
+        field = *p;
+      } else {
+        n.fail("value", "unknown value '" + x + "' (one of " + choices + ")");
+      }
+    };
+  };
+  const auto ce = named(try_parse_cross_entropy, cross_entropy_choices());
+  r.setting(m.has_cross_entropy(), m.cross_entropy(), FrameworkSetting::kCrossEntropy,
+            "cross_entropy",
+            [&](const std::string& x, const Checker& n) { ce(x, n, v.cross_entropy); });
+  const auto ew = named(try_parse_elementwise, elementwise_choices());
+  r.setting(m.has_elementwise(), m.elementwise(), FrameworkSetting::kElementwise, "elementwise",
+            [&](const std::string& x, const Checker& n) { ew(x, n, v.elementwise); });
+  const auto gr = named(try_parse_grad_reduce, grad_reduce_choices());
+  r.setting(m.has_grad_reduce(), m.grad_reduce(), FrameworkSetting::kGradReduce, "grad_reduce",
+            [&](const std::string& x, const Checker& n) { gr(x, n, v.grad_reduce); });
+  r.setting(m.has_overlap_grad_reduce(), m.overlap_grad_reduce(),
+            FrameworkSetting::kOverlapGradReduce, "overlap_grad_reduce",
+            [&](bool x, const Checker&) { v.overlap_grad_reduce = x; });
+  r.setting(m.has_overlap_param_gather(), m.overlap_param_gather(),
+            FrameworkSetting::kOverlapParamGather, "overlap_param_gather",
+            [&](bool x, const Checker&) { v.overlap_param_gather = x; });
+  r.setting(m.has_grad_bucket_params(), m.grad_bucket_params(), FrameworkSetting::kGradBucketParams,
+            "grad_bucket_params", [&](std::int64_t x, const Checker& n) {
+              if (x < 1) n.fail("value", "must be >= 1 (got " + std::to_string(x) + ")");
+              v.grad_bucket_params = x;
+            });
+  r.setting(m.has_fp8_weight_cache(), m.fp8_weight_cache(), FrameworkSetting::kFp8WeightCache,
+            "fp8_weight_cache", [&](bool x, const Checker&) { v.fp8_weight_cache = x; });
+  r.setting(m.has_tp_comm_overlap(), m.tp_comm_overlap(), FrameworkSetting::kTpCommOverlap,
+            "tp_comm_overlap", [&](bool x, const Checker&) { v.tp_comm_overlap = x; });
+  r.setting(m.has_host_dispatch_us(), m.host_dispatch_us(), FrameworkSetting::kHostDispatch,
+            "host_dispatch_us", [&](double x, const Checker& n) {
+              if (!(x >= 0 && x <= 1e6)) {
+                n.fail("value", "must be between 0 and 1e6 microseconds (got " +
+                                    detail::format_number(x) + ")");
+              } else {
+                v.host_dispatch = Duration::from_us(x);
+              }
+            });
+  std::sort(out.given.begin(), out.given.end(),
+            [](const auto& a, const auto& b) { return a.setting < b.setting; });
+  if (m.has_recompute_modes()) {
+    const Checker n = c.nested("recompute_modes");
+    n.non_empty(m.recompute_modes().has_source(), m.recompute_modes().source(), "source");
+    if (m.recompute_modes().values_size() == 0) n.fail("values", "required: at least one mode");
+    for (const auto& x : m.recompute_modes().values()) {
+      if (auto p = try_parse_recompute(x)) {
+        out.recompute_modes.push_back(*p);
+      } else {
+        n.fail("values", "unknown recompute mode '" + x + "' (one of " + recompute_choices() + ")");
+      }
+    }
+    out.recompute_modes_source = m.recompute_modes().source();
+  }
+  return out;
+}
+
+FrameworkProfile read_profile(const fs::path& path, const std::string& display) {
+  DiagnosticList diags;
+  sch::FrameworkProfile msg;
+  FieldLines lines;
+  FrameworkProfile out;
+  if (detail::read_message(path, display, msg, lines, diags)) {
+    const Checker c(display, lines, diags);
+    out = convert(msg, display, c);
+  }
+  diags.throw_if_any();
+  return out;
+}
+
+}  // namespace
+
+std::string_view setting_name(FrameworkSetting s) {
+  switch (s) {
+    case FrameworkSetting::kZeroStage:
+      return "zero";
+    case FrameworkSetting::kZeroShardGroup:
+      return "zero-shard-group";
+    case FrameworkSetting::kSequenceParallel:
+      return "sequence-parallel";
+    case FrameworkSetting::kAttention:
+      return "attention";
+    case FrameworkSetting::kCrossEntropy:
+      return "cross-entropy";
+    case FrameworkSetting::kElementwise:
+      return "elementwise";
+    case FrameworkSetting::kGradReduce:
+      return "grad-reduce";
+    case FrameworkSetting::kOverlapGradReduce:
+      return "overlap-grad-reduce";
+    case FrameworkSetting::kOverlapParamGather:
+      return "overlap-param-gather";
+    case FrameworkSetting::kGradBucketParams:
+      return "grad-bucket-params";
+    case FrameworkSetting::kFp8WeightCache:
+      return "fp8-weight-cache";
+    case FrameworkSetting::kTpCommOverlap:
+      return "tp-comm-overlap";
+    case FrameworkSetting::kHostDispatch:
+      return "host-dispatch-us";
+  }
+  return "";
+}
+
+std::string setting_value(FrameworkSetting s, const parallel::ParallelPlan& p) {
+  switch (s) {
+    case FrameworkSetting::kZeroStage:
+      return std::to_string(p.zero_stage);
+    case FrameworkSetting::kZeroShardGroup:
+      return std::to_string(p.zero_shard_group);
+    case FrameworkSetting::kSequenceParallel:
+      return on_off(p.sequence_parallel);
+    case FrameworkSetting::kAttention:
+      return p.attention_label();
+    case FrameworkSetting::kCrossEntropy:
+      return std::string(name(p.cross_entropy));
+    case FrameworkSetting::kElementwise:
+      return std::string(name(p.elementwise));
+    case FrameworkSetting::kGradReduce:
+      return std::string(name(p.grad_reduce));
+    case FrameworkSetting::kOverlapGradReduce:
+      return on_off(p.overlap_grad_reduce);
+    case FrameworkSetting::kOverlapParamGather:
+      return on_off(p.overlap_param_gather);
+    case FrameworkSetting::kGradBucketParams:
+      return std::to_string(p.grad_bucket_params);
+    case FrameworkSetting::kFp8WeightCache:
+      return on_off(p.fp8_weight_cache);
+    case FrameworkSetting::kTpCommOverlap:
+      return on_off(p.tp_comm_overlap);
+    case FrameworkSetting::kHostDispatch:
+      return detail::format_number(p.host_dispatch.us());
+  }
+  return "";
+}
+
+void copy_setting(FrameworkSetting s, const parallel::ParallelPlan& from,
+                  parallel::ParallelPlan& to) {
+  switch (s) {
+    case FrameworkSetting::kZeroStage:
+      to.zero_stage = from.zero_stage;
+      return;
+    case FrameworkSetting::kZeroShardGroup:
+      to.zero_shard_group = from.zero_shard_group;
+      return;
+    case FrameworkSetting::kSequenceParallel:
+      to.sequence_parallel = from.sequence_parallel;
+      return;
+    case FrameworkSetting::kAttention:
+      to.flash_attention = from.flash_attention;
+      to.attention_kernel = from.attention_kernel;
+      return;
+    case FrameworkSetting::kCrossEntropy:
+      to.cross_entropy = from.cross_entropy;
+      return;
+    case FrameworkSetting::kElementwise:
+      to.elementwise = from.elementwise;
+      return;
+    case FrameworkSetting::kGradReduce:
+      to.grad_reduce = from.grad_reduce;
+      return;
+    case FrameworkSetting::kOverlapGradReduce:
+      to.overlap_grad_reduce = from.overlap_grad_reduce;
+      return;
+    case FrameworkSetting::kOverlapParamGather:
+      to.overlap_param_gather = from.overlap_param_gather;
+      return;
+    case FrameworkSetting::kGradBucketParams:
+      to.grad_bucket_params = from.grad_bucket_params;
+      return;
+    case FrameworkSetting::kFp8WeightCache:
+      to.fp8_weight_cache = from.fp8_weight_cache;
+      return;
+    case FrameworkSetting::kTpCommOverlap:
+      to.tp_comm_overlap = from.tp_comm_overlap;
+      return;
+    case FrameworkSetting::kHostDispatch:
+      to.host_dispatch = from.host_dispatch;
+      return;
+  }
+}
+
+const std::string* FrameworkProfile::source_of(FrameworkSetting s) const {
+  for (const auto& g : given) {
+    if (g.setting == s) return &g.source;
+  }
+  return nullptr;
+}
+
+void FrameworkProfile::apply(parallel::ParallelPlan& plan) const {
+  for (const auto& g : given) copy_setting(g.setting, values, plan);
+}
+
+fs::path frameworks_dir() {
+  return data_dir() / "frameworks";
+}
+
+std::vector<std::string> framework_names() {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(frameworks_dir(), ec)) {
+    if (entry.is_regular_file(ec) && entry.path().extension() == ".textproto")
+      names.insert(entry.path().stem().string());
+  }
+  return {names.begin(), names.end()};
+}
+
+FrameworkProfile load_framework(const std::string& name_or_path, std::string_view flag) {
+  if (name_or_path.find('/') != std::string::npos || is_profile_file(name_or_path)) {
+    return read_profile(name_or_path, name_or_path);
+  }
+  const std::string want = lower(name_or_path);
+  const auto names = framework_names();
+  for (const auto& n : names) {
+    const fs::path path = frameworks_dir() / (n + ".textproto");
+    if (want == lower(n)) return read_profile(path, "frameworks/" + n + ".textproto");
+  }
+  // An alias: read the profiles to find it.
+  for (const auto& p : load_all_frameworks()) {
+    if (std::find(p.aliases.begin(), p.aliases.end(), want) != p.aliases.end()) return p;
+  }
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  throw InputError(Diagnostic{"", 0, std::string(flag),
+                              "unknown framework '" + name_or_path + "' (known: " + known + ")"});
+}
+
+std::vector<FrameworkProfile> load_all_frameworks() {
+  std::vector<FrameworkProfile> out;
+  DiagnosticList diags;
+  for (const auto& n : framework_names()) {
+    const fs::path path = frameworks_dir() / (n + ".textproto");
+    diags.collect([&] { out.push_back(read_profile(path, "frameworks/" + n + ".textproto")); });
+  }
+  diags.throw_if_any();
+  return out;
+}
+
+}  // namespace ts::config

@@ -1,0 +1,77 @@
+// Framework profiles (frameworks/*.textproto): the plan settings a framework's runs get unless told
+// otherwise, each with its source.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/parallel/plan.h"
+
+namespace ts::config {
+
+// A plan setting a framework profile may give, named as the flag of `trainsim run` that sets it.
+enum class FrameworkSetting {
+  kZeroStage,           // --zero
+  kZeroShardGroup,      // --zero-shard-group
+  kSequenceParallel,    // --sequence-parallel
+  kAttention,           // --attention-kernel / --unfused-attention
+  kCrossEntropy,        // --cross-entropy
+  kElementwise,         // --elementwise
+  kGradReduce,          // --grad-reduce
+  kOverlapGradReduce,   // --no-overlap-grad-reduce
+  kOverlapParamGather,  // --no-overlap-param-gather
+  kGradBucketParams,    // --grad-bucket-params
+  kFp8WeightCache,      // --no-fp8-weight-cache
+  kTpCommOverlap,       // --tp-comm-overlap
+  kHostDispatch,        // --host-dispatch-us
+};
+inline constexpr int kNumFrameworkSettings = 13;
+
+// The setting's name in outputs ("zero", "sequence-parallel", "attention", …).
+std::string_view setting_name(FrameworkSetting s);
+// Its value in `plan`, as outputs spell it ("3", "on", "FlashAttention-2", "fp32-unfused").
+std::string setting_value(FrameworkSetting s, const parallel::ParallelPlan& plan);
+// Copies the setting's field from `from` into `to`.
+void copy_setting(FrameworkSetting s, const parallel::ParallelPlan& from,
+                  parallel::ParallelPlan& to);
+
+struct FrameworkProfile {
+  std::string name;   // the file's stem, what --framework takes
+  std::string title;  // "Megatron-LM / Megatron-Core"
+  std::string file;   // where it was read from
+  std::vector<std::string> aliases;
+  std::vector<std::string> spelled;  // words naming it in a validation row's framework column
+  // The settings the profile gives, in FrameworkSetting order, each with its source; their
+  // values are in `values` (the other fields of `values` are the plan defaults).
+  struct Given {
+    FrameworkSetting setting;
+    std::string source;
+  };
+  std::vector<Given> given;
+  parallel::ParallelPlan values;
+  std::vector<parallel::Recompute> recompute_modes;  // empty: not given
+  std::string recompute_modes_source;
+
+  // The source of `s`, or nullptr when the profile does not give it.
+  const std::string* source_of(FrameworkSetting s) const;
+  // `plan` with every setting the profile gives.
+  void apply(parallel::ParallelPlan& plan) const;
+};
+
+// data_dir()/frameworks.
+std::filesystem::path frameworks_dir();
+// The profiles' names (file stems under frameworks_dir()), sorted.
+std::vector<std::string> framework_names();
+// A profile by name or alias (case-insensitive), or by path to a .textproto/.json file. Throws
+// InputError naming `flag` for an unknown name (listing the known ones), and listing every
+// problem of the file with its line and field: a value without its source, an unknown spelling,
+// a value out of range.
+FrameworkProfile load_framework(const std::string& name_or_path,
+                                std::string_view flag = "--framework");
+// Every profile of frameworks_dir(), in name order.
+std::vector<FrameworkProfile> load_all_frameworks();
+
+}  // namespace ts::config

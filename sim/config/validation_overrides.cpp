@@ -1,0 +1,69 @@
+// Per-row overrides file: parse, validate (all problems at once), convert to RowOverride.
+#include "sim/config/validation_overrides.h"
+
+#include <set>
+
+#include "sim/config/names.h"
+#include "sim/config/proto_reader.h"
+#include "sim/schema/validation_overrides.pb.h"
+
+namespace ts::config {
+
+void RowOverride::apply(parallel::ParallelPlan& plan) const {
+  if (mst_chunks) plan.mst_chunks = *mst_chunks;
+  if (optimizer_states) plan.optimizer_states = *optimizer_states;
+  if (optimizer_in_backward) plan.optimizer_in_backward = *optimizer_in_backward;
+}
+
+std::filesystem::path overrides_path(const std::filesystem::path& runs_csv) {
+  return runs_csv.parent_path() / (runs_csv.stem().string() + ".overrides.textproto");
+}
+
+std::vector<RowOverride> load_validation_overrides(const std::filesystem::path& path) {
+  namespace sch = trainsim::schema;
+  DiagnosticList diags;
+  sch::ValidationOverrides msg;
+  detail::FieldLines lines;
+  std::vector<RowOverride> out;
+  const std::string display = path.string();
+  if (detail::read_message(path, display, msg, lines, diags)) {
+    const detail::Checker top(display, lines, diags);
+    std::set<std::string> ids;
+    for (int i = 0; i < msg.overrides_size(); ++i) {
+      const auto& m = msg.overrides(i);
+      const detail::Checker c = top.nested("overrides[" + std::to_string(i) + "]");
+      RowOverride o;
+      o.file = display;
+      o.line = c.line_of("run_id");
+      c.non_empty(m.has_run_id(), m.run_id(), "run_id");
+      c.non_empty(m.has_reason(), m.reason(), "reason");
+      c.non_empty(m.has_source(), m.source(), "source");
+      o.run_id = m.run_id();
+      o.reason = m.reason();
+      o.source = m.source();
+      if (!o.run_id.empty() && !ids.insert(o.run_id).second)
+        c.fail("run_id", "run " + o.run_id + " given twice");
+      if (m.has_mst_chunks()) {
+        if (m.mst_chunks() < 1)
+          c.fail("mst_chunks", "must be >= 1 (got " + std::to_string(m.mst_chunks()) + ")");
+        o.mst_chunks = m.mst_chunks();
+      }
+      if (m.has_optimizer_states()) {
+        o.optimizer_states = try_parse_optimizer_states(m.optimizer_states());
+        if (!o.optimizer_states) {
+          c.fail("optimizer_states", "unknown value '" + m.optimizer_states() + "' (one of " +
+                                         optimizer_states_choices() + ")");
+        }
+      }
+      if (m.has_optimizer_in_backward()) o.optimizer_in_backward = m.optimizer_in_backward();
+      if (!o.mst_chunks && !o.optimizer_states && !o.optimizer_in_backward) {
+        c.fail("run_id", "the override sets no plan field");
+      }
+      out.push_back(std::move(o));
+    }
+  }
+  diags.throw_if_any();
+  return out;
+}
+
+}  // namespace ts::config

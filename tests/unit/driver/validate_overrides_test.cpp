@@ -1,0 +1,108 @@
+// Per-row overrides of a published-runs file (FILE.overrides.textproto): read with the CSV,
+// applied after the reading rules with their reason and source, counted in the summary, and bad
+// override files rejected with their line and field.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim/driver/validate.h"
+#include "tests/unit/config/config_test_util.h"
+
+using namespace ts;
+
+namespace {
+
+std::filesystem::path source_dir() {
+  if (const char* env = std::getenv("TRAINSIM_SOURCE_DIR"); env != nullptr && *env != '\0')
+    return env;
+  return TRAINSIM_SOURCE_DIR;
+}
+
+const driver::PublishedRun& run_by_id(const std::vector<driver::PublishedRun>& runs,
+                                      const std::string& id) {
+  for (const auto& r : runs) {
+    if (r.run_id == id) return r;
+  }
+  FAIL("no run " << id);
+  return runs.front();
+}
+
+// The public file's header and its MsT row 368, written as FILE.csv in `dir`.
+std::string write_mst_row(const config::test::TempDir& dir, const std::string& name) {
+  std::ifstream in(source_dir() / "tests/validation/public-runs.csv");
+  std::string line, header, row;
+  std::getline(in, header);
+  while (std::getline(in, line)) {
+    if (line.rfind("368,", 0) == 0) row = line;
+  }
+  REQUIRE_FALSE(row.empty());
+  return dir.write(name, header + "\n" + row + "\n");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "validation overrides: the MsT rows take their source's settings from the overrides file") {
+  const auto runs = driver::read_published_runs(source_dir() / "tests/validation/public-runs.csv");
+  std::int64_t with = 0;
+  for (const auto& r : runs) with += r.overrides.empty() ? 0 : 1;
+  CHECK(with == 2);
+  for (const char* id : {"368", "369"}) {
+    INFO("run " << id);
+    const auto& r = run_by_id(runs, id);
+    REQUIRE(r.overrides.size() == 1);
+    const auto m = driver::map_run(r);
+    REQUIRE(m.scenario);
+    CHECK(m.scenario->plan.mst_chunks == 8);
+    CHECK(m.scenario->plan.optimizer_states == parallel::OptimizerStates::kBf16);
+    CHECK(m.scenario->plan.optimizer_in_backward);
+    bool noted = false;
+    for (const auto& a : m.assumptions)
+      noted = noted || (a.rfind("override: MsT chunks 8", 0) == 0 &&
+                        a.find("2407.15892") != std::string::npos);
+    CHECK(noted);
+  }
+}
+
+TEST_CASE("validation overrides: without its override the row gets no per-row settings") {
+  config::test::TempDir dir;
+  const auto path = write_mst_row(dir, "mst.csv");  // no mst.overrides.textproto beside it
+  const auto runs = driver::read_published_runs(path);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].overrides.empty());
+  const auto m = driver::map_run(runs[0]);
+  REQUIRE(m.scenario);
+  CHECK(m.scenario->plan.mst_chunks == 1);
+  CHECK_FALSE(m.scenario->plan.optimizer_in_backward);
+  // Counted in the summary when present.
+  driver::RowResult a, b;
+  b.overrides = 1;
+  CHECK(driver::summarize({a, b, b}).overridden == 2);
+}
+
+TEST_CASE("validation overrides: a bad overrides file names its line and field") {
+  config::test::TempDir dir;
+  const auto path = write_mst_row(dir, "bad.csv");
+  dir.write("bad.overrides.textproto",
+            "overrides { run_id: \"999\" reason: \"r\" source: \"s\" mst_chunks: 8 }\n"  // 1
+            "overrides {\n"                                                              // 2
+            "  run_id: \"368\"\n"                                                        // 3
+            "  reason: \"r\"\n"                                                          // 4
+            "  optimizer_states: \"fp64\"\n"                                             // 5
+            "}\n");
+  const auto ds = config::test::diagnostics_of([&] { driver::read_published_runs(path); });
+  INFO(config::test::dump(ds));
+  const Diagnostic* states = config::test::find_field(ds, "overrides[1].optimizer_states");
+  REQUIRE(states);
+  CHECK(states->line == 5);
+  CHECK(config::test::find_field(ds, "overrides[1].source"));
+  dir.write("bad.overrides.textproto",
+            "overrides { run_id: \"999\" reason: \"r\" source: \"s\" mst_chunks: 8 }\n");
+  const auto d = config::test::first_diagnostic([&] { driver::read_published_runs(path); });
+  CHECK(d.field == "run_id");
+  CHECK(d.line == 1);
+  CHECK(d.message.find("no run 999") != std::string::npos);
+}
