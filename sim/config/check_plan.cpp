@@ -54,7 +54,7 @@ void model_rules(const ir::ModelSpec& m,
   if (positive(m.ffn_hidden, "ffn_hidden")) at_most(m.ffn_hidden, kMaxFfnHidden, "ffn_hidden");
   if (positive(m.vocab, "vocab")) at_most(m.vocab, kMaxVocab, "vocab");
   if (heads_ok && hidden_ok) at_most(m.num_heads, m.hidden, "num_heads");
-  if (hidden_ok && heads_ok && m.hidden % m.num_heads != 0) {
+  if (hidden_ok && heads_ok && m.kv_channels == 0 && m.hidden % m.num_heads != 0) {
     fail("hidden", "must be divisible by num_heads (" + str(m.num_heads) +
                        "): every head has hidden/num_heads channels (got " + str(m.hidden) + ")");
   }
@@ -63,6 +63,42 @@ void model_rules(const ir::ModelSpec& m,
   if (heads_ok && kv_ok && m.num_heads % m.num_kv_heads != 0) {
     fail("num_kv_heads", "must divide num_heads (" + str(m.num_heads) + ") so that query heads form "
                          "whole groups (got " + str(m.num_kv_heads) + ")");
+  }
+  if (m.kv_channels > 0) at_most(m.kv_channels, kMaxHidden, "head_dim");
+  if (m.mtp_layers < 0 || m.mtp_layers > kMaxLayers) {
+    fail("mtp_layers", "must be in 0.." + str(kMaxLayers) + " (got " + str(m.mtp_layers) + ")");
+  }
+  if (m.moe) {
+    const ir::MoeSpec& e = *m.moe;
+    // An upper bound far above any published model (Kimi-K2: 384 routed experts), low enough
+    // that expert parameter counts stay inside int64.
+    constexpr std::int64_t kMaxExperts = 1 << 10;
+    if (e.num_experts < 2 || e.num_experts > kMaxExperts) {
+      fail("moe.num_experts", "must be in 2.." + str(kMaxExperts) + " (got " + str(e.num_experts) + ")");
+    } else if (e.top_k < 1 || e.top_k > e.num_experts) {
+      fail("moe.top_k", "must be in 1..num_experts = " + str(e.num_experts) + " (got " + str(e.top_k) + ")");
+    }
+    if (e.expert_ffn_hidden <= 0 || e.expert_ffn_hidden > kMaxFfnHidden) {
+      fail("moe.expert_ffn_hidden", "must be in 1.." + str(kMaxFfnHidden) + " (got " + str(e.expert_ffn_hidden) + ")");
+    }
+    if (e.shared_experts < 0 || e.shared_experts > kMaxExperts) {
+      fail("moe.shared_experts", "must be in 0.." + str(kMaxExperts) + " (got " + str(e.shared_experts) + ")");
+    } else if (e.shared_experts > 0 && (e.shared_ffn_hidden <= 0 || e.shared_ffn_hidden > kMaxFfnHidden)) {
+      fail("moe.shared_ffn_hidden", "must be in 1.." + str(kMaxFfnHidden) + " with shared experts (got " +
+                                        str(e.shared_ffn_hidden) + ")");
+    }
+    if (e.dense_layers < 0 || (layers_ok && e.dense_layers >= m.num_layers)) {
+      fail("moe.dense_layers", "must be in 0..num_layers - 1 (got " + str(e.dense_layers) + ")");
+    }
+  }
+  if (m.mla) {
+    const ir::MlaSpec& a = *m.mla;
+    if (a.q_lora_rank < 0 || a.q_lora_rank > kMaxHidden) fail("mla.q_lora_rank", "must be in 0.." + str(kMaxHidden) + " (got " + str(a.q_lora_rank) + ")");
+    if (a.kv_lora_rank <= 0 || a.kv_lora_rank > kMaxHidden) fail("mla.kv_lora_rank", "must be in 1.." + str(kMaxHidden) + " (got " + str(a.kv_lora_rank) + ")");
+    if (a.rope_head_dim <= 0 || a.rope_head_dim > kMaxHidden) fail("mla.rope_head_dim", "must be in 1.." + str(kMaxHidden) + " (got " + str(a.rope_head_dim) + ")");
+    if (heads_ok && kv_ok && m.num_kv_heads != m.num_heads) {
+      fail("num_kv_heads", "must equal num_heads with mla: latent attention expands keys and values per head");
+    }
   }
   // A learned position table bounds the sequence length; rotary positions have no table.
   if (m.position == ir::Position::kLearned && m.max_seq_len <= 0) {

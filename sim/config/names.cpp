@@ -91,6 +91,8 @@ constexpr std::array<std::pair<std::string_view, ir::Norm>, 2> kNorms{{
     {"layernorm", ir::Norm::kLayerNorm}, {"rmsnorm", ir::Norm::kRmsNorm}}};
 constexpr std::array<std::pair<std::string_view, ir::Activation>, 2> kActivations{{
     {"gelu", ir::Activation::kGelu}, {"swiglu", ir::Activation::kSwiglu}}};
+constexpr std::array<std::pair<std::string_view, ir::RouterScore>, 2> kRouterScores{{
+    {"softmax", ir::RouterScore::kSoftmax}, {"sigmoid", ir::RouterScore::kSigmoid}}};
 constexpr std::array<std::pair<std::string_view, ir::Position>, 2> kPositions{{
     {"learned", ir::Position::kLearned}, {"rope", ir::Position::kRope}}};
 constexpr std::array<std::pair<std::string_view, topology::FabricKind>, 2> kFabricKinds{{
@@ -147,6 +149,8 @@ std::optional<ir::Activation> try_parse_activation(std::string_view s) {
 std::string activation_choices() { return choices(kActivations); }
 std::optional<ir::Position> try_parse_position(std::string_view s) { return lookup(kPositions, s); }
 std::string position_choices() { return choices(kPositions); }
+std::optional<ir::RouterScore> try_parse_router_score(std::string_view s) { return lookup(kRouterScores, s); }
+std::string router_score_choices() { return choices(kRouterScores); }
 std::optional<topology::FabricKind> try_parse_fabric_kind(std::string_view s) {
   return lookup(kFabricKinds, s);
 }

@@ -40,6 +40,8 @@ std::optional<ir::Norm> try_parse_norm(std::string_view s);
 std::string norm_choices();
 std::optional<ir::Activation> try_parse_activation(std::string_view s);
 std::string activation_choices();
+std::optional<ir::RouterScore> try_parse_router_score(std::string_view s);
+std::string router_score_choices();
 std::optional<ir::Position> try_parse_position(std::string_view s);
 std::string position_choices();
 std::optional<topology::FabricKind> try_parse_fabric_kind(std::string_view s);
