@@ -121,14 +121,11 @@ void model_rules(const ir::ModelSpec& m,
 // asserts --sequence-parallel for MoE with tensor parallelism).
 template <class Fail>
 void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, bool sizes_ok, const Fail& fail) {
-  const bool moe_flags = p.ep != 1 || p.etp != 1 || p.routing != parallel::Routing::kBalanced ||
-                         p.moe_imbalance != 1.0;
   if (!m.moe) {
     if (p.ep != 1) fail("--ep", m.name + " is a dense model: expert parallelism needs a model with moe { }");
     if (p.etp != 1) fail("--etp", m.name + " is a dense model: expert tensor parallelism needs a model with moe { }");
     if (p.routing != parallel::Routing::kBalanced) fail("--routing", m.name + " is a dense model: it has no router");
     if (p.moe_imbalance != 1.0) fail("--moe-imbalance", m.name + " is a dense model: it has no experts");
-    (void)moe_flags;
     return;
   }
   const bool ep_ok = p.ep > 0 && p.ep <= m.moe->num_experts;

@@ -63,4 +63,8 @@ expect 2 "--sequence-parallel" run --model qwen3-30b-a3b --cluster dgx-h100 --gp
 expect 2 "--ep" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --pp 2 --ep 16 --global-batch 32
 printf 'name: "bad"\nnum_layers: 2\nhidden: 64\nnum_heads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 64\nnorm: "rmsnorm"\nactivation: "swiglu"\nposition: "rope"\ntied_embeddings: false\nlinear_bias: false\nmoe {\n  num_experts: 4\n  top_k: 5\n  expert_ffn_hidden: 32\n  router_score: "softmax"\n}\n' > "$tmp/bad.textproto"
 expect 2 "moe.top_k" inspect --model "$tmp/bad.textproto" --cluster dgx-h100 --gpus 8 --global-batch 8
+# The MoE validation rows all map to scenarios (zoo architecture, EP from the row) and report.
+src="${2:-$(dirname "$0")/../..}"
+"$bin" validate --runs "$src/tests/validation/moe-public.csv" > "$tmp/val.txt" 2> "$tmp/err" || fail "validate: $(cat "$tmp/err")"
+grep -q "Skipped: 0 of 13 rows" "$tmp/val.txt" || fail "MoE validation rows skipped: $(cat "$tmp/val.txt")"
 echo ok
