@@ -99,9 +99,13 @@ void model_rules(const ir::ModelSpec& m,
   }
   if (m.mla) {
     const ir::MlaSpec& a = *m.mla;
-    if (a.q_lora_rank < 0 || a.q_lora_rank > kMaxHidden) fail("mla.q_lora_rank", "must be in 0.." + str(kMaxHidden) + " (got " + str(a.q_lora_rank) + ")");
-    if (a.kv_lora_rank <= 0 || a.kv_lora_rank > kMaxHidden) fail("mla.kv_lora_rank", "must be in 1.." + str(kMaxHidden) + " (got " + str(a.kv_lora_rank) + ")");
-    if (a.rope_head_dim <= 0 || a.rope_head_dim > kMaxHidden) fail("mla.rope_head_dim", "must be in 1.." + str(kMaxHidden) + " (got " + str(a.rope_head_dim) + ")");
+    const auto in_range = [&](std::int64_t v, std::int64_t lo, std::string_view field) {
+      if (v >= lo && v <= kMaxHidden) return;
+      fail(field, "must be in " + str(lo) + ".." + str(kMaxHidden) + " (got " + str(v) + ")");
+    };
+    in_range(a.q_lora_rank, 0, "mla.q_lora_rank");
+    in_range(a.kv_lora_rank, 1, "mla.kv_lora_rank");
+    in_range(a.rope_head_dim, 1, "mla.rope_head_dim");
     if (heads_ok && kv_ok && m.num_kv_heads != m.num_heads) {
       fail("num_kv_heads", "must equal num_heads with mla: latent attention expands keys and values per head");
     }
@@ -141,8 +145,9 @@ void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, boo
     fail("--etp", str(p.etp) + " must divide the expert width " + str(m.moe->expert_ffn_hidden));
   }
   if (ep_ok && etp_ok && sizes_ok && (p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) {
-    fail("--ep", "ep·etp = " + str(p.ep) + "·" + str(p.etp) + " must divide the ranks of a pipeline stage, tp·cp·dp = " +
-                     str(p.tp) + "·" + str(p.cp) + "·" + str(p.dp));
+    fail("--ep", "ep·etp = " + str(p.ep) + "·" + str(p.etp) +
+                     " must divide the ranks of a pipeline stage, tp·cp·dp = " + str(p.tp) + "·" +
+                     str(p.cp) + "·" + str(p.dp));
   }
   if (sizes_ok && p.tp > 1 && !p.sequence_parallel) {
     fail("--sequence-parallel", "is required with --tp > 1 for a mixture-of-experts model (the MoE layer routes "
@@ -223,7 +228,8 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   {
     std::array<int, parallel::kNumOrderAxes + 1> seen{};
     for (auto a : p.order) ++seen[axis_index(a)];
-    if (p.order.size() != parallel::kNumOrderAxes || seen != std::array<int, parallel::kNumOrderAxes + 1>{1, 1, 1, 1, 0}) {
+    const std::array<int, parallel::kNumOrderAxes + 1> once{1, 1, 1, 1, 0};
+    if (p.order.size() != parallel::kNumOrderAxes || seen != once) {
       fail("--order", "must name each of tp, cp, dp, pp exactly once (got '" +
                           format_order(p.order) + "')");
     }

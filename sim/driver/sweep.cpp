@@ -299,8 +299,12 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
   if (ax.mst_chunks.empty()) bad_flag("--mst-chunks", "needs at least one value");
   const auto msts = ascending(ax.mst_chunks, "--mst-chunks");
   if (ax.etp.empty()) bad_flag("--etp", "needs at least one value");
-  const auto eps = ax.ep.empty() ? (spec.model.moe ? divisors(spec.model.moe->num_experts) : std::vector<std::int64_t>{1})
-                                 : ascending(ax.ep, "--ep");
+  std::vector<std::int64_t> eps = {1};
+  if (!ax.ep.empty()) {
+    eps = ascending(ax.ep, "--ep");
+  } else if (spec.model.moe) {
+    eps = divisors(spec.model.moe->num_experts);
+  }
   const auto etps = ascending(ax.etp, "--etp");
   const auto splits = ascending_enum(ax.pp_split, "--pp-split");
   const bool balanced = has_pp_layers_column(spec);

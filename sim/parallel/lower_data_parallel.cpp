@@ -28,7 +28,8 @@ void Lowerer::reduce_layer_gradients(const Label& grads, std::int32_t dep) {
 
 void Lowerer::layer_gradients_ready(std::int64_t layer, std::int32_t ready) {
   gradients_ready(layer_params(layer), ready, false);
-  if (!zero3()) reduce_expert_gradients({Pass::kOptimizer, Part::kGradients, static_cast<std::int32_t>(layer), -1}, ready);
+  if (zero3()) return;
+  reduce_expert_gradients({Pass::kOptimizer, Part::kGradients, static_cast<std::int32_t>(layer), -1}, ready);
 }
 
 void Lowerer::reduce_expert_gradients(const Label& grads, std::int32_t dep) {
