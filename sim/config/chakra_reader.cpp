@@ -573,6 +573,8 @@ std::optional<parallel::ParallelPlan> plan_from_metadata(const ChakraRank& r, st
     p.dp = std::stoll(m["trainsim_dp"]);
     p.cp = std::stoll(m["trainsim_cp"]);
     p.order = parse_order(m["trainsim_order"], "trainsim_order");
+    if (m.count("trainsim_ep")) p.ep = std::stoll(m["trainsim_ep"]);
+    if (m.count("trainsim_etp")) p.etp = std::stoll(m["trainsim_etp"]);
     // Traces written before the key existed were timed without a host floor.
     p.host_dispatch = m.count("trainsim_host_dispatch_us")
                           ? parse_host_dispatch_us(std::stod(m["trainsim_host_dispatch_us"]), "trainsim_host_dispatch_us")
@@ -583,8 +585,9 @@ std::optional<parallel::ParallelPlan> plan_from_metadata(const ChakraRank& r, st
   if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0 || p.cp <= 0 || p.num_gpus() != static_cast<std::int64_t>(num_ranks)) {
     return std::nullopt;
   }
+  if (p.ep <= 0 || p.etp <= 0 || (p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) return std::nullopt;
   std::set<parallel::Axis> axes(p.order.begin(), p.order.end());
-  if (axes.size() != 4 || p.order.size() != 4) return std::nullopt;
+  if (axes.size() != parallel::kNumOrderAxes || p.order.size() != parallel::kNumOrderAxes) return std::nullopt;
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include "sim/config/loader.h"
 #include "sim/config/names.h"
 #include "sim/config/plan_rules.h"
+#include "sim/config/proto_reader.h"
 #include "sim/parallel/layout.h"
 
 namespace ts::config {
@@ -13,12 +14,17 @@ namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+constexpr std::size_t kNumOrderAxesIndex = parallel::kNumOrderAxes;
+
 std::size_t axis_index(parallel::Axis a) {
   switch (a) {
     case parallel::Axis::kTp: return 0;
     case parallel::Axis::kCp: return 1;
     case parallel::Axis::kDp: return 2;
     case parallel::Axis::kPp: return 3;
+    case parallel::Axis::kEtp:
+    case parallel::Axis::kEp:
+    case parallel::Axis::kEdp: return kNumOrderAxesIndex;  // not an order axis
   }
   return 0;
 }
@@ -54,7 +60,7 @@ void model_rules(const ir::ModelSpec& m,
   if (positive(m.ffn_hidden, "ffn_hidden")) at_most(m.ffn_hidden, kMaxFfnHidden, "ffn_hidden");
   if (positive(m.vocab, "vocab")) at_most(m.vocab, kMaxVocab, "vocab");
   if (heads_ok && hidden_ok) at_most(m.num_heads, m.hidden, "num_heads");
-  if (hidden_ok && heads_ok && m.hidden % m.num_heads != 0) {
+  if (hidden_ok && heads_ok && m.kv_channels == 0 && m.hidden % m.num_heads != 0) {
     fail("hidden", "must be divisible by num_heads (" + str(m.num_heads) +
                        "): every head has hidden/num_heads channels (got " + str(m.hidden) + ")");
   }
@@ -64,6 +70,46 @@ void model_rules(const ir::ModelSpec& m,
     fail("num_kv_heads", "must divide num_heads (" + str(m.num_heads) + ") so that query heads form "
                          "whole groups (got " + str(m.num_kv_heads) + ")");
   }
+  if (m.kv_channels > 0) at_most(m.kv_channels, kMaxHidden, "head_dim");
+  if (m.mtp_layers < 0 || m.mtp_layers > kMaxLayers) {
+    fail("mtp_layers", "must be in 0.." + str(kMaxLayers) + " (got " + str(m.mtp_layers) + ")");
+  }
+  if (m.moe) {
+    const ir::MoeSpec& e = *m.moe;
+    // An upper bound far above any published model (Kimi-K2: 384 routed experts), low enough
+    // that expert parameter counts stay inside int64.
+    constexpr std::int64_t kMaxExperts = 1 << 10;
+    if (e.num_experts < 2 || e.num_experts > kMaxExperts) {
+      fail("moe.num_experts", "must be in 2.." + str(kMaxExperts) + " (got " + str(e.num_experts) + ")");
+    } else if (e.top_k < 1 || e.top_k > e.num_experts) {
+      fail("moe.top_k", "must be in 1..num_experts = " + str(e.num_experts) + " (got " + str(e.top_k) + ")");
+    }
+    if (e.expert_ffn_hidden <= 0 || e.expert_ffn_hidden > kMaxFfnHidden) {
+      fail("moe.expert_ffn_hidden", "must be in 1.." + str(kMaxFfnHidden) + " (got " + str(e.expert_ffn_hidden) + ")");
+    }
+    if (e.shared_experts < 0 || e.shared_experts > kMaxExperts) {
+      fail("moe.shared_experts", "must be in 0.." + str(kMaxExperts) + " (got " + str(e.shared_experts) + ")");
+    } else if (e.shared_experts > 0 && (e.shared_ffn_hidden <= 0 || e.shared_ffn_hidden > kMaxFfnHidden)) {
+      fail("moe.shared_ffn_hidden", "must be in 1.." + str(kMaxFfnHidden) + " with shared experts (got " +
+                                        str(e.shared_ffn_hidden) + ")");
+    }
+    if (e.dense_layers < 0 || (layers_ok && e.dense_layers >= m.num_layers)) {
+      fail("moe.dense_layers", "must be in 0..num_layers - 1 (got " + str(e.dense_layers) + ")");
+    }
+  }
+  if (m.mla) {
+    const ir::MlaSpec& a = *m.mla;
+    const auto in_range = [&](std::int64_t v, std::int64_t lo, std::string_view field) {
+      if (v >= lo && v <= kMaxHidden) return;
+      fail(field, "must be in " + str(lo) + ".." + str(kMaxHidden) + " (got " + str(v) + ")");
+    };
+    in_range(a.q_lora_rank, 0, "mla.q_lora_rank");
+    in_range(a.kv_lora_rank, 1, "mla.kv_lora_rank");
+    in_range(a.rope_head_dim, 1, "mla.rope_head_dim");
+    if (heads_ok && kv_ok && m.num_kv_heads != m.num_heads) {
+      fail("num_kv_heads", "must equal num_heads with mla: latent attention expands keys and values per head");
+    }
+  }
   // A learned position table bounds the sequence length; rotary positions have no table.
   if (m.position == ir::Position::kLearned && m.max_seq_len <= 0) {
     fail("max_seq_len", "must be > 0 for learned positions: it is the size of the position "
@@ -71,6 +117,52 @@ void model_rules(const ir::ModelSpec& m,
   }
   if (m.max_seq_len < 0) fail("max_seq_len", "must be >= 0 (got " + str(m.max_seq_len) + ")");
   at_most(m.max_seq_len, kMaxSeqLen, "max_seq_len");
+}
+
+// Expert parallelism (Megatron-Core parallel folding): each EP rank holds num_experts/ep whole
+// experts, the EP × ETP grid tiles the tp·cp·dp ranks of a stage, expert TP splits the expert
+// width, and with TP > 1 the MoE layer takes its tokens from sequence parallelism (Megatron-Core
+// asserts --sequence-parallel for MoE with tensor parallelism).
+template <class Fail>
+void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, bool sizes_ok, const Fail& fail) {
+  if (!m.moe) {
+    if (p.ep != 1) fail("--ep", m.name + " is a dense model: expert parallelism needs a model with moe { }");
+    if (p.etp != 1) fail("--etp", m.name + " is a dense model: expert tensor parallelism needs a model with moe { }");
+    if (p.routing != parallel::Routing::kBalanced) fail("--routing", m.name + " is a dense model: it has no router");
+    if (p.moe_imbalance != 1.0) fail("--moe-imbalance", m.name + " is a dense model: it has no experts");
+    return;
+  }
+  const bool ep_ok = p.ep > 0 && p.ep <= m.moe->num_experts;
+  if (!ep_ok) {
+    fail("--ep", "must be in 1..num_experts = " + str(m.moe->num_experts) + " (got " + str(p.ep) + ")");
+  } else if (m.moe->num_experts % p.ep != 0) {
+    fail("--ep", str(p.ep) + " must divide the routed experts of " + m.name + " (" + str(m.moe->num_experts) + ")");
+  }
+  const bool etp_ok = p.etp > 0 && p.etp <= m.moe->expert_ffn_hidden;
+  if (!etp_ok) {
+    fail("--etp", "must be in 1..expert_ffn_hidden (got " + str(p.etp) + ")");
+  } else if (m.moe->expert_ffn_hidden % p.etp != 0) {
+    fail("--etp", str(p.etp) + " must divide the expert width " + str(m.moe->expert_ffn_hidden));
+  }
+  if (ep_ok && etp_ok && sizes_ok && (p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) {
+    fail("--ep", "ep·etp = " + str(p.ep) + "·" + str(p.etp) +
+                     " must divide the ranks of a pipeline stage, tp·cp·dp = " + str(p.tp) + "·" +
+                     str(p.cp) + "·" + str(p.dp));
+  }
+  if (sizes_ok && p.tp > 1 && !p.sequence_parallel) {
+    fail("--sequence-parallel", "is required with --tp > 1 for a mixture-of-experts model (the MoE layer routes "
+                                "each TP rank's share of the sequence)");
+  }
+  if (!(p.moe_imbalance >= 1.0 && p.moe_imbalance <= 1e3)) {
+    fail("--moe-imbalance", "must be in 1..1000: the most loaded rank's tokens over the mean (got " +
+                                detail::format_number(p.moe_imbalance) + ")");
+  }
+  if (p.routing == parallel::Routing::kCapacity && !(p.capacity_factor >= 1.0 && p.capacity_factor <= 1e3)) {
+    fail("--routing", "capacity:F needs F in 1..1000 (got " + detail::format_number(p.capacity_factor) + ")");
+  }
+  if (p.zero_stage == 3) {
+    fail("--zero", "3 (FSDP) with a mixture-of-experts model is not modelled: use ZeRO 0-2");
+  }
 }
 
 std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::ModelSpec& m,
@@ -134,13 +226,16 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   // The rank layout is a mixed radix over the four axes (Megatron-LM parallel_state), so the
   // order must name each exactly once.
   {
-    std::array<int, 4> seen{};
+    std::array<int, parallel::kNumOrderAxes + 1> seen{};
     for (auto a : p.order) ++seen[axis_index(a)];
-    if (p.order.size() != 4 || seen != std::array<int, 4>{1, 1, 1, 1}) {
+    const std::array<int, parallel::kNumOrderAxes + 1> once{1, 1, 1, 1, 0};
+    if (p.order.size() != parallel::kNumOrderAxes || seen != once) {
       fail("--order", "must name each of tp, cp, dp, pp exactly once (got '" +
                           format_order(p.order) + "')");
     }
   }
+
+  moe_plan_rules(p, m, tp_ok && dp_ok && cp_ok, fail);
 
   // GPU count.
   if (gpus_ok && tp_ok && pp_ok && dp_ok && cp_ok && check_gpu_count) {

@@ -150,6 +150,36 @@ std::optional<ir::ModelSpec> convert_model(const sch::Model& m, const Checker& c
   s.tied_embeddings = m.tied_embeddings();
   s.linear_bias = m.linear_bias();
   if (m.has_dropout()) s.dropout = m.dropout();
+  if (m.has_head_dim()) {
+    if (m.head_dim() <= 0) c.fail("head_dim", "must be > 0 (got " + std::to_string(m.head_dim()) + ")");
+    s.kv_channels = m.head_dim();
+  }
+  if (m.has_mtp_layers()) s.mtp_layers = m.mtp_layers();
+  if (m.has_moe()) {
+    const sch::Moe& e = m.moe();
+    const Checker mc = c.nested("moe");
+    mc.require(e.has_num_experts(), "num_experts");
+    mc.require(e.has_top_k(), "top_k");
+    mc.require(e.has_expert_ffn_hidden(), "expert_ffn_hidden");
+    ir::MoeSpec moe;
+    moe.num_experts = e.num_experts();
+    moe.top_k = e.top_k();
+    moe.expert_ffn_hidden = e.expert_ffn_hidden();
+    moe.shared_experts = e.shared_experts();
+    moe.shared_ffn_hidden = e.shared_ffn_hidden();
+    moe.dense_layers = e.dense_layers();
+    const auto score = spelled<ir::RouterScore>(mc, e.has_router_score(), e.router_score(), "router_score",
+                                                try_parse_router_score, router_score_choices(), true);
+    if (score) moe.router_score = *score;
+    s.moe = moe;
+  }
+  if (m.has_mla()) {
+    const sch::Mla& a = m.mla();
+    const Checker ac = c.nested("mla");
+    ac.require(a.has_kv_lora_rank(), "kv_lora_rank");
+    ac.require(a.has_rope_head_dim(), "rope_head_dim");
+    s.mla = ir::MlaSpec{a.q_lora_rank(), a.kv_lora_rank(), a.rope_head_dim()};
+  }
   // The file always gives the context length; ModelSpec keeps it only as the size of a learned
   // position table (0 for rotary positions, which have no table).
   if (m.has_max_seq_len() && m.max_seq_len() <= 0) {

@@ -1,6 +1,9 @@
 // Spellings of the enumerated options shared by the command line and the input files.
 #include "sim/config/names.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <array>
 #include <charconv>
 #include <utility>
@@ -91,6 +94,8 @@ constexpr std::array<std::pair<std::string_view, ir::Norm>, 2> kNorms{{
     {"layernorm", ir::Norm::kLayerNorm}, {"rmsnorm", ir::Norm::kRmsNorm}}};
 constexpr std::array<std::pair<std::string_view, ir::Activation>, 2> kActivations{{
     {"gelu", ir::Activation::kGelu}, {"swiglu", ir::Activation::kSwiglu}}};
+constexpr std::array<std::pair<std::string_view, ir::RouterScore>, 2> kRouterScores{{
+    {"softmax", ir::RouterScore::kSoftmax}, {"sigmoid", ir::RouterScore::kSigmoid}}};
 constexpr std::array<std::pair<std::string_view, ir::Position>, 2> kPositions{{
     {"learned", ir::Position::kLearned}, {"rope", ir::Position::kRope}}};
 constexpr std::array<std::pair<std::string_view, topology::FabricKind>, 2> kFabricKinds{{
@@ -147,6 +152,8 @@ std::optional<ir::Activation> try_parse_activation(std::string_view s) {
 std::string activation_choices() { return choices(kActivations); }
 std::optional<ir::Position> try_parse_position(std::string_view s) { return lookup(kPositions, s); }
 std::string position_choices() { return choices(kPositions); }
+std::optional<ir::RouterScore> try_parse_router_score(std::string_view s) { return lookup(kRouterScores, s); }
+std::string router_score_choices() { return choices(kRouterScores); }
 std::optional<topology::FabricKind> try_parse_fabric_kind(std::string_view s) {
   return lookup(kFabricKinds, s);
 }
@@ -197,6 +204,34 @@ std::vector<parallel::Axis> parse_order(std::string_view s, std::string_view fla
     out.push_back(*axis);
   }
   return out;
+}
+
+RoutingChoice parse_routing(std::string_view s, std::string_view flag) {
+  if (s == "balanced") return {parallel::Routing::kBalanced, 0};
+  if (s == "dropless") return {parallel::Routing::kDropless, 0};
+  constexpr std::string_view kCapacity = "capacity:";
+  if (s.substr(0, kCapacity.size()) == kCapacity) {
+    const std::string number(s.substr(kCapacity.size()));
+    char* end = nullptr;
+    const double f = std::strtod(number.c_str(), &end);
+    if (!number.empty() && end == number.c_str() + number.size()) return {parallel::Routing::kCapacity, f};
+  }
+  throw InputError(Diagnostic{"", 0, std::string(flag),
+                              "unknown routing '" + std::string(s) + "' (expected balanced, dropless or capacity:F, "
+                              "e.g. capacity:1.25)"});
+}
+
+std::string format_routing(parallel::Routing routing, double capacity_factor) {
+  switch (routing) {
+    case parallel::Routing::kBalanced: return "balanced";
+    case parallel::Routing::kDropless: return "dropless";
+    case parallel::Routing::kCapacity: {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "capacity:%g", capacity_factor);
+      return buf;
+    }
+  }
+  return "balanced";
 }
 
 std::vector<std::int64_t> parse_int_list(std::string_view s, std::string_view flag) {

@@ -40,6 +40,8 @@ std::optional<ir::Norm> try_parse_norm(std::string_view s);
 std::string norm_choices();
 std::optional<ir::Activation> try_parse_activation(std::string_view s);
 std::string activation_choices();
+std::optional<ir::RouterScore> try_parse_router_score(std::string_view s);
+std::string router_score_choices();
 std::optional<ir::Position> try_parse_position(std::string_view s);
 std::string position_choices();
 std::optional<topology::FabricKind> try_parse_fabric_kind(std::string_view s);
@@ -61,6 +63,14 @@ Duration parse_host_dispatch_us(double us, std::string_view flag);
 // "tp,cp,dp,pp" → axes, innermost first. Only the names are checked here; that the list is a
 // permutation of the four axes is a plan rule (check_plan, "--order").
 std::vector<parallel::Axis> parse_order(std::string_view s, std::string_view flag);
+// --routing: "balanced", "dropless" or "capacity:F" (F, the capacity factor, >= 1 is checked
+// with the plan).
+struct RoutingChoice {
+  parallel::Routing routing = parallel::Routing::kBalanced;
+  double capacity_factor = 0;
+};
+RoutingChoice parse_routing(std::string_view s, std::string_view flag);
+std::string format_routing(parallel::Routing routing, double capacity_factor);
 // "15,16,16,15" → {15, 16, 16, 15}; each item an integer (signs allowed, ranges are plan rules).
 std::vector<std::int64_t> parse_int_list(std::string_view s, std::string_view flag);
 

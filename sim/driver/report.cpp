@@ -421,6 +421,11 @@ std::string inspect_json(const config::Scenario& sc, const InspectResult& r) {
   j["num_gpus"] = sc.num_gpus;
   j["plan"] = plan_json(sc);
   j["parameters"] = r.parameters;
+  if (sc.model.moe || sc.model.mtp_layers > 0) {
+    j["active_parameters"] = r.active_parameters;
+    j["mtp_parameters"] = r.mtp_parameters;
+    j["model_flops_per_token"] = r.model_flops_per_token;
+  }
   j["model_flops_per_iteration"] = r.model_flops;
   j["micro_batches"] = r.micro_batches;
   j["layer_activation_bytes"] = r.layer_activation.count();
@@ -436,6 +441,12 @@ std::string inspect_text(const config::Scenario& sc, const InspectResult& r) {
   std::string out;
   out += "model                     " + sc.model.name + "\n";
   out += "parameters                " + format_double("%.3f B", static_cast<double>(r.parameters) * 1e-9) + "\n";
+  if (sc.model.moe || sc.model.mtp_layers > 0) {
+    // Totals include the MTP modules; active parameters are those a token uses without them.
+    out += "  of which MTP modules    " + format_double("%.3f B", static_cast<double>(r.mtp_parameters) * 1e-9) + "\n";
+    out += "active parameters / token " + format_double("%.3f B", static_cast<double>(r.active_parameters) * 1e-9) + "\n";
+    out += "model FLOPs / token       " + format_double("%.4g", r.model_flops_per_token) + "\n";
+  }
   out += "model FLOPs / iteration   " + format_double("%.4g", r.model_flops) + "\n";
   out += "micro-batches / pipeline  " + std::to_string(r.micro_batches) + "\n";
   out += "activations / layer / mb  " + format_double("%.3f GiB", r.layer_activation.in_gib()) + "\n";

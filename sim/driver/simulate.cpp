@@ -115,6 +115,9 @@ InspectResult inspect(const config::Scenario& sc, bool full) {
   r.parameters = ir::parameter_count(sc.model);
   r.model_flops = ir::model_flops(sc.model, sc.plan.seq_len,
                                   static_cast<double>(sc.plan.global_batch * sc.plan.seq_len)).value();
+  r.active_parameters = ir::active_parameter_count(sc.model);
+  r.mtp_parameters = ir::mtp_parameter_count(sc.model);
+  r.model_flops_per_token = ir::model_flops(sc.model, sc.plan.seq_len, 1.0).value();
   const auto lo = lowering_options(sc, full);
   r.layer_activation = lo.layer_kept;
   const auto layers = parallel::stage_layers(sc.plan, sc.model);

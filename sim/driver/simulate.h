@@ -150,7 +150,12 @@ std::int64_t largest_fitting_sequence(const config::Scenario& scenario, double f
 // What can be known without a replay: sizes, FLOPs, static memory per stage and task counts.
 struct InspectResult {
   std::int64_t parameters = 0;
+  // Mixture-of-experts and multi-token-prediction models: parameters a token uses and those of
+  // the MTP modules (ir::active_parameter_count, ir::mtp_parameter_count).
+  std::int64_t active_parameters = 0;
+  std::int64_t mtp_parameters = 0;
   double model_flops = 0;  // per iteration
+  double model_flops_per_token = 0;
   std::vector<MemoryBreakdown> stage_static_memory;  // activations: one micro-batch of all layers
   Bytes layer_activation;  // saved activations of one layer and micro-batch
   std::int64_t micro_batches = 0;

@@ -176,6 +176,14 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
   const auto cp_algos = ascending_enum(ax.cp_algo, "--cp-algo");
   if (ax.mst_chunks.empty()) bad_flag("--mst-chunks", "needs at least one value");
   const auto msts = ascending(ax.mst_chunks, "--mst-chunks");
+  if (ax.etp.empty()) bad_flag("--etp", "needs at least one value");
+  std::vector<std::int64_t> eps = {1};
+  if (!ax.ep.empty()) {
+    eps = ascending(ax.ep, "--ep");
+  } else if (spec.model.moe) {
+    eps = divisors(spec.model.moe->num_experts);
+  }
+  const auto etps = ascending(ax.etp, "--etp");
   const auto splits = ascending_enum(ax.pp_split, "--pp-split");
   const bool balanced = has_pp_layers_column(spec);
   const auto batches = ascending(ax.batch_choices, "--batch-tokens");
@@ -305,14 +313,19 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
                       for (const auto recompute : recomputes) {
                         for (const auto cp_algo : cp_algos) {
                           for (const auto mst : msts) {
+                          for (const auto ep : eps) {
+                          for (const auto etp : etps) {
                             ++en.combinations;
                             // Axes without effect on this plan take their first value only.
                             if ((dp == 1 && zero != zeros.front()) || same_group || same_split ||
                                 (tp == 1 && sp != sps.front()) ||
-                                (cp == 1 && cp_algo != cp_algos.front())) {
+                                (cp == 1 && cp_algo != cp_algos.front()) ||
+                                (!spec.model.moe && (ep != eps.front() || etp != etps.front()))) {
                               ++en.equivalent;
                               continue;
                             }
+                            p.ep = ep;
+                            p.etp = etp;
                             p.tp = tp;
                             p.pp = pp;
                             p.cp = cp;
@@ -345,6 +358,8 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
                             }
                             ++en.rejected;
                             for (const auto& d : diags) reasons.add(rule_of(d), d.to_string());
+                          }
+                          }
                           }
                         }
                       }

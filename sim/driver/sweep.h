@@ -40,6 +40,11 @@ struct SweepAxes {
   std::vector<parallel::Recompute> recompute = {parallel::Recompute::kNone};
   std::vector<parallel::CpAlgo> cp_algo = {parallel::CpAlgo::kRing};
   std::vector<std::int64_t> mst_chunks = {1};
+  // Expert and expert-tensor parallelism (mixture-of-experts models; a dense model takes the
+  // first value only, and any value but 1 is rejected for it). Empty ep: every divisor of the
+  // routed experts.
+  std::vector<std::int64_t> ep = {1};
+  std::vector<std::int64_t> etp = {1};
   // How the layers are split over the pipeline stages: kEven needs pp·vpp to divide the layers;
   // kBalanced gives every pp·vpp up to the layer count the split of
   // parallel::balanced_stage_layers with the end_stage_costs of the model on the cluster's GPU

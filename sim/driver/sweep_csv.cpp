@@ -39,7 +39,7 @@ constexpr const char* kPlanColumns =
     "model,cluster,gpu,num_gpus,global_batch,seq_len,dtype,order,optimizer_states,grad_reduce,"
     "optimizer_in_backward,overlap_grad_reduce,overlap_param_gather,tp,pp,dp,cp,vpp,micro_batch,schedule,zero,"
     "zero_shard_group,sequence_parallel,"
-    "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap,host_dispatch_us,fp8_weight_cache,elementwise";
+    "recompute,cp_algo,mst_chunks,attention,tp_comm_overlap,host_dispatch_us,fp8_weight_cache,elementwise,ep,etp";
 
 std::size_t count_columns(std::string_view header) {
   return static_cast<std::size_t>(std::count(header.begin(), header.end(), ',')) + 1;
@@ -196,7 +196,8 @@ std::string sweep_plan_key(const SweepSpec& spec, const parallel::ParallelPlan& 
        ',' + std::string(config::name(p.cp_algo)) + ',' + i(p.mst_chunks) + ',' +
        quote(p.attention_label()) +
        ',' + (p.tp_comm_overlap ? "true" : "false") + ',' + format_double("%.6g", p.host_dispatch.us()) + ',' +
-       (p.fp8_weight_cache ? "true" : "false") + ',' + std::string(config::name(p.elementwise));
+       (p.fp8_weight_cache ? "true" : "false") + ',' + std::string(config::name(p.elementwise)) + ',' +
+       i(p.ep) + ',' + i(p.etp);
   return k;
 }
 
@@ -330,7 +331,7 @@ std::string format_top_table(const std::vector<SweepRecord>& records) {
   for (std::size_t i = 0; i < cols.size(); ++i) at[cols[i]] = i;
   const std::vector<std::string> heads = {"rank", "tokens/s", "MFU", "iter s", "peak GiB", "tp",
                                           "pp", "dp", "cp", "vpp", "mb", "schedule", "zero",
-                                          "shard", "sp", "recompute", "cp-algo", "mst", "plan"};
+                                          "shard", "sp", "recompute", "cp-algo", "mst", "ep", "plan"};
   std::vector<std::vector<std::string>> table = {heads};
   std::size_t rank = 0;
   for (const auto& r : records) {
@@ -348,7 +349,7 @@ std::string format_top_table(const std::vector<SweepRecord>& records) {
                      get("tp"), pp_text, get("dp"), get("cp"), get("vpp"), get("micro_batch"),
                      get("schedule"), get("zero"), shard_text(get("zero_shard_group")),
                      get("sequence_parallel") == "true" ? "on" : "off", get("recompute"),
-                     get("cp_algo"), get("mst_chunks"), std::to_string(r.plan_id)});
+                     get("cp_algo"), get("mst_chunks"), get("ep"), std::to_string(r.plan_id)});
   }
   std::vector<std::size_t> width(heads.size(), 0);
   for (const auto& row : table) {

@@ -34,7 +34,8 @@ longrun::StepParts step_parts(const runtime::TimeBreakdown& t) {
     p.compute_s += t[c].seconds();
   }
   for (const TimeCategory c : {TimeCategory::kExposedTp, TimeCategory::kExposedCp,
-                               TimeCategory::kExposedPp, TimeCategory::kExposedDp}) {
+                               TimeCategory::kExposedPp, TimeCategory::kExposedDp,
+                               TimeCategory::kExposedEp}) {
     p.comm_s += t[c].seconds();
   }
   p.idle_s = t[TimeCategory::kIdle].seconds();

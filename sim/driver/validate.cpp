@@ -18,6 +18,7 @@
 #include "sim/base/diagnostic.h"
 #include "sim/base/format.h"
 #include "sim/config/calibration_loader.h"
+#include "sim/config/loader.h"
 #include "sim/config/names.h"
 #include "sim/driver/csv.h"
 #include "sim/ir/model_graph.h"
@@ -116,6 +117,12 @@ const std::vector<std::string>& published_run_columns() {
   return kColumns;
 }
 
+const std::vector<std::string>& moe_run_columns() {
+  static const std::vector<std::string> kColumns = {"zoo_model", "num_experts", "top_k", "moe_ffn_hidden",
+                                                    "shared_experts", "ep", "etp"};
+  return kColumns;
+}
+
 std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file) {
   const csv::Table table = csv::parse_table(text, file);
   DiagnosticList problems;
@@ -129,6 +136,9 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     }
   }
   problems.throw_if_any();
+  for (const auto& name : moe_run_columns()) {
+    if (const int i = table.column(name); i >= 0) col[name] = static_cast<std::size_t>(i);
+  }
 
   std::vector<PublishedRun> runs;
   for (const auto& rec : table.rows) {
@@ -216,6 +226,16 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     }
     r.max_seq_len = integer("max_seq_len");
     r.notes = text_of("notes");
+    if (col.count("zoo_model")) r.zoo_model = text_of("zoo_model");
+    const auto optional_integer = [&](const char* name) -> std::optional<std::int64_t> {
+      return col.count(name) ? integer(name) : std::nullopt;
+    };
+    r.num_experts = optional_integer("num_experts");
+    r.top_k = optional_integer("top_k");
+    r.moe_ffn_hidden = optional_integer("moe_ffn_hidden");
+    r.shared_experts = optional_integer("shared_experts");
+    r.ep = optional_integer("ep");
+    r.etp = optional_integer("etp");
     runs.push_back(std::move(r));
   }
   problems.throw_if_any();
@@ -251,6 +271,8 @@ std::vector<PublishedRun> read_published_runs(const std::filesystem::path& path)
 // FLOP conventions
 
 double megatron_model_flops(const ir::ModelSpec& m, std::int64_t seq, double sequences) {
+  // Mixture-of-experts, latent-attention and MTP models: Megatron-Core's count is ir::model_flops.
+  if (m.moe || m.mla || m.mtp_layers > 0) return ir::model_flops(m, seq, sequences * static_cast<double>(seq)).value();
   const double h = static_cast<double>(m.hidden);
   const double s = static_cast<double>(seq);
   const double layers = static_cast<double>(m.num_layers);
@@ -1245,6 +1267,22 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   std::string reason;
   auto model = build_model(r, seq, notes, reason);
   if (!model) return skip(reason);
+  if (!r.zoo_model.empty()) {
+    // A mixture of experts: the architecture is the zoo file's (which cites its config.json),
+    // whose expert counts must agree with the row's.
+    try {
+      model = config::load_model(r.zoo_model);
+    } catch (const InputError& e) {
+      return skip("zoo_model '" + r.zoo_model + "': " + e.what());
+    }
+    notes.push_back("architecture of the zoo model " + r.zoo_model);
+    const auto differs = [](const std::optional<std::int64_t>& row, std::int64_t zoo) { return row && *row != zoo; };
+    const ir::MoeSpec e = model->moe.value_or(ir::MoeSpec{});
+    if (differs(r.num_experts, e.num_experts) || differs(r.top_k, e.top_k) ||
+        differs(r.moe_ffn_hidden, e.expert_ffn_hidden) || differs(r.shared_experts, e.shared_experts)) {
+      return skip("the row's expert counts differ from the zoo model " + r.zoo_model);
+    }
+  }
   if (llm_foundry_mpt(r)) {
     // MPTConfig (llm-foundry llmfoundry/models/mpt/configuration_mpt.py) defaults attn_pdrop,
     // resid_pdrop and emb_pdrop to 0, and the MPT pretrain yamls keep them.
@@ -1271,6 +1309,10 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
       notes.push_back("context parallelism with all-gathered KV");
     }
   }
+  p.ep = r.ep.value_or(1);
+  p.etp = r.etp.value_or(1);
+  // Balanced routing: the MoE rows' sources force-balance the tokens among the experts
+  // (Megatron-Bridge's performance summary); a row that says otherwise would set --routing.
   p.vpp = r.vpp.value_or(1);
   if (p.vpp > 1) p.schedule = parallel::Schedule::kInterleaved;
   p.seq_len = seq;
@@ -1354,6 +1396,10 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   } else if (p.tp > 1 && has(lower(r.notes), "tp-comm-overlap")) {
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (--tp-comm-overlap requires it)");
+  }
+  if (model->moe && p.tp > 1 && !p.sequence_parallel) {
+    p.sequence_parallel = true;
+    notes.push_back("sequence parallelism on (Megatron-Core requires it for MoE with tp > 1)");
   }
   if (p.sequence_parallel && p.tp > 1 && any_of(lower(r.notes + " " + r.framework), {"tp-comm-overlap", "tp_comm_overlap"})) {
     p.tp_comm_overlap = true;

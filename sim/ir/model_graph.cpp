@@ -53,6 +53,14 @@ Op attention(const ModelSpec& model, const LayerShape& s) {
   // FlashAttention convention (Dao 2023): 4·sq·skv·d per head, halved under a causal mask.
   op.flops = Flops(2.0 * static_cast<double>(s.micro_batch * op.attn.heads * op.attn.head_dim) *
                    static_cast<double>(op.attn.seq_q) * static_cast<double>(op.attn.seq_kv));
+  if (model.mla) {
+    // Latent attention: queries and keys carry head_dim + rope_head_dim channels, values
+    // head_dim; the kernel runs at the wider query/key head, QKᵀ and PV count their own widths.
+    const std::int64_t dqk = model.head_dim() + model.mla->rope_head_dim;
+    op.attn.head_dim = dqk;
+    op.flops = Flops(static_cast<double>(s.micro_batch * op.attn.heads * (dqk + model.head_dim())) *
+                     static_cast<double>(op.attn.seq_q) * static_cast<double>(op.attn.seq_kv));
+  }
   return op;
 }
 
@@ -132,7 +140,103 @@ Op norm(const ModelSpec& model, const LayerShape& s, const char* rms, const char
   return memory(rms, elems, elems);
 }
 
+// Multi-head latent attention's projections (DeepSeek-AI 2024, arXiv 2405.04434 Sec. 2.1;
+// Megatron-Core MLASelfAttention): queries through a rank-q_lora down projection, its norm and an
+// up projection to heads·(head_dim + rope_head_dim); keys and values through one down projection
+// to kv_lora_rank + rope_head_dim (the rotary key part shared by the heads), its norm and an up
+// projection to heads·2·head_dim. The down projections are replicated over TP, the up projections
+// split by heads; the rotary embedding covers the query's and the shared key's rotary channels.
+void append_mla_projections(std::vector<Op>& ops, const ModelSpec& model, const LayerShape& s) {
+  const MlaSpec& a = *model.mla;
+  const std::int64_t tokens = s.micro_batch * s.seq;
+  const std::int64_t heads = model.num_heads / s.tp;
+  const std::int64_t dqk = model.head_dim() + a.rope_head_dim;
+  if (a.q_lora_rank > 0) {
+    linear(ops, "q_down", tokens, a.q_lora_rank, model.hidden, s);
+    ops.push_back(memory("q_norm", tokens * a.q_lora_rank, tokens * a.q_lora_rank));
+    linear(ops, "q_up", tokens, heads * dqk, a.q_lora_rank, s);
+  } else {
+    linear(ops, "q_proj", tokens, heads * dqk, model.hidden, s);
+  }
+  linear(ops, "kv_down", tokens, a.kv_lora_rank + a.rope_head_dim, model.hidden, s);
+  ops.push_back(memory("kv_norm", tokens * a.kv_lora_rank, tokens * a.kv_lora_rank));
+  linear(ops, "kv_up", tokens, heads * 2 * model.head_dim(), a.kv_lora_rank, s);
+  const std::int64_t rot = tokens * (heads + 1) * a.rope_head_dim;
+  ops.push_back(memory("rotary", rot, rot));
+}
+
+// A linear layer run as one grouped GEMM over `groups` experts of `m` rows each (Megatron-Core
+// GroupedMLP, TE GroupedLinear): the GEMM and its casts scaled by the groups.
+void grouped_linear(std::vector<Op>& ops, const char* name, std::int64_t groups, std::int64_t m,
+                    std::int64_t n, std::int64_t k, const LayerShape& s) {
+  const std::size_t first = ops.size();
+  linear(ops, name, m, n, k, s);
+  for (std::size_t i = first; i < ops.size(); ++i) {
+    Op& op = ops[i];
+    if (op.kind == OpKind::kGemm) {
+      op.gemm.batch = groups;
+      op.flops = op.flops * static_cast<double>(groups);
+    } else {
+      op.moved = Bytes(op.moved.count() * groups);
+    }
+  }
+}
+
 }  // namespace
+
+MoeOps build_moe(const ModelSpec& model, const LayerShape& s, const MoeShape& e) {
+  SIM_ASSERT(model.moe.has_value(), "an MoE block of a dense model");
+  const MoeSpec& moe = *model.moe;
+  SIM_ASSERT(e.ep > 0 && moe.num_experts % e.ep == 0 && e.etp > 0, "EP must divide the experts");
+  const std::int64_t h = model.hidden;
+  // Tokens this rank routes: under sequence parallelism each TP rank holds 1/tp of them.
+  const std::int64_t tokens = s.micro_batch * s.seq / (s.sequence_parallel ? s.tp : 1);
+  const std::int64_t routed = tokens * moe.top_k;  // token copies sent to experts
+  const std::int64_t local = moe.num_experts / e.ep;
+  // Rows the local experts receive: balanced, as many copies as the rank sent (every rank routes
+  // alike); the most loaded rank `load` times that; with expert tensor parallelism each rank of
+  // the ETP group runs the group's tokens on its slice of every local expert.
+  const auto received = static_cast<std::int64_t>(static_cast<double>(routed * e.etp) * e.load + 0.5);
+  const std::int64_t rows = (received + local - 1) / local;
+  const std::int64_t eff = moe.expert_ffn_hidden / e.etp;
+
+  MoeOps out;
+  auto& r = out.router.forward;
+  r.push_back(norm(model, s, "rmsnorm", "layernorm", tokens * h));
+  // The router's scores in fp32 (Megatron-Core --moe-router-dtype fp32): a small GEMM, then
+  // the score function and top-k over tokens × experts (4-byte reads and writes).
+  Op router = gemm("router", tokens, moe.num_experts, h, Dtype::kBf16);
+  r.push_back(router);
+  r.push_back(memory("router_topk", 2 * tokens * moe.num_experts, 2 * tokens * moe.top_k));
+  // Permutation: gathers each token's copies into expert order.
+  r.push_back(memory("permute", tokens * h, routed * h));
+  if (moe.shared_experts > 0) {
+    auto& sh = out.shared.forward;
+    const std::int64_t f = moe.shared_experts * moe.shared_ffn_hidden;
+    linear(sh, "shared_gate_up", tokens, 2 * f, h, s);
+    sh.push_back(memory("shared_swiglu", 2 * tokens * f, tokens * f));
+    linear(sh, "shared_down", tokens, h, f, s);
+  }
+  auto& x = out.experts.forward;
+  switch (model.activation) {
+    case Activation::kGelu:
+      grouped_linear(x, "expert_up", local, rows, eff, h, s);
+      x.push_back(memory("expert_gelu", local * rows * eff, local * rows * eff));
+      break;
+    case Activation::kSwiglu:
+      grouped_linear(x, "expert_gate_up", local, rows, 2 * eff, h, s);
+      x.push_back(memory("expert_swiglu", 2 * local * rows * eff, local * rows * eff));
+      break;
+  }
+  grouped_linear(x, "expert_down", local, rows, h, eff, s);
+  auto& u = out.unpermute.forward;
+  // Unpermutation with the routing weights: reads every copy, writes each token once; then the
+  // residual add.
+  u.push_back(memory("unpermute", routed * h, tokens * h));
+  u.push_back(memory("residual", 2 * tokens * h, tokens * h));
+  for (Block* b : {&out.router, &out.shared, &out.experts, &out.unpermute}) b->backward = backward_of(b->forward);
+  return out;
+}
 
 LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
   SIM_ASSERT(s.tp > 0 && model.num_heads % s.tp == 0, "TP must divide the heads");
@@ -141,23 +245,28 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& s) {
   const std::int64_t hidden_elems = tokens * h;                   // one activation tensor
   // With sequence parallelism, norms, dropout and residual adds run on 1/tp of the tokens.
   const std::int64_t sp_elems = s.sequence_parallel ? hidden_elems / s.tp : hidden_elems;
-  const std::int64_t qkv_out = (h + 2 * model.kv_hidden()) / s.tp;
+  const std::int64_t q_hidden = model.q_hidden();
+  const std::int64_t qkv_out = (q_hidden + 2 * model.kv_hidden()) / s.tp;
 
   LayerOps layer;
   auto& att = layer.attention.forward;
   att.push_back(norm(model, s, "rmsnorm", "layernorm", sp_elems));
-  linear(att, "qkv", tokens, qkv_out, h, s);
-  if (model.position == Position::kRope) {
-    const std::int64_t qk = tokens * (h + model.kv_hidden()) / s.tp;
-    att.push_back(s.eager_elementwise ? streaming("rotary", Bytes(qk * kEagerRotaryBytes))
-                                      : memory("rotary", qk, qk));
+  if (model.mla) {
+    append_mla_projections(att, model, s);
+  } else {
+    linear(att, "qkv", tokens, qkv_out, h, s);
+    if (model.position == Position::kRope) {
+      const std::int64_t qk = tokens * (q_hidden + model.kv_hidden()) / s.tp;
+      att.push_back(s.eager_elementwise ? streaming("rotary", Bytes(qk * kEagerRotaryBytes))
+                                        : memory("rotary", qk, qk));
+    }
   }
   if (s.flash_attention) {
     att.push_back(attention(model, s));
   } else {
     append_unfused_attention(att, model, s);
   }
-  linear(att, "attn_out", tokens, h, h / s.tp, s);
+  linear(att, "attn_out", tokens, h, q_hidden / s.tp, s);
   // Residual add (reads branch and residual, writes the sum); GPT adds dropout on the branch.
   att.push_back(memory(model.activation == Activation::kGelu ? "dropout_residual" : "residual",
                        2 * sp_elems, sp_elems));
@@ -312,30 +421,136 @@ Flops total_flops(const std::vector<Op>& ops) {
   return f;
 }
 
-std::int64_t layer_parameter_count(const ModelSpec& m) {
+std::int64_t attention_parameter_count(const ModelSpec& m) {
   const std::int64_t h = m.hidden;
   const std::int64_t norms = (m.norm == Norm::kLayerNorm ? 2 : 1) * h * 2;  // two norms per layer
-  std::int64_t attn = h * (h + 2 * m.kv_hidden()) + h * h;
-  std::int64_t mlp = (m.activation == Activation::kSwiglu ? 3 : 2) * h * m.ffn_hidden;
-  if (m.linear_bias) {
-    attn += (h + 2 * m.kv_hidden()) + h;
-    mlp += m.ffn_hidden * (m.activation == Activation::kSwiglu ? 2 : 1) + h;
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    const std::int64_t dqk = m.head_dim() + a.rope_head_dim;
+    std::int64_t q = h * m.num_heads * dqk;
+    if (a.q_lora_rank > 0) q = h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * m.num_heads * dqk;
+    const std::int64_t kv = h * (a.kv_lora_rank + a.rope_head_dim) + a.kv_lora_rank +
+                            a.kv_lora_rank * m.num_heads * 2 * m.head_dim();
+    return q + kv + m.q_hidden() * h + norms;
   }
-  return attn + mlp + norms;
+  std::int64_t attn = h * (m.q_hidden() + 2 * m.kv_hidden()) + m.q_hidden() * h;
+  if (m.linear_bias) attn += (m.q_hidden() + 2 * m.kv_hidden()) + h;
+  return attn + norms;
+}
+
+namespace {
+
+// One MLP (dense or expert) of intermediate size `ffn`.
+std::int64_t mlp_parameters(const ModelSpec& m, std::int64_t ffn) {
+  const bool swiglu = m.activation == Activation::kSwiglu;
+  std::int64_t n = (swiglu ? 3 : 2) * m.hidden * ffn;
+  if (m.linear_bias) n += ffn * (swiglu ? 2 : 1) + m.hidden;
+  return n;
+}
+
+}  // namespace
+
+std::int64_t dense_mlp_parameter_count(const ModelSpec& m, std::int64_t layer) {
+  if (!m.is_moe_layer(layer)) return mlp_parameters(m, m.ffn_hidden);
+  const MoeSpec& e = *m.moe;
+  std::int64_t n = m.hidden * e.num_experts;  // router
+  if (m.linear_bias) n += e.num_experts;
+  if (e.shared_experts > 0) n += mlp_parameters(m, e.shared_experts * e.shared_ffn_hidden);
+  return n;
+}
+
+std::int64_t expert_parameter_count(const ModelSpec& m, std::int64_t layer) {
+  if (!m.is_moe_layer(layer)) return 0;
+  return m.moe->num_experts * mlp_parameters(m, m.moe->expert_ffn_hidden);
+}
+
+std::int64_t layer_parameter_count(const ModelSpec& m, std::int64_t layer) {
+  return attention_parameter_count(m) + dense_mlp_parameter_count(m, layer) + expert_parameter_count(m, layer);
+}
+
+std::int64_t layer_parameter_count(const ModelSpec& m) { return layer_parameter_count(m, 0); }
+
+std::int64_t mtp_parameter_count(const ModelSpec& m) {
+  // Each module: two norms of its inputs, the 2h → h projection and one layer like the last
+  // (DeepSeek-V3 Sec. 2.2; its embedding and LM head are the main model's).
+  const std::int64_t h = m.hidden;
+  return m.mtp_layers * (2 * h + 2 * h * h + layer_parameter_count(m, m.num_layers - 1));
 }
 
 std::int64_t parameter_count(const ModelSpec& m) {
   const std::int64_t h = m.hidden;
-  std::int64_t n = m.num_layers * layer_parameter_count(m);
+  std::int64_t n = 0;
+  if (m.moe) {
+    for (std::int64_t l = 0; l < m.num_layers; ++l) n += layer_parameter_count(m, l);
+  } else {
+    n = m.num_layers * layer_parameter_count(m);
+  }
   n += m.vocab * h;                               // input embedding
   if (!m.tied_embeddings) n += m.vocab * h;       // separate LM head
   if (m.position == Position::kLearned) n += m.max_seq_len * h;
   n += (m.norm == Norm::kLayerNorm ? 2 : 1) * h;  // final norm
+  return n + mtp_parameter_count(m);
+}
+
+std::int64_t active_parameter_count(const ModelSpec& m) {
+  std::int64_t n = parameter_count(m) - mtp_parameter_count(m);
+  for (std::int64_t l = 0; l < m.num_layers; ++l) {
+    if (!m.is_moe_layer(l)) continue;
+    n -= (m.moe->num_experts - m.moe->top_k) * mlp_parameters(m, m.moe->expert_ffn_hidden);
+  }
   return n;
 }
 
+namespace {
+
+// GEMM weights a token meets in layer `layer` (routed experts: only its top-k), and the
+// attention core's FLOPs per token per key attended, summed over forward and backward: 6 ×
+// heads × (query/key width + value width) / 2 under the causal mask.
+double layer_gemm_weights(const ModelSpec& m, std::int64_t layer) {
+  const double h = static_cast<double>(m.hidden);
+  double attn = 0;
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    const double heads = static_cast<double>(m.num_heads);
+    const double dqk = static_cast<double>(m.head_dim() + a.rope_head_dim);
+    const double q = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) * (h + heads * dqk) : h * heads * dqk;
+    attn = q + static_cast<double>(a.kv_lora_rank) * (h + heads * 2.0 * static_cast<double>(m.head_dim())) +
+           h * static_cast<double>(a.rope_head_dim) + static_cast<double>(m.q_hidden()) * h;
+  } else {
+    attn = h * (static_cast<double>(m.q_hidden()) + 2.0 * static_cast<double>(m.kv_hidden())) +
+           static_cast<double>(m.q_hidden()) * h;
+  }
+  const double gated = m.activation == Activation::kSwiglu ? 3.0 : 2.0;
+  if (!m.is_moe_layer(layer)) return attn + gated * h * static_cast<double>(m.ffn_hidden);
+  const MoeSpec& e = *m.moe;
+  const double ffn = static_cast<double>(e.top_k * e.expert_ffn_hidden + e.shared_experts * e.shared_ffn_hidden);
+  return attn + gated * h * ffn;
+}
+
+double attention_width(const ModelSpec& m) {
+  if (!m.mla) return static_cast<double>(m.q_hidden());
+  return static_cast<double>(m.num_heads * (2 * m.head_dim() + m.mla->rope_head_dim)) / 2.0;
+}
+
+}  // namespace
+
 Flops model_flops(const ModelSpec& m, std::int64_t seq_len, double tokens) {
   const double h = static_cast<double>(m.hidden);
+  if (m.moe || m.mla || m.mtp_layers > 0 || m.q_hidden() != m.hidden) {
+    // Megatron-Core's model FLOPs (megatron/training/training.py num_floating_point_operations,
+    // which Megatron-Bridge's TFLOP/s tables use): 6 per GEMM weight a token meets (routed
+    // experts: its top-k; the router is not counted), the causal attention core, the LM head,
+    // and per multi-token-prediction module one more layer like the last, its 2h → h projection,
+    // its norms (3h) and another LM head.
+    double weights = 0;
+    for (std::int64_t l = 0; l < m.num_layers; ++l) weights += layer_gemm_weights(m, l);
+    const double mtp = static_cast<double>(m.mtp_layers);
+    weights += mtp * (layer_gemm_weights(m, m.num_layers - 1) + 3.0 * h + 2.0 * h * h);
+    weights += static_cast<double>(m.vocab) * h * (1.0 + mtp);
+    const double layers = static_cast<double>(m.num_layers) + mtp;
+    const double attention = 6.0 * layers * attention_width(m) * static_cast<double>(seq_len);
+    return Flops((6.0 * weights + attention) * tokens);
+  }
   const double gemm_weights =
       static_cast<double>(m.num_layers) *
           (h * (h + 2.0 * static_cast<double>(m.kv_hidden())) + h * h +

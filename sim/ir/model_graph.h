@@ -114,19 +114,52 @@ OpPolicyRecompute op_policy_recompute(const ModelSpec& model, const LayerOps& la
 // The same for a layer of one token on a rank of `tp`: matmul FLOPs and saved features per token.
 OpPolicyRecompute op_policy_per_token(const ModelSpec& model, std::int64_t tp, bool flash_attention);
 
+// How one MoE block runs on one device: expert parallelism, expert tensor parallelism, and the
+// load of the most loaded rank over the mean (1: balanced routing).
+struct MoeShape {
+  std::int64_t ep = 1;
+  std::int64_t etp = 1;
+  double load = 1.0;
+};
+
+// The MLP block of an MoE layer as Megatron-Core's MoELayer runs it, in pieces the lowering puts
+// around the token dispatch and combine: the router (norm, router GEMM, score function and
+// top-k, permutation of the token copies into expert order), the shared experts (beside the
+// dispatch), the local experts' grouped GEMMs, and the unpermutation with the residual add.
+struct MoeOps {
+  Block router;
+  Block shared;
+  Block experts;
+  Block unpermute;
+};
+MoeOps build_moe(const ModelSpec& model, const LayerShape& shape, const MoeShape& moe);
+
 // Backward counterpart of a forward op list, in backward execution order.
 std::vector<Op> backward_of(const std::vector<Op>& forward);
 
 Flops total_flops(const std::vector<Op>& ops);
 
-// Parameters of the whole model, and those used as GEMM weights per token (for model FLOPs).
+// Parameters of one layer: attention with its norms; the dense part of the MLP (a dense MLP, or
+// an MoE layer's router and shared experts); the routed experts (0 in a dense layer).
+std::int64_t attention_parameter_count(const ModelSpec& model);
+std::int64_t dense_mlp_parameter_count(const ModelSpec& model, std::int64_t layer);
+std::int64_t expert_parameter_count(const ModelSpec& model, std::int64_t layer);
+std::int64_t layer_parameter_count(const ModelSpec& model, std::int64_t layer);
+// The first layer's (every layer's in a dense model).
 std::int64_t layer_parameter_count(const ModelSpec& model);
+// Parameters of the whole model, multi-token prediction modules included; of those modules; and
+// those a token uses (without the unchosen routed experts and the MTP modules, embedding
+// included: the convention of the DeepSeek-V3, Qwen3 and Mixtral model cards).
 std::int64_t parameter_count(const ModelSpec& model);
+std::int64_t mtp_parameter_count(const ModelSpec& model);
+std::int64_t active_parameter_count(const ModelSpec& model);
 
 // Model FLOPs of training on `tokens` tokens of sequences of `seq_len` (forward + backward, no
 // recompute): 6 FLOPs per GEMM weight per token (Kaplan et al. 2020) including the LM head, plus
 // attention scores and values, 12·L·h·s per token for full attention, halved for causal masks
 // (only the lower triangle is computed by flash attention).
+// Mixture-of-experts, latent-attention and MTP models follow Megatron-Core's count (routed
+// experts at top-k, no router, MTP modules included), as Megatron-Bridge's tables report.
 Flops model_flops(const ModelSpec& model, std::int64_t seq_len, double tokens);
 
 }  // namespace ts::ir

@@ -10,6 +10,29 @@ namespace ts::ir {
 enum class Norm { kLayerNorm, kRmsNorm };
 enum class Activation { kGelu, kSwiglu };
 enum class Position { kLearned, kRope };
+// How a mixture-of-experts router scores experts before its top-k choice: softmax over the
+// experts (Mixtral, Qwen3-MoE, GPT-OSS) or independent sigmoids (DeepSeek-V3, Kimi-K2).
+enum class RouterScore { kSoftmax, kSigmoid };
+
+// The mixture of experts replacing the MLP of a layer (Shazeer et al. 2017; Fedus et al. 2022).
+struct MoeSpec {
+  std::int64_t num_experts = 0;        // routed experts per MoE layer
+  std::int64_t top_k = 0;              // experts per token
+  std::int64_t expert_ffn_hidden = 0;  // intermediate size of a routed expert
+  std::int64_t shared_experts = 0;     // experts every token passes through
+  std::int64_t shared_ffn_hidden = 0;  // intermediate size of each shared expert
+  std::int64_t dense_layers = 0;       // the first layers keep a dense MLP
+  RouterScore router_score = RouterScore::kSoftmax;
+  bool operator==(const MoeSpec&) const = default;
+};
+
+// Multi-head latent attention (DeepSeek-AI 2024, arXiv 2405.04434 Sec. 2.1).
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;   // 0: queries projected directly
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t rope_head_dim = 0;  // decoupled rotary channels per head
+  bool operator==(const MlaSpec&) const = default;
+};
 
 struct ModelSpec {
   std::string name;
@@ -28,9 +51,17 @@ struct ModelSpec {
   // Dropout in training; unset: on for LayerNorm + GELU models, off otherwise
   // (memory::default_activation_options).
   std::optional<bool> dropout;
+  std::int64_t kv_channels = 0;  // channels per head; 0: hidden / num_heads
+  std::optional<MoeSpec> moe;    // absent: a dense model
+  std::optional<MlaSpec> mla;    // absent: grouped-query attention
+  std::int64_t mtp_layers = 0;   // multi-token prediction modules
 
-  std::int64_t head_dim() const { return hidden / num_heads; }
+  std::int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden / num_heads; }
+  std::int64_t q_hidden() const { return head_dim() * num_heads; }
   std::int64_t kv_hidden() const { return head_dim() * num_kv_heads; }
+  // Whether layer `layer` (0-based) has a mixture of experts instead of a dense MLP.
+  bool is_moe_layer(std::int64_t layer) const { return moe && layer >= moe->dense_layers; }
+  std::int64_t moe_layers() const { return moe ? num_layers - moe->dense_layers : 0; }
 };
 
 }  // namespace ts::ir

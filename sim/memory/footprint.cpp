@@ -4,6 +4,7 @@
 
 #include "sim/base/diagnostic.h"
 #include "sim/ir/model_graph.h"
+#include "sim/parallel/lowering.h"
 #include "sim/parallel/schedule.h"
 
 namespace ts::memory {
@@ -95,6 +96,9 @@ bool holds_lm_head(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, s
 std::int64_t stage_parameters(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage,
                               std::int64_t stage_layers) {
   SIM_ASSERT(stage >= 0 && stage < plan.pp, "pipeline stage out of range");
+  // A mixture of experts: layer by layer (dense first layers; routed experts split over EP × ETP,
+  // the rest over TP), as the lowering counts them.
+  if (m.moe) return parallel::stage_parameters(m, plan, stage);
   std::int64_t n = stage_layers * layer_parameters(m).per_tp_rank(m, plan.tp);
   if (stage == 0) {
     n += vocab_shard(m, plan.tp);
@@ -151,11 +155,17 @@ Bytes optimizer_step_bytes_per_parameter(const parallel::ParallelPlan& plan) {
 
 StaticFootprint static_footprint(const ir::ModelSpec& m, const parallel::ParallelPlan& plan, std::int64_t stage,
                                  std::int64_t stage_layers) {
-  const std::int64_t params = stage_parameters(m, plan, stage, stage_layers);
+  // Routed experts' states are sharded over the ranks that hold the same experts (expert data
+  // parallelism, Megatron-Core's expert distributed optimizer), the rest over DP × CP.
+  const std::int64_t experts = parallel::stage_expert_parameters(m, plan, stage);
+  const std::int64_t params = stage_parameters(m, plan, stage, stage_layers) - experts;
   const BytesPerParameter bpp = bytes_per_parameter(plan);
   const std::int64_t shards = plan.zero_shards();
   // Parameters of this rank whose state ZeRO stage `needed` (or higher) shards.
-  auto sharded = [&](int needed) { return plan.zero_stage >= needed ? ceil_div(params, shards) : params; };
+  auto sharded = [&](int needed) {
+    if (plan.zero_stage < needed) return params + experts;
+    return ceil_div(params, shards) + ceil_div(experts, plan.expert_dp());
+  };
 
   StaticFootprint f;
   f.weights = Bytes(sharded(3) * bpp.weights);
@@ -248,8 +258,26 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
   const double unsplit = sbh * (2 + 2 + in + in + 2 * drop) * u;
   // Inside: Q, K, V, attention output (a GEMM input), MLP intermediates (the last a GEMM input).
   const double mlp_parts = m.activation == ir::Activation::kSwiglu ? 3.0 : 2.0;
+  double moe_mlp = 0;
+  if (m.moe) {
+    // A mixture of experts (every layer counted as an MoE layer) keeps, per token it routes
+    // (its sequence-parallel share): the router's fp32 probabilities over the experts and the
+    // shared experts' intermediates; per token copy its experts receive (top-k copies, ETP
+    // gathered, at the routing load): the permuted input (the grouped fc1's input), the
+    // expert's intermediates and its output (the unpermutation's input). Dropless routing at
+    // an imbalance keeps the worst rank's copies.
+    const ir::MoeSpec& e = *m.moe;
+    const double tokens = s * b * u;
+    const double rows = tokens * static_cast<double>(e.top_k * plan.etp) * plan.expert_load();
+    const double eff = static_cast<double>(e.expert_ffn_hidden / plan.etp);
+    const double shared = static_cast<double>(e.shared_experts * e.shared_ffn_hidden);
+    const double per_width = (mlp_parts - 1) * 2 + in;
+    moe_mlp = rows * (in * h + per_width * eff + 2 * h) +
+          tokens * (4 * static_cast<double>(e.num_experts) + per_width * shared);
+  }
   const double split =
-      (2 * s * b * h + 4 * s * b * kv + in * s * b * h + ((mlp_parts - 1) * 2 + in) * s * b * f) / t;
+      m.moe ? (2 * s * b * h + 4 * s * b * kv + in * s * b * h) / t + moe_mlp
+            : (2 * s * b * h + 4 * s * b * kv + in * s * b * h + ((mlp_parts - 1) * 2 + in) * s * b * f) / t;
   // Core-attention internals: what selective recompute drops.
   const double core = o.flash_attention ? 4 * a * b * s / t : (2 + 3 * drop) * a * b * s * full_s / t;
   // Eager elementwise ops (parallel::Elementwise::kEager) keep more for their backward. An eager

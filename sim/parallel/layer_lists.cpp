@@ -133,6 +133,7 @@ class ListBuilder {
       lists_.mlp_fwd = add_ops(layer.mlp.forward);
       lists_.mlp_bwd = add_ops(with_op_policy(layer.mlp.backward, op_policy.mlp));
     }
+    if (model_.moe) build_moe_lists(shape);
     if (plan_.splits_backward()) split_weight_gradients();
     if (plan_.tp_comm_overlap && plan_.sequence_parallel && plan_.tp > 1) {
       // Transformer Engine overlaps the all-gather before a block with its first GEMM and the
@@ -176,6 +177,27 @@ class ListBuilder {
     }
   }
 
+  // The MoE block at the plan's expert parallelism and routing load.
+  void build_moe_lists(const ir::LayerShape& shape) {
+    const ir::MoeShape moe{plan_.ep, plan_.etp, plan_.expert_load()};
+    const ir::MoeOps ops = ir::build_moe(model_, shape, moe);
+    MoeLists& m = lists_.moe;
+    m.router_fwd = add_ops(ops.router.forward);
+    m.router_bwd = add_ops(ops.router.backward);
+    if (!ops.shared.forward.empty()) {
+      m.shared_fwd = add_ops(ops.shared.forward);
+      m.shared_bwd = add_ops(ops.shared.backward);
+    }
+    m.experts_fwd = add_ops(ops.experts.forward);
+    m.experts_bwd = add_ops(ops.experts.backward);
+    m.unpermute_fwd = add_ops(ops.unpermute.forward);
+    m.unpermute_bwd = add_ops(ops.unpermute.backward);
+    const std::int64_t tokens = shape.micro_batch * shape.seq / (shape.sequence_parallel ? shape.tp : 1);
+    const double copies = static_cast<double>(tokens * model_.moe->top_k) * plan_.expert_load();
+    m.dispatch_bytes = Bytes::from_real(copies * static_cast<double>(model_.hidden) * 2.0);
+    if (plan_.etp > 1) m.etp_bytes = m.dispatch_bytes * plan_.etp;
+  }
+
   static std::vector<ir::Op> without_weight_gradients(const std::vector<ir::Op>& ops) {
     std::vector<ir::Op> out;
     for (const auto& op : ops) {
@@ -211,6 +233,15 @@ class ListBuilder {
     lists_.w_held_mlp = held(mlp_w);
     lists_.attn_w = add_ops(std::move(attn_w));
     lists_.mlp_w = add_ops(std::move(mlp_w));
+    if (lists_.moe.router_fwd != kNone) {
+      MoeLists& m = lists_.moe;
+      std::vector<ir::Op> moe_w;
+      cut(m.experts_bwd, m.experts_bwd_in, moe_w);
+      cut(m.shared_bwd, m.shared_bwd_in, moe_w);
+      cut(m.router_bwd, m.router_bwd_in, moe_w);
+      m.w_held = held(moe_w);
+      m.w = add_ops(std::move(moe_w));
+    }
   }
 
   std::int32_t add_ops(std::vector<ir::Op> ops) {

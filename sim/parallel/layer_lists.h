@@ -12,6 +12,23 @@
 
 namespace ts::parallel {
 
+// The MLP block of an MoE layer (ir::build_moe) as the expert strategy runs it: each piece's
+// forward and backward, a split backward's input-gradient pieces and the block's weight
+// gradients, and the traffic of one token all-to-all (indices into TaskGraph::op_lists; -1:
+// none, or a dense model).
+struct MoeLists {
+  std::int32_t router_fwd = -1, router_bwd = -1, shared_fwd = -1, shared_bwd = -1;
+  std::int32_t experts_fwd = -1, experts_bwd = -1, unpermute_fwd = -1, unpermute_bwd = -1;
+  std::int32_t router_bwd_in = -1, shared_bwd_in = -1, experts_bwd_in = -1, w = -1;
+  Bytes w_held;
+  // What one rank sends in the dispatch (and receives back in the combine): its token copies,
+  // bf16 (Megatron-Core's all-to-all dispatcher; DeepEP/HybridEP move the same tokens).
+  Bytes dispatch_bytes;
+  // Expert tensor parallelism: the dispatched tokens the ETP group all-gathers before the
+  // experts and reduce-scatters after them (0 without ETP).
+  Bytes etp_bytes;
+};
+
 // The op lists of one layer, the embedding and the LM head as the plan cuts them (indices into
 // TaskGraph::op_lists; -1: none).
 struct LayerLists {
@@ -32,6 +49,7 @@ struct LayerLists {
   // A split backward: what a layer's weight-gradient blocks keep from the input-gradient
   // blocks' end to theirs (see split_weight_gradients in layer_lists.cpp).
   Bytes w_held_attn, w_held_mlp;
+  MoeLists moe;  // MoE models
 };
 
 // Appends the plan's op lists to `op_lists` and names them.

@@ -12,31 +12,57 @@ const char* axis_name(Axis a) {
     case Axis::kCp: return "cp";
     case Axis::kDp: return "dp";
     case Axis::kPp: return "pp";
+    case Axis::kEtp: return "etp";
+    case Axis::kEp: return "ep";
+    case Axis::kEdp: return "edp";
   }
   return "?";
 }
 
 Layout::Layout(const ParallelPlan& plan) {
-  sizes_ = {plan.tp, plan.cp, plan.dp, plan.pp};
-  SIM_ASSERT(plan.order.size() == 4, "axis order must name all four axes");
+  SIM_ASSERT(plan.ep > 0 && plan.etp > 0 && (plan.tp * plan.cp * plan.dp) % (plan.ep * plan.etp) == 0,
+             "ep·etp must divide the ranks of a pipeline stage");
+  sizes_ = {plan.tp, plan.cp, plan.dp, plan.pp, plan.etp, plan.ep, plan.expert_dp()};
+  SIM_ASSERT(plan.order.size() == kNumOrderAxes, "axis order must name all four axes");
   std::int64_t stride = 1;
   for (Axis a : plan.order) {
     strides_[static_cast<std::size_t>(a)] = stride;
     stride *= size(a);
+    if (a != Axis::kPp) stage_order_.push_back(a);
   }
   num_ranks_ = stride;
 }
 
 Coord Layout::coord(std::int64_t rank) const {
   Coord c;
-  for (std::size_t i = 0; i < 4; ++i) c.at[i] = (rank / strides_[i]) % sizes_[i];
+  for (std::size_t i = 0; i < kNumOrderAxes; ++i) c.at[i] = (rank / strides_[i]) % sizes_[i];
+  // The expert grid over the rank's index within its pipeline stage (TP·CP·DP order).
+  std::int64_t index = 0, radix = 1;
+  for (Axis a : stage_order_) {
+    index += c[a] * radix;
+    radix *= size(a);
+  }
+  c[Axis::kEtp] = index % size(Axis::kEtp);
+  index /= size(Axis::kEtp);
+  c[Axis::kEp] = index % size(Axis::kEp);
+  c[Axis::kEdp] = index / size(Axis::kEp);
   return c;
 }
 
 std::int64_t Layout::rank(const Coord& c) const {
   std::int64_t r = 0;
-  for (std::size_t i = 0; i < 4; ++i) r += c.at[i] * strides_[i];
+  for (std::size_t i = 0; i < kNumOrderAxes; ++i) r += c.at[i] * strides_[i];
   return r;
+}
+
+std::int64_t Layout::rank_of_expert(const Coord& c) const {
+  std::int64_t index = c[Axis::kEtp] + size(Axis::kEtp) * (c[Axis::kEp] + size(Axis::kEp) * c[Axis::kEdp]);
+  Coord d = c;
+  for (Axis a : stage_order_) {
+    d[a] = index % size(a);
+    index /= size(a);
+  }
+  return rank(d);
 }
 
 std::vector<std::int32_t> Layout::group(std::int64_t rank_in, Axis axis) const {
@@ -74,17 +100,22 @@ std::vector<std::int32_t> Layout::group(std::int64_t rank_in, unsigned axes) con
     }
     SIM_ASSERT(false, "a rank outside its group");
   }
-  // Enumerate the masked axes in layout order (innermost first), like an odometer.
+  // Enumerate the masked axes in layout order (innermost first), like an odometer; the expert
+  // axes in their grid's order.
   const Coord base = coord(rank_in);
+  const bool expert = (axes & kExpertAxes) != 0;
+  SIM_ASSERT(!expert || (axes & kAxesMask & ~kExpertAxes) == 0, "a group of both grids' axes");
   std::vector<std::size_t> dims;
   std::int64_t count = 1;
-  for (std::size_t i = 0; i < 4; ++i) {
+  for (std::size_t i = 0; i < kNumAxes; ++i) {
     if (axes & (1u << i)) {
       dims.push_back(i);
       count *= sizes_[i];
     }
   }
-  std::sort(dims.begin(), dims.end(), [&](std::size_t a, std::size_t b) { return strides_[a] < strides_[b]; });
+  if (!expert) {
+    std::sort(dims.begin(), dims.end(), [&](std::size_t a, std::size_t b) { return strides_[a] < strides_[b]; });
+  }
   std::vector<std::int32_t> g;
   g.reserve(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
@@ -94,7 +125,7 @@ std::vector<std::int32_t> Layout::group(std::int64_t rank_in, unsigned axes) con
       c.at[d] = rest % sizes_[d];
       rest /= sizes_[d];
     }
-    g.push_back(static_cast<std::int32_t>(rank(c)));
+    g.push_back(static_cast<std::int32_t>(expert ? rank_of_expert(c) : rank(c)));
   }
   return g;
 }
@@ -110,7 +141,7 @@ std::vector<std::vector<std::int32_t>> Layout::all_groups(unsigned axes) const {
   for (std::int64_t r = 0; r < num_ranks_; ++r) {
     const Coord c = coord(r);
     bool leader = true;
-    for (std::size_t i = 0; i < 4; ++i) {
+    for (std::size_t i = 0; i < kNumAxes; ++i) {
       if ((axes & (1u << i)) && c.at[i] != 0) leader = false;
     }
     if (leader) out.push_back(group(r, axes));

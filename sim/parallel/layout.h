@@ -11,7 +11,7 @@ namespace ts::parallel {
 
 // A rank's coordinate along each axis, indexed by Axis.
 struct Coord {
-  std::array<std::int64_t, 4> at{};
+  std::array<std::int64_t, kNumAxes> at{};
   std::int64_t& operator[](Axis a) { return at[static_cast<std::size_t>(a)]; }
   std::int64_t operator[](Axis a) const { return at[static_cast<std::size_t>(a)]; }
 };
@@ -21,6 +21,8 @@ class Layout {
   explicit Layout(const ParallelPlan& plan);
 
   std::int64_t size(Axis a) const { return sizes_[static_cast<std::size_t>(a)]; }
+  // A rank's coordinates carry both grids; rank() reads the TP, CP, DP and PP ones, and
+  // rank_of_expert() the PP and expert ones.
   std::int64_t num_ranks() const { return num_ranks_; }
   // Rank r ↔ coordinates: the first axis of `order` varies fastest (TP innermost by default, so a
   // TP group occupies consecutive ranks, i.e. GPUs of one node).
@@ -37,8 +39,10 @@ class Layout {
   std::vector<std::vector<std::int32_t>> all_groups(unsigned axes) const;
 
  private:
-  std::array<std::int64_t, 4> sizes_{};
-  std::array<std::int64_t, 4> strides_{};
+  std::int64_t rank_of_expert(const Coord& c) const;
+  std::array<std::int64_t, kNumAxes> sizes_{};
+  std::array<std::int64_t, kNumAxes> strides_{};  // of the order axes
+  std::vector<Axis> stage_order_;  // the order axes but PP, innermost first
   std::int64_t num_ranks_ = 1;
 };
 
@@ -48,7 +52,10 @@ constexpr unsigned axis_bit(Axis a) { return 1u << static_cast<unsigned>(a); }
 // A group of several axes cut into sub-groups (ParallelPlan::zero_shard_group), in the same mask:
 // bits 8–30 hold the sub-group size k, bit 31 which cut. Shard groups: consecutive blocks of k
 // ranks of the axes' group; replica groups: the ranks k apart (one of each block).
-constexpr unsigned kAxesMask = 0xfu;
+constexpr unsigned kAxesMask = (1u << kNumAxes) - 1;
+constexpr unsigned kExpertAxes = (1u << static_cast<unsigned>(Axis::kEtp)) |
+                                 (1u << static_cast<unsigned>(Axis::kEp)) |
+                                 (1u << static_cast<unsigned>(Axis::kEdp));
 constexpr unsigned kSplitShift = 8;
 constexpr unsigned kReplicaBit = 1u << 31;
 constexpr std::int64_t kMaxSplit = (std::int64_t{1} << 23) - 1;

@@ -8,21 +8,39 @@ namespace ts::parallel::detail {
 std::int32_t Lowerer::gather_layer(const Label& l) {
   if (!zero3()) return kNone;
   const std::int32_t g = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather,
-                                    Bytes(layer_params_ * 2), l, {read(kGateRegister)});
+                                    Bytes(layer_params(l.layer) * 2), l, {read(kGateRegister)});
   return g;
 }
 
 void Lowerer::reduce_layer_gradients(const Label& grads, std::int32_t dep) {
+  const std::int64_t params = layer_params(grads.layer);
   std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
-                                    Bytes(layer_params_ * plan_.grad_reduce_bytes()), grads, {dep});
+                                    Bytes(params * plan_.grad_reduce_bytes()), grads, {dep});
   if (shard_replicas() > 1) {
-    const std::int64_t shard = (layer_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
+    const std::int64_t shard = (params + plan_.zero_shards() - 1) / plan_.zero_shards();
     reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
                          Bytes(shard * plan_.grad_reduce_bytes()), grads, {reduced});
   }
   // The step waits for the last layer's gradients (each stream runs its collectives in
   // order, and every replica all-reduce follows its reduce-scatter).
   last_grad_reduce_ = held(reduced);
+}
+
+void Lowerer::layer_gradients_ready(std::int64_t layer, std::int32_t ready) {
+  gradients_ready(layer_params(layer), ready, false);
+  if (zero3()) return;
+  reduce_expert_gradients({Pass::kOptimizer, Part::kGradients, static_cast<std::int32_t>(layer), -1}, ready);
+}
+
+void Lowerer::reduce_expert_gradients(const Label& grads, std::int32_t dep) {
+  // The routed experts' gradients: one reduction per layer over the ranks that hold the same
+  // experts (Megatron-Core's expert data-parallel group; all-reduce, or with the distributed
+  // optimizer a reduce-scatter), on the data-parallel stream.
+  const std::int64_t params = expert_params(grads.layer);
+  if (params == 0 || plan_.expert_dp() == 1) return;
+  const CommOp op = plan_.zero_stage == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
+  last_grad_reduce_ = collective(Stream::kDpComm, axis_bit(Axis::kEdp), op,
+                                 Bytes(params * plan_.grad_reduce_bytes()), grads, {dep});
 }
 
 void Lowerer::gradients_ready(std::int64_t params, std::int32_t ready, bool last_of_iteration) {
@@ -43,10 +61,13 @@ void Lowerer::flush_bucket() {
 }
 
 void Lowerer::optimizer() {
-  const std::int64_t params = stage_parameters(model_, plan_, stage_);
+  const std::int64_t experts = stage_expert_parameters(model_, plan_, stage_);
+  const std::int64_t params = stage_parameters(model_, plan_, stage_) - experts;
   if (!zero3()) gradients_ready(0, read(kLastBackwardRegister), true);
   std::int64_t updated = params;
   if (replicas() > 1 && plan_.zero_stage > 0) updated = (params + plan_.zero_shards() - 1) / plan_.zero_shards();
+  // Expert states are sharded over the expert-DP ranks.
+  updated += plan_.zero_stage > 0 ? (experts + plan_.expert_dp() - 1) / plan_.expert_dp() : experts;
   ir::Op step;
   step.name = "adam_step";
   step.kind = ir::OpKind::kMemoryBound;
@@ -77,7 +98,7 @@ void Lowerer::param_gathers() {
     const std::int64_t vs = vstage(chunk);
     if (vs == 0) bucket += embedding_parameters(model_, plan_);
     for (std::int64_t i = 0; i < vlayers_[static_cast<std::size_t>(vs)]; ++i) {
-      bucket += layer_params_;
+      bucket += layer_params(vfirst_[static_cast<std::size_t>(vs)] + i);
       waiting.push_back(vfirst_[static_cast<std::size_t>(vs)] + i);
       if (bucket >= plan_.grad_bucket_params) flush();
     }

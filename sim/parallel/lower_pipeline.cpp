@@ -67,7 +67,7 @@ void Lowerer::backward_layer(Run& r, std::int64_t piece) {
     r.dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, r.mb}, r.dep, mem.remat_attn, mem.remat_mlp);
   }
   r.dep = layer_backward(ll, r.dep, mem, r.split);
-  if (r.last_micro_batch && !r.split) gradients_ready(layer_params_, r.dep, false);
+  if (r.last_micro_batch && !r.split) layer_gradients_ready(ll.layer, r.dep);
 }
 
 void Lowerer::backward_end(Run& r) {
@@ -96,10 +96,10 @@ void Lowerer::weight_gradients(std::int32_t mb, std::int64_t chunk, bool last_mi
     const Label mlp{Pass::kWeightGrad, Part::kMlp, layer, mb};
     const Label attn{Pass::kWeightGrad, Part::kAttention, layer, mb};
     const BackwardMemory mem = backward_memory(i < r.recomputed);
-    dep = compute(lists_.mlp_w, mlp, {dep}, Bytes(), std::min(mem.mlp_release, lists_.w_held_mlp));
+    dep = compute(mlp_weight_list(layer), mlp, {dep}, Bytes(), std::min(mem.mlp_release, mlp_weight_held(layer)));
     dep = compute(lists_.attn_w, attn, {dep}, Bytes(), std::min(mem.attn_release, lists_.w_held_attn));
     if (zero3()) reduce_layer_gradients({Pass::kBackward, Part::kGradients, layer, mb}, dep);
-    if (last_micro_batch) gradients_ready(layer_params_, dep, false);
+    if (last_micro_batch) layer_gradients_ready(layer, dep);
   }
   last_backward_ = held(dep);
 }

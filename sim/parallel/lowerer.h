@@ -1,7 +1,8 @@
 // The lowering of one plan into per-device tasks (internal to sim/parallel): the Lowerer, defined
 // in lowering.cpp (tasks, tensor and context parallelism, layers), lower_pipeline.cpp (pipeline
 // blocks), lower_data_parallel.cpp (ZeRO, gradient buckets, optimizer) and lower_blocks.cpp
-// (block templates and each device's program).
+// (block templates and each device's program) and lower_experts.cpp (the MLP block: dense, or
+// the mixture of experts with expert parallelism).
 #pragma once
 
 #include <algorithm>
@@ -70,6 +71,17 @@ class Lowerer {
     const std::int64_t kv_heads = std::max<std::int64_t>(1, model_.num_kv_heads / plan_.tp);
     kv_bytes_ = Bytes(plan_.micro_batch * seq * 2 * kv_heads * model_.head_dim() * 2);
     layer_params_ = ir::layer_parameter_count(model_) / plan_.tp;
+  }
+
+  // Parameters of layer `layer` on this rank that the data-parallel (DP × CP) ranks share: the
+  // whole layer split over TP in a dense model; in an MoE layer all but the routed experts,
+  // which expert_params() counts (split over EP × ETP, shared by the expert-DP ranks).
+  std::int64_t layer_params(std::int64_t layer) const {
+    if (!model_.moe) return layer_params_;
+    return (ir::attention_parameter_count(model_) + ir::dense_mlp_parameter_count(model_, layer)) / plan_.tp;
+  }
+  std::int64_t expert_params(std::int64_t layer) const {
+    return ir::expert_parameter_count(model_, layer) / (plan_.ep * plan_.etp);
   }
 
   std::int32_t add_ops(std::vector<ir::Op> ops) {
@@ -199,6 +211,31 @@ class Lowerer {
   std::int64_t shard_replicas() const { return replicas() / plan_.zero_shards(); }
 
   std::int32_t gather_layer(const Label& l);
+
+  // The MLP block of a layer, forward (or recompute) and backward: a dense MLP between its TP
+  // collectives, or in an MoE layer the experts' strategy (lower_experts.cpp). `grads` and
+  // `release`: what the backward allocates at its start and frees at its end.
+  std::int32_t mlp_forward(const Label& l, std::int32_t dep, Bytes alloc);
+  std::int32_t mlp_backward(const Label& l, std::int32_t dep, std::int32_t gathered, Bytes grads, Bytes release,
+                            bool split);
+  std::int32_t experts_forward(const Label& l, std::int32_t dep, Bytes alloc);
+  std::int32_t experts_backward(const Label& l, std::int32_t dep, std::int32_t gathered, Bytes grads, Bytes release,
+                                bool split);
+  // A token all-to-all over the EP group (dispatch or combine, or their backward), and the ETP
+  // group's gather or scatter of the dispatched tokens; `dep` when the group has one rank.
+  std::int32_t ep_all_to_all(const Label& l, std::int32_t dep);
+  std::int32_t etp_collective(CommOp op, const Label& l, std::int32_t dep);
+  // A split backward's weight gradients of the MLP block of `layer`, and what they keep.
+  std::int32_t mlp_weight_list(std::int64_t layer) const {
+    return model_.is_moe_layer(layer) ? lists_.moe.w : lists_.mlp_w;
+  }
+  Bytes mlp_weight_held(std::int64_t layer) const {
+    return model_.is_moe_layer(layer) ? lists_.moe.w_held : lists_.w_held_mlp;
+  }
+  // The gradients of layer `layer` became ready (last micro-batch): its data-parallel share
+  // joins the buckets, and its routed experts' gradients are reduced over the expert-DP ranks.
+  void layer_gradients_ready(std::int64_t layer, std::int32_t ready);
+  void reduce_expert_gradients(const Label& grads, std::int32_t dep);
 
   // One transformer layer forward (also used for full recompute); returns the last task.
   std::int32_t layer_forward(const Label& l, std::int32_t dep, Bytes attn_alloc, Bytes mlp_alloc);

@@ -186,9 +186,7 @@ std::int32_t Lowerer::layer_forward(const Label& l, std::int32_t dep, Bytes attn
   dep = attention_forward({l.pass, Part::kAttention, l.layer, l.mb}, dep, attn_alloc, param_dep);
   // The next layer's gather may start once this layer computes (ZeRO-3 only).
   if (zero3()) prefetch_gate_ = held(dep);
-  dep = tp_before({l.pass, Part::kMlp, l.layer, l.mb}, dep);
-  dep = compute(lists_.mlp_fwd, {l.pass, Part::kMlp, l.layer, l.mb}, {dep}, mlp_alloc);
-  return tp_after({l.pass, Part::kMlp, l.layer, l.mb}, dep);
+  return mlp_forward({l.pass, Part::kMlp, l.layer, l.mb}, dep, mlp_alloc);
 }
 
 Lowerer::BackwardMemory Lowerer::backward_memory(bool full) const {
@@ -211,13 +209,10 @@ Lowerer::BackwardMemory Lowerer::backward_memory(bool full) const {
 
 std::int32_t Lowerer::layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem, bool split) {
   const std::int32_t gathered = gather_layer(l);
-  const Bytes mlp_left = split ? std::min(mem.mlp_release, lists_.w_held_mlp) : Bytes();
+  const Bytes mlp_left = split ? std::min(mem.mlp_release, mlp_weight_held(l.layer)) : Bytes();
   const Bytes attn_left = split ? std::min(mem.attn_release, lists_.w_held_attn) : Bytes();
-  dep = tp_before({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
-  dep = compute(split ? lists_.mlp_bwd_in : lists_.mlp_bwd, {Pass::kBackward, Part::kMlp, l.layer, l.mb},
-                {dep, gathered}, mem.mlp_grads, mem.mlp_release - mlp_left + mem.mlp_grads);
-  if (zero3()) prefetch_gate_ = held(dep);
-  dep = tp_after({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep);
+  dep = mlp_backward({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep, gathered, mem.mlp_grads,
+                     mem.mlp_release - mlp_left + mem.mlp_grads, split);
   dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, mem.attn_release - attn_left,
                            mem.attn_grads, split);
   if (zero3() && !split) reduce_layer_gradients({Pass::kBackward, Part::kGradients, l.layer, l.mb}, dep);
@@ -226,9 +221,38 @@ std::int32_t Lowerer::layer_backward(const Label& l, std::int32_t dep, const Bac
 
 }  // namespace detail
 
+std::vector<std::int64_t> stage_layer_indices(const ParallelPlan& plan, const ir::ModelSpec& model,
+                                              std::int64_t stage) {
+  const auto virt = virtual_stage_layers(plan, model);
+  std::vector<std::int64_t> out;
+  std::int64_t first = 0;
+  for (std::size_t v = 0; v < virt.size(); ++v) {
+    if (plan.stage_of(static_cast<std::int64_t>(v)) == stage) {
+      for (std::int64_t i = 0; i < virt[v]; ++i) out.push_back(first + i);
+    }
+    first += virt[v];
+  }
+  return out;
+}
+
+std::int64_t stage_expert_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage) {
+  if (!model.moe) return 0;
+  std::int64_t n = 0;
+  for (const std::int64_t l : stage_layer_indices(plan, model, stage)) {
+    n += ir::expert_parameter_count(model, l) / (plan.ep * plan.etp);
+  }
+  return n;
+}
+
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage) {
   const auto layers = stage_layers(plan, model);
   std::int64_t n = layers[static_cast<std::size_t>(stage)] * ir::layer_parameter_count(model) / plan.tp;
+  if (model.moe) {
+    n = stage_expert_parameters(model, plan, stage);
+    for (const std::int64_t l : stage_layer_indices(plan, model, stage)) {
+      n += (ir::attention_parameter_count(model) + ir::dense_mlp_parameter_count(model, l)) / plan.tp;
+    }
+  }
   if (stage == 0) n += detail::embedding_parameters(model, plan);
   if (stage == plan.head_stage()) n += detail::head_parameters(model, plan, stage == 0);
   return n;

@@ -38,6 +38,11 @@ std::vector<std::int64_t> stage_layers(const ParallelPlan& plan, const ir::Model
 
 // Parameters held by one rank of pipeline stage `stage` (after TP, before ZeRO sharding).
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage);
+// Of those, the routed experts' (split over EP × ETP); 0 for a dense model.
+std::int64_t stage_expert_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage);
+// The global indices of the layers pipeline rank `stage` holds, in order.
+std::vector<std::int64_t> stage_layer_indices(const ParallelPlan& plan, const ir::ModelSpec& model,
+                                              std::int64_t stage);
 
 // A coarse symmetric lowering without the repeats, for sweeps (see runtime::replay_blocks): each
 // device's program as a sequence of blocks — the parameter gathers that open the iteration, one

@@ -61,7 +61,20 @@ enum class CrossEntropy {
 // GELU are single kernels either way; in eager code the LayerNorm is PyTorch's native kernel,
 // which streams at a lower, measured rate (compute::MemoryKernel), GELU an elementwise kernel.
 enum class Elementwise { kFused, kEager };
-enum class Axis { kTp, kCp, kDp, kPp };
+// The axes of the rank layout. Tensor, context, data and pipeline parallelism are the mixed
+// radix of the ranks (ParallelPlan::order); the expert axes fold a second grid over the ranks of
+// each pipeline stage (Megatron-Core parallel folding, Liu et al. 2025 "MoE Parallel Folding",
+// arXiv 2504.14960): expert tensor parallelism innermost, then expert parallelism, then expert
+// data parallelism, over the stage's ranks in their TP·CP·DP order.
+enum class Axis { kTp, kCp, kDp, kPp, kEtp, kEp, kEdp };
+inline constexpr std::size_t kNumAxes = 7;
+inline constexpr std::size_t kNumOrderAxes = 4;  // the axes ParallelPlan::order arranges
+// How tokens are spread over the experts (the load of the slowest EP rank). kBalanced: evenly,
+// as Megatron-Bridge's benchmarks force (--moe-router-force-load-balancing); kDropless: every
+// token kept, the most loaded rank holding `moe_imbalance` times the mean; kCapacity: each
+// expert keeps at most capacity_factor times its mean share (GShard, Lepikhin et al. 2021;
+// Megatron --moe-expert-capacity-factor), the rest dropped.
+enum class Routing { kBalanced, kDropless, kCapacity };
 
 struct ParallelPlan {
   std::int64_t tp = 1;
@@ -130,8 +143,27 @@ struct ParallelPlan {
   // vTrain (Bang et al., MICRO'24; VIA-Research/vTrain data/ground_truth_single.csv): fitted on
   // the hidden-1024 runs, checked on the hidden-2048 ones (tools/calibrate/fit_host_dispatch.py).
   Duration host_dispatch = Duration::from_us(70);
+  // Mixture of experts: expert-parallel and expert-tensor-parallel degrees, folded over the
+  // tp·cp·dp ranks of a pipeline stage (ep·etp divides them; the rest is expert data
+  // parallelism, expert_dp()), and the routing load.
+  std::int64_t ep = 1;
+  std::int64_t etp = 1;
+  Routing routing = Routing::kBalanced;
+  double capacity_factor = 0;  // Routing::kCapacity
+  double moe_imbalance = 1.0;  // kDropless, kCapacity: most loaded EP rank's tokens / mean
 
   std::int64_t num_gpus() const { return tp * pp * dp * cp; }
+  // Ranks that hold the same experts and reduce their gradients together.
+  std::int64_t expert_dp() const { return tp * cp * dp / (ep * etp); }
+  // Tokens of the most loaded EP rank over the mean.
+  double expert_load() const {
+    switch (routing) {
+      case Routing::kBalanced: return 1.0;
+      case Routing::kDropless: return moe_imbalance;
+      case Routing::kCapacity: return std::min(moe_imbalance, capacity_factor);
+    }
+    return 1.0;
+  }
   // How the attention core runs, as reports name it: "unfused", the named kernel, or "flash"
   // (the GPU calibration's default kernel).
   std::string attention_label() const {

@@ -30,6 +30,8 @@ const char* stream_name(Stream s) {
       return "pp recv prev (V)";
     case Stream::kPpVSendNext:
       return "pp send next (V)";
+    case Stream::kEpComm:
+      return "ep comm";
   }
   return "?";
 }

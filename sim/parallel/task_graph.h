@@ -33,8 +33,11 @@ enum class Stream : std::uint8_t {
   kPpVSendPrev,
   kPpVRecvPrev,
   kPpVSendNext,
+  // Expert parallelism's token dispatch and combine (all-to-all over the EP group): their own
+  // process group and stream, as Megatron-Core's EP communicator.
+  kEpComm,
 };
-inline constexpr std::size_t kNumStreams = 13;
+inline constexpr std::size_t kNumStreams = 14;
 const char* stream_name(Stream s);
 
 enum class TaskKind : std::uint8_t { kCompute, kCollective, kP2p };

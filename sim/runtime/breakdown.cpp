@@ -20,6 +20,7 @@ const char* time_category_name(TimeCategory c) {
     case TimeCategory::kExposedCp: return "exposed_cp_comm";
     case TimeCategory::kExposedPp: return "exposed_pp_comm";
     case TimeCategory::kExposedDp: return "exposed_dp_comm";
+    case TimeCategory::kExposedEp: return "exposed_ep_comm";
     case TimeCategory::kIdle: return "idle";
   }
   return "?";
@@ -39,8 +40,8 @@ TimeCategory compute_category(parallel::Pass p) {
 }
 
 // The communication streams, in the priority by which a device waiting on several is charged
-// (TP, CP, PP, DP; see device_breakdown).
-constexpr std::array kCommStreams = {Stream::kTpComm,      Stream::kCpComm,      Stream::kPpRecvPrev,
+// (TP, CP, EP, PP, DP; see device_breakdown).
+constexpr std::array kCommStreams = {Stream::kTpComm,      Stream::kCpComm,      Stream::kEpComm,      Stream::kPpRecvPrev,
                                      Stream::kPpSendNext,  Stream::kPpRecvNext,  Stream::kPpSendPrev,
                                      Stream::kPpVRecvNext, Stream::kPpVSendPrev, Stream::kPpVRecvPrev,
                                      Stream::kPpVSendNext, Stream::kDpComm,      Stream::kDpReplica};
@@ -52,6 +53,7 @@ TimeCategory comm_category(Stream s) {
     case Stream::kCompute: return TimeCategory::kIdle;
     case Stream::kTpComm: return TimeCategory::kExposedTp;
     case Stream::kCpComm: return TimeCategory::kExposedCp;
+    case Stream::kEpComm: return TimeCategory::kExposedEp;
     case Stream::kDpComm:
     case Stream::kDpReplica: return TimeCategory::kExposedDp;
     case Stream::kPpRecvPrev:

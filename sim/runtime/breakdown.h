@@ -28,9 +28,10 @@ enum class TimeCategory : std::uint8_t {
   kExposedCp,
   kExposedPp,
   kExposedDp,
+  kExposedEp,  // expert parallelism's all-to-all (after CP in priority, before PP)
   kIdle,
 };
-inline constexpr std::size_t kNumTimeCategories = 10;
+inline constexpr std::size_t kNumTimeCategories = 11;
 const char* time_category_name(TimeCategory c);
 
 struct TimeBreakdown {

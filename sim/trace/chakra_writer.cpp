@@ -270,6 +270,11 @@ std::vector<std::filesystem::path> write_chakra(const std::filesystem::path& pre
       add_meta_int(meta, "trainsim_pp", p.pp);
       add_meta_int(meta, "trainsim_dp", p.dp);
       add_meta_int(meta, "trainsim_cp", p.cp);
+      // Expert parallelism (only when used, so that dense traces are unchanged).
+      if (p.ep > 1 || p.etp > 1) {
+        add_meta_int(meta, "trainsim_ep", p.ep);
+        add_meta_int(meta, "trainsim_etp", p.etp);
+      }
       std::string order;
       for (auto a : p.order) order += std::string(order.empty() ? "" : ",") + parallel::axis_name(a);
       add_meta(meta, "trainsim_order", order);

@@ -59,6 +59,7 @@ const char* thread_name(Stream s) {
     case Stream::kPpVSendPrev: return "PP send to prev (V activations)";
     case Stream::kPpVRecvPrev: return "PP recv from prev (V gradients)";
     case Stream::kPpVSendNext: return "PP send to next (V gradients)";
+    case Stream::kEpComm: return "EP comm (dispatch/combine)";
   }
   return "?";
 }
@@ -78,6 +79,7 @@ int thread_order(Stream s) {
     case Stream::kPpVSendPrev: return 10;
     case Stream::kPpVRecvPrev: return 11;
     case Stream::kPpVSendNext: return 12;
+    case Stream::kEpComm: return 13;
   }
   return 9;
 }

@@ -16,6 +16,7 @@ const char* stream_group(Stream s) {
     case Stream::kCompute: return "compute";
     case Stream::kTpComm: return "TP comm";
     case Stream::kCpComm: return "CP comm";
+    case Stream::kEpComm: return "EP comm";
     case Stream::kDpComm:
     case Stream::kDpReplica: return "DP comm";
     case Stream::kPpRecvPrev:
@@ -35,6 +36,7 @@ const char* stream_prefix(Stream s) {
     case Stream::kCompute: return "compute";
     case Stream::kTpComm: return "TP";
     case Stream::kCpComm: return "CP";
+    case Stream::kEpComm: return "EP";
     case Stream::kDpComm:
     case Stream::kDpReplica: return "DP";
     case Stream::kPpRecvPrev:

@@ -244,6 +244,13 @@ void add_scenario_flags(po::options_description& o) {
       ("pp-layers", po::value<std::string>(), "layers per pipeline stage, e.g. 15,16,16,15")
       ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")
       ("mst-chunks", po::value<std::int64_t>()->default_value(1), "Mini-Sequence Transformer chunks")
+      ("ep", po::value<std::int64_t>()->default_value(1),
+       "expert-parallel degree (MoE models; folded over the tp·cp·dp ranks of a stage)")
+      ("etp", po::value<std::int64_t>()->default_value(1), "expert tensor-parallel degree (MoE models)")
+      ("routing", po::value<std::string>()->default_value("balanced"),
+       "MoE token load: balanced, dropless (with --moe-imbalance) or capacity:F")
+      ("moe-imbalance", po::value<double>()->default_value(1.0),
+       "tokens of the most loaded EP rank over the mean (dropless and capacity routing)")
       ("cross-entropy", po::value<std::string>()->default_value("fp32"),
        "loss on the logits: fp32 (Megatron's fused upcast), bf16, bf16-inplace (gradient written into the "
        "logits) or fp32-unfused (PyTorch cross_entropy on upcast logits, as HuggingFace)");
@@ -267,6 +274,14 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.mst_chunks = vm["mst-chunks"].as<std::int64_t>();
   p.recompute_layers = vm["recompute-layers"].as<std::int64_t>();
   p.zero_shard_group = vm["zero-shard-group"].as<std::int64_t>();
+  p.ep = vm["ep"].as<std::int64_t>();
+  p.etp = vm["etp"].as<std::int64_t>();
+  p.moe_imbalance = vm["moe-imbalance"].as<double>();
+  problems.collect([&] {
+    const auto r = config::parse_routing(vm["routing"].as<std::string>(), "--routing");
+    p.routing = r.routing;
+    p.capacity_factor = r.capacity_factor;
+  });
   if (vm.count("dp")) {
     p.dp = vm["dp"].as<std::int64_t>();
   } else {

@@ -42,6 +42,9 @@ void add_axis_flags(po::options_description& o, const AxisDefaults& d) {
       ("pp", po::value<std::string>()->default_value(d.pp), "pipeline-parallel degrees (all: divisors of --gpus)")
       ("dp", po::value<std::string>()->default_value(d.dp), "data-parallel degrees kept (all: whatever gpus/(tp·pp·cp) is)")
       ("cp", po::value<std::string>()->default_value(d.cp), "context-parallel degrees (all: divisors of --gpus)")
+      ("ep", po::value<std::string>()->default_value(d.ep),
+       "expert-parallel degrees of an MoE model (all: divisors of the routed experts)")
+      ("etp", po::value<std::string>()->default_value(d.etp), "expert tensor-parallel degrees of an MoE model")
       ("vpp", po::value<std::string>()->default_value(d.vpp),
        "model chunks per rank for the interleaved schedule (all: divisors >= 2 of layers/pp)")
       ("micro-batch", po::value<std::string>()->default_value(d.micro_batch),
@@ -86,6 +89,8 @@ driver::SweepAxes axes_from_flags(const po::variables_map& vm) {
   ints("vpp", a.vpp, true);
   ints("micro-batch", a.micro_batch, true);
   ints("mst-chunks", a.mst_chunks, false);
+  ints("ep", a.ep, true);
+  ints("etp", a.etp, false);
   problems.collect([&] {
     const std::string text = vm["zero-shard-group"].as<std::string>();
     a.zero_shard_group.clear();

@@ -21,6 +21,9 @@ struct AxisDefaults {
   std::string cp_algo = "all";
   std::string mst_chunks = "1";
   std::string pp_split = "even";
+  // Expert and expert-tensor parallelism (MoE models only); "all": every divisor of the routed
+  // experts (ep) or of the expert width (etp) that the plan's ranks allow.
+  std::string ep = "1", etp = "1";
 };
 
 // Adds --tp, --pp, --dp, --cp, --vpp, --micro-batch, --schedule, --zero, --zero-shard-group,

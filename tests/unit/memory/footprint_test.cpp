@@ -7,6 +7,7 @@
 #include "sim/base/diagnostic.h"
 #include "sim/ir/model_graph.h"
 #include "sim/memory/footprint.h"
+#include "sim/parallel/lowering.h"
 
 using ts::Bytes;
 using ts::ir::ModelSpec;
@@ -574,4 +575,39 @@ TEST_CASE("stage activations: per layer × layers per chunk × sets in flight", 
   plan.vpp = 2;
   // 11 sets of 4 layers = 5.5 stages' worth on stage 0.
   CHECK(ts::memory::stage_activation_bytes(m, plan, 0, 8, o) == layer * 4 * 11);
+}
+
+TEST_CASE("MoE states: routed experts split over EP and sharded over expert-DP, the rest over DP") {
+  // A 2-layer model with 8 experts of width 64 (SwiGLU: 3·h·f each) beside attention.
+  ts::ir::ModelSpec m;
+  m.name = "tiny-moe";
+  m.num_layers = 2;
+  m.hidden = 128;
+  m.num_heads = 4;
+  m.num_kv_heads = 4;
+  m.ffn_hidden = 256;
+  m.vocab = 1000;
+  m.norm = ts::ir::Norm::kRmsNorm;
+  m.activation = ts::ir::Activation::kSwiglu;
+  m.position = ts::ir::Position::kRope;
+  m.linear_bias = false;
+  m.moe = ts::ir::MoeSpec{8, 2, 64, 0, 0, 0, ts::ir::RouterScore::kSoftmax};
+  ts::parallel::ParallelPlan p;
+  p.dp = 8;
+  p.ep = 4;
+  p.zero_stage = 1;
+  const std::int64_t experts = 2 * 8 * 3 * 128 * 64 / 4;  // two layers, 2 of 8 experts per rank
+  CHECK(ts::parallel::stage_expert_parameters(m, p, 0) == experts);
+  const std::int64_t all = ts::parallel::stage_parameters(m, p, 0);
+  const auto f = ts::memory::static_footprint(m, p, 0, 2);
+  // ZeRO-1: bf16 weights whole; fp32 m, v (8 B) of the experts over expert-DP 2, the rest over 8.
+  CHECK(f.weights.count() == 2 * all);
+  const std::int64_t dense = all - experts;
+  CHECK(f.optimizer_states.count() == 8 * ((dense + 7) / 8 + experts / 2));
+  // Dropless routing at an imbalance keeps more dispatched tokens than balanced routing.
+  p.seq_len = 1024;
+  const auto balanced = ts::memory::layer_activation_bytes(m, p);
+  p.routing = ts::parallel::Routing::kDropless;
+  p.moe_imbalance = 2.0;
+  CHECK(ts::memory::layer_activation_bytes(m, p) > balanced);
 }

@@ -74,3 +74,37 @@ TEST_CASE("hybrid sharding cuts a data-parallel group into shard and replica gro
   CHECK(l.all_groups(shard_groups(dp, 4)).size() == 4);    // 2 TP ranks × 2 blocks of 4
   CHECK(l.all_groups(replica_groups(dp, 4)).size() == 8);  // 2 TP ranks × 4 pairs
 }
+
+TEST_CASE("expert parallelism folds EP x ETP x expert-DP over each stage's ranks") {
+  // tp 2, dp 8, pp 2: 16 ranks per stage. ep 4, etp 2: expert-DP 2. Megatron-Core's expert
+  // rank order (etp innermost, then ep, then edp) over the stage's TP·CP·DP order: ETP groups
+  // are pairs of consecutive ranks, EP groups every second rank of a block of 8, expert-DP
+  // groups ranks 8 apart; the second stage repeats the pattern 16 ranks on.
+  ParallelPlan p = plan(2, 1, 8, 2);
+  p.ep = 4;
+  p.etp = 2;
+  const Layout l(p);
+  CHECK(l.size(Axis::kEdp) == 2);
+  CHECK(l.group(0, axis_bit(Axis::kEtp)) == std::vector<std::int32_t>{0, 1});
+  CHECK(l.group(3, axis_bit(Axis::kEp)) == std::vector<std::int32_t>{1, 3, 5, 7});
+  CHECK(l.group(5, axis_bit(Axis::kEdp)) == std::vector<std::int32_t>{5, 13});
+  CHECK(l.group(21, axis_bit(Axis::kEp)) == std::vector<std::int32_t>{17, 19, 21, 23});
+  // Every expert axis partitions the ranks, and a rank's expert coordinates round-trip.
+  for (const Axis a : {Axis::kEtp, Axis::kEp, Axis::kEdp}) {
+    std::vector<int> seen(32, 0);
+    for (const auto& g : l.all_groups(axis_bit(a))) {
+      CHECK(static_cast<std::int64_t>(g.size()) == l.size(a));
+      for (auto r : g) ++seen[static_cast<std::size_t>(r)];
+    }
+    for (int s : seen) CHECK(s == 1);
+  }
+  // The dense axes are unchanged by the folding: TP groups are still consecutive pairs.
+  CHECK(l.group(4, Axis::kTp) == std::vector<std::int32_t>{4, 5});
+}
+
+TEST_CASE("without expert parallelism every stage rank is one expert-DP group") {
+  const Layout l(plan(2, 1, 4, 1));
+  CHECK(l.size(Axis::kEdp) == 8);
+  CHECK(l.group(0, axis_bit(Axis::kEdp)).size() == 8);
+  CHECK(l.group(0, axis_bit(Axis::kEp)) == std::vector<std::int32_t>{0});
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Mixture-of-experts runs: every zoo MoE model runs with expert parallelism, the dispatch and
+# combine all-to-alls show on their own trace thread and in exposed_ep_comm_s, routing load slows
+# the step, and bad MoE flags exit 2 naming the flag.
+set -uo pipefail
+bin="$1"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect() {  # expect <code> <pattern> <args...>
+  local code="$1" pattern="$2"; shift 2
+  "$bin" "$@" > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  [ "$rc" -eq "$code" ] || fail "exit $rc (want $code) for: $* : $(cat "$tmp/err")"
+  grep -q -- "$pattern" "$tmp/err" || fail "stderr lacks '$pattern' for: $* : $(cat "$tmp/err")"
+}
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
+
+# Every MoE model of the zoo runs (256 GPUs; pipeline splits that fit each model's layers).
+while read -r m flags; do
+  # shellcheck disable=SC2086
+  "$bin" run --model "$m" --cluster dgx-h100 --gpus 256 --tp 1 --global-batch 256 --seq 2048 --zero 1 \
+    --format json $flags > "$tmp/$m.json" 2> "$tmp/err" || fail "$m: $(cat "$tmp/err")"
+  [ "$(json "$tmp/$m.json" "d['iteration_time_s'] > 0")" = True ] || fail "$m: no iteration time"
+  [ "$(json "$tmp/$m.json" "d['time_breakdown']['exposed_ep_comm_s'] > 0")" = True ] || fail "$m: no EP comm"
+done <<'MODELS'
+mixtral-8x7b --pp 8 --ep 8
+mixtral-8x22b --pp 8 --ep 8
+qwen3-30b-a3b --pp 8 --ep 8
+qwen3-235b-a22b --pp 2 --ep 32
+gpt-oss-120b --pp 4 --ep 8
+deepseek-v3 --pp 8 --pp-layers 7,8,8,8,8,8,8,6 --ep 32
+kimi-k2 --pp 8 --pp-layers 7,8,8,8,8,8,8,6 --ep 32
+MODELS
+
+base=(run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --tp 1 --pp 1 --global-batch 32 --seq 2048 --zero 1)
+# The all-to-alls run on the EP stream of the trace, as all_to_all tasks.
+"$bin" "${base[@]}" --ep 16 --trace "$tmp/t.json" > /dev/null || fail "trace run"
+grep -q '"EP comm (dispatch/combine)"' "$tmp/t.json" || fail "no EP thread in the trace"
+grep -q 'all_to_all' "$tmp/t.json" || fail "no all-to-all in the trace"
+# Without EP no all-to-all runs; dropless routing at an imbalance is slower than balanced.
+"$bin" "${base[@]}" --ep 1 --format json > "$tmp/ep1.json" || fail "ep 1"
+[ "$(json "$tmp/ep1.json" "d['time_breakdown']['exposed_ep_comm_s']")" = 0.0 ] || fail "EP comm without EP"
+"$bin" "${base[@]}" --ep 16 --format json > "$tmp/bal.json" || fail "balanced"
+"$bin" "${base[@]}" --ep 16 --routing dropless --moe-imbalance 1.5 --format json > "$tmp/drop.json" || fail "dropless"
+"$bin" "${base[@]}" --ep 16 --routing capacity:1.2 --moe-imbalance 1.5 --format json > "$tmp/cap.json" || fail "capacity"
+b=$(json "$tmp/bal.json" "d['iteration_time_s']")
+d=$(json "$tmp/drop.json" "d['iteration_time_s']")
+c=$(json "$tmp/cap.json" "d['iteration_time_s']")
+python3 -c "import sys; sys.exit(0 if $b < $c < $d else 1)" || fail "balanced $b < capacity $c < dropless $d"
+
+# Bad input names the flag or field.
+expect 2 "--ep" "${base[@]}" --ep 3
+expect 2 "--ep" "${base[@]}" --ep 256
+expect 2 "--ep" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --ep 2
+expect 2 "--routing" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --routing dropless
+expect 2 "--routing" "${base[@]}" --routing capacity:x
+expect 2 "--routing" "${base[@]}" --routing capacity:0.5
+expect 2 "--moe-imbalance" "${base[@]}" --routing dropless --moe-imbalance 0.5
+expect 2 "--etp" "${base[@]}" --etp 5
+expect 2 "--sequence-parallel" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --tp 2 --global-batch 32
+# ep·etp must divide the stage's ranks (tp·cp·dp = 8 here).
+expect 2 "--ep" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --pp 2 --ep 16 --global-batch 32
+printf 'name: "bad"\nnum_layers: 2\nhidden: 64\nnum_heads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 64\nnorm: "rmsnorm"\nactivation: "swiglu"\nposition: "rope"\ntied_embeddings: false\nlinear_bias: false\nmoe {\n  num_experts: 4\n  top_k: 5\n  expert_ffn_hidden: 32\n  router_score: "softmax"\n}\n' > "$tmp/bad.textproto"
+expect 2 "moe.top_k" inspect --model "$tmp/bad.textproto" --cluster dgx-h100 --gpus 8 --global-batch 8
+# The MoE validation rows all map to scenarios (zoo architecture, EP from the row) and report.
+src="${2:-$(dirname "$0")/../..}"
+"$bin" validate --runs "$src/tests/validation/moe-public.csv" > "$tmp/val.txt" 2> "$tmp/err" || fail "validate: $(cat "$tmp/err")"
+grep -q "Skipped: 0 of 13 rows" "$tmp/val.txt" || fail "MoE validation rows skipped: $(cat "$tmp/val.txt")"
+echo ok
