@@ -155,12 +155,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     common.require_cuda()
     lines, _ = run(args.kernels.split(",") if args.kernels else None, args.quick)
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    common.write_lines(lines, args.out)
     return 0
 
 

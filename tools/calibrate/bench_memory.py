@@ -228,12 +228,7 @@ def main(argv=None):
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     common.require_cuda()
-    text = "\n".join(run(args.quick)) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    common.write_lines(run(args.quick), args.out)
     return 0
 
 

@@ -235,12 +235,7 @@ def main(argv=None):
     common.require_cuda()
     if not hasattr(torch, "_grouped_mm"):
         raise SystemExit("this torch has no torch._grouped_mm (needs torch >= 2.8)")
-    text = "\n".join(run(args.quick, args.budget_s)) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    common.write_lines(run(args.quick, args.budget_s), args.out)
     return 0
 
 

@@ -71,12 +71,7 @@ def main(argv=None):
              "nvidia-smi clocks.sm, power.draw, temperature.gpu at each window's end" % args.window,
              "window_end_s,tflops,sm_clock_mhz,power_w,temperature_c"]
     lines += ["%.2f,%s,%s,%s,%s" % (r[0], common.fmt(r[1]), r[2], r[3], r[4]) for r in rows]
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    common.write_lines(lines, args.out)
     return 0
 
 

@@ -14,6 +14,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 
 import torch
 
@@ -160,6 +161,16 @@ GRAPH_METHOD = ("; kernels under %d us timed as one CUDA graph of the batch (no 
 def free_memory():
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
+
+
+def write_lines(lines, path=None):
+    """The tables, one line each, to `path` or (without one) standard output."""
+    text = "\n".join(lines) + "\n"
+    if path:
+        with open(path, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
 
 
 def log(*args):
