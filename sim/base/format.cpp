@@ -1,5 +1,6 @@
 #include "sim/base/format.h"
 
+#include <cctype>
 #include <cstdio>
 
 namespace ts {
@@ -12,5 +13,11 @@ std::string format_double(const char* printf_format, double value) {
   return buf;
 }
 #pragma GCC diagnostic pop
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
 
 }  // namespace ts

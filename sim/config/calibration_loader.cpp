@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -11,6 +10,7 @@
 #include <utility>
 
 #include "sim/base/diagnostic.h"
+#include "sim/base/format.h"
 #include "sim/compute/calibrated_model.h"
 #include "sim/config/loader.h"
 #include "sim/config/proto_reader.h"
@@ -32,12 +32,6 @@ constexpr std::array<std::pair<std::string_view, ir::Dtype>, 6> kKernelDtypes{
      {"fp32", ir::Dtype::kFp32},
      {"mxfp8", ir::Dtype::kMxfp8},
      {"nvfp4", ir::Dtype::kNvfp4}}};
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
-}
 
 fs::path calibration_dir() { return data_dir() / "calibration"; }
 
@@ -375,11 +369,11 @@ std::optional<fs::path> resolve(const std::string& name_or_path, std::string_vie
                                 const std::string& where_file = "", int where_line = 0) {
   std::error_code ec;
   if (fs::is_regular_file(name_or_path, ec)) return fs::path(name_or_path);
-  const std::string want = lower(name_or_path);
+  const std::string want = to_lower(name_or_path);
   for (const auto& g : known_calibrations()) {
-    if (lower(g.name) == want) return g.file;
+    if (to_lower(g.name) == want) return g.file;
     for (const auto& a : g.aliases) {
-      if (lower(a) == want) return g.file;
+      if (to_lower(a) == want) return g.file;
     }
   }
   diags.add(Diagnostic{where_file, where_line, std::string(flag),

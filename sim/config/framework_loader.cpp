@@ -2,9 +2,9 @@
 #include "sim/config/framework_loader.h"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 
+#include "sim/base/format.h"
 #include "sim/config/loader.h"
 #include "sim/config/names.h"
 #include "sim/config/proto_reader.h"
@@ -17,11 +17,6 @@ namespace sch = trainsim::schema;
 namespace fs = std::filesystem;
 using detail::Checker;
 using detail::FieldLines;
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 bool is_profile_file(const fs::path& p) {
   const std::string ext = p.extension().string();
@@ -64,8 +59,8 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     c.fail("name",
            "must be the file's name without extension ('" + fs::path(file).stem().string() + "')");
   }
-  for (const auto& a : m.aliases()) out.aliases.push_back(lower(a));
-  for (const auto& s : m.spelled()) out.spelled.push_back(lower(s));
+  for (const auto& a : m.aliases()) out.aliases.push_back(to_lower(a));
+  for (const auto& s : m.spelled()) out.spelled.push_back(to_lower(s));
   auto& v = out.values;
   Reader r(c, out);
   r.setting(m.has_zero_stage(), m.zero_stage(), FrameworkSetting::kZeroStage, "zero_stage",
@@ -303,11 +298,11 @@ FrameworkProfile load_framework(const std::string& name_or_path, std::string_vie
   if (name_or_path.find('/') != std::string::npos || is_profile_file(name_or_path)) {
     return read_profile(name_or_path, name_or_path);
   }
-  const std::string want = lower(name_or_path);
+  const std::string want = to_lower(name_or_path);
   const auto names = framework_names();
   for (const auto& n : names) {
     const fs::path path = frameworks_dir() / (n + ".textproto");
-    if (want == lower(n)) return read_profile(path, "frameworks/" + n + ".textproto");
+    if (want == to_lower(n)) return read_profile(path, "frameworks/" + n + ".textproto");
   }
   // An alias: read the profiles to find it.
   for (const auto& p : load_all_frameworks()) {

@@ -1,12 +1,12 @@
 // Network calibration files: parse, validate (all problems at once), convert to plain structs.
 #include "sim/config/network_calibration_loader.h"
 
-#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
 #include <string_view>
 
+#include "sim/base/format.h"
 #include "sim/config/loader.h"
 #include "sim/config/proto_reader.h"
 #include "sim/schema/network_calibration.pb.h"
@@ -18,11 +18,6 @@ namespace sch = trainsim::schema;
 using detail::Checker;
 using detail::FieldLines;
 using network::Protocol;
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 std::optional<Protocol> parse_protocol(const std::string& s) {
   if (s == "ll") return Protocol::kLL;
@@ -131,7 +126,7 @@ std::optional<network::NetworkProfile> convert_profile(const sch::NetworkProfile
   }
   for (const Protocol proto : network::kProtocols) {
     if (seen.count(proto) == 0) {
-      c.fail("protocols", "protocol '" + lower(std::string(network::protocol_name(proto))) + "' is missing");
+      c.fail("protocols", "protocol '" + to_lower(std::string(network::protocol_name(proto))) + "' is missing");
     }
   }
   check_sources(p, c, fields);
@@ -163,7 +158,7 @@ network::NetworkCalibration load_network_calibration(const std::string& path) {
     if (auto prof = convert_profile(p, pc)) {
       if (!prof->name.empty() && !names.insert(prof->name).second) pc.fail("name", "profile '" + prof->name + "' given twice");
       for (const auto& g : prof->gpus) {
-        const auto [it, fresh] = gpu_profile.emplace(lower(g), prof->name);
+        const auto [it, fresh] = gpu_profile.emplace(to_lower(g), prof->name);
         if (!fresh) pc.fail("gpus", "GPU '" + g + "' is already in profile '" + it->second + "'");
       }
       out.profiles.push_back(std::move(*prof));

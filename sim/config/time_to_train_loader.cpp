@@ -1,9 +1,9 @@
 // Time-to-train data file: parse, validate (all problems at once), convert to plain structs.
 #include "sim/config/time_to_train_loader.h"
 
-#include <cctype>
 #include <set>
 
+#include "sim/base/format.h"
 #include "sim/config/loader.h"
 #include "sim/config/proto_reader.h"
 #include "sim/schema/time_to_train.pb.h"
@@ -14,11 +14,6 @@ namespace {
 namespace sch = trainsim::schema;
 using detail::Checker;
 using detail::FieldLines;
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 void convert_failure(const sch::FailureComponentData& f, const Checker& c, longrun::TrainData& out,
                      std::set<std::string>& names) {
@@ -57,7 +52,7 @@ void convert_power(const sch::GpuPowerData& p, const Checker& c, longrun::TrainD
   longrun::PowerProfile pp;
   if (p.gpus_size() == 0) c.fail("gpus", "required: the GPU names this entry applies to");
   for (const auto& g : p.gpus()) {
-    if (!gpus.insert(lower(g)).second) c.fail("gpus", "GPU '" + g + "' is in two power entries");
+    if (!gpus.insert(to_lower(g)).second) c.fail("gpus", "GPU '" + g + "' is in two power entries");
     pp.gpus.push_back(g);
   }
   c.non_negative(p.has_busy_w(), p.busy_w(), "busy_w");

@@ -38,12 +38,6 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool has(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
@@ -70,7 +64,7 @@ std::optional<double> parse_number(const std::string& cell, bool& ok, bool binar
   if (s.empty()) return std::nullopt;
   // What tables print for "no value": "-", "–", "—", "n/a", "?", "not stated".
   {
-    const std::string l = lower(s);
+    const std::string l = to_lower(s);
     for (std::string_view none : {"-", "\u2013", "\u2014", "n/a", "na", "?", "none", "not stated", "unknown"}) {
       if (l == none) return std::nullopt;
     }
@@ -331,8 +325,8 @@ double recomputed_layer_share(const parallel::ParallelPlan& plan, const ir::Mode
 }
 
 FlopConvention flop_convention(const PublishedRun& run) {
-  const std::string kind = lower(run.tflops_kind);
-  const std::string text = kind + " " + lower(run.notes);
+  const std::string kind = to_lower(run.tflops_kind);
+  const std::string text = kind + " " + to_lower(run.notes);
   FlopConvention c;
   // "6N", "6*N", "6·N", "6ND", "6 * params", "6 × parameters", "6*seqlen*params": FLOPs from
   // the parameter count.
@@ -411,7 +405,7 @@ bool unstated(std::string_view text) {
 // "megatron-deepspeed"; "Megatron Core", "MCore", "megatron_core" → "megatron-core"; "Megatron
 // Bridge" → "megatron-bridge"; "TransformerEngine", "transformer_engine" → "transformer engine".
 std::string framework_name(const PublishedRun& r) {
-  std::string f = lower(r.framework);
+  std::string f = to_lower(r.framework);
   static const std::regex kLm(R"(megatron[\s_]?lm)");
   static const std::regex kDs(R"(megatron[\s_]deepspeed)");
   static const std::regex kCore(R"(megatron[\s_]core|\bm-?core\b)");
@@ -495,7 +489,7 @@ bool xtuner(const PublishedRun& r) { return has(framework_name(r), "xtuner"); }
 // compiled: "compile" or Liger's fused kernels in the framework or precision column make them
 // fused; notes are not read, as they may describe other runs of the same table.
 bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw) {
-  const std::string own = lower(r.framework + " " + r.precision);
+  const std::string own = to_lower(r.framework + " " + r.precision);
   if (any_of(own, {"compile", "liger"})) return false;
   return fw.gives(config::FrameworkSetting::kElementwise, [](const parallel::ParallelPlan& v) {
     return v.elementwise == parallel::Elementwise::kEager;
@@ -518,32 +512,32 @@ bool pre_2022_code_base(const PublishedRun& r) {
 // as separate kernels. Megatron-Core's Transformer Engine, NeMo, torchtitan, Composer/MPT and
 // Hugging Face (SDPA) use fused attention by default.
 bool flash_attention(const PublishedRun& r) {
-  const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
+  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
   // "no flash attention", "without FlashAttention", "flash-attn not supported", "FA disabled" in
   // the columns that describe the run's own stack (notes may compare with other runs: "without
   // FlashAttention 142 TFLOP/s").
   static const std::regex kNoFlash(
       R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
-  if (std::regex_search(lower(r.framework + " " + r.precision), kNoFlash)) return false;
+  if (std::regex_search(to_lower(r.framework + " " + r.precision), kNoFlash)) return false;
   if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
   return te_attention(r) || xtuner(r) || !pre_2022_code_base(r);
 }
 
 // MosaicML's MPT models trained with its own stack (Composer, llm-foundry).
 bool llm_foundry_mpt(const PublishedRun& r) {
-  return any_of(lower(r.model), {"mpt"}) && any_of(lower(r.framework), {"composer", "llm-foundry", "mpt"});
+  return any_of(to_lower(r.model), {"mpt"}) && any_of(to_lower(r.framework), {"composer", "llm-foundry", "mpt"});
 }
 
 // Pure 16-bit training: the model's parameters themselves are bf16 (Lightning's "bf16-true" /
 // "16-true" precision, a Hugging Face model loaded as torch.bfloat16 without autocast), so a
 // PyTorch optimizer keeps its state in bf16 and there is no fp32 master copy.
 bool pure_bf16(const PublishedRun& r) {
-  return any_of(lower(r.precision), {"bf16-true", "16-true", "torch.bfloat16", "pure bf16"});
+  return any_of(to_lower(r.precision), {"bf16-true", "16-true", "torch.bfloat16", "pure bf16"});
 }
 
 // Plain SGD without momentum: the row names SGD and says nothing of a nonzero momentum.
 bool sgd_without_momentum(const PublishedRun& r) {
-  const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
+  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
   static const std::regex kSgd(R"(\bsgd\b)");
   static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
   if (!std::regex_search(all, kSgd)) return false;
@@ -579,7 +573,7 @@ bool pytorch_sdpa_attention(const PublishedRun& r, const RowFrameworks& fw) {
 // general use from its release (2023-07) until FlashAttention-3 (2024-07), rather than the newest
 // one; a row that names nothing gets the GPU's default. Empty = the GPU's default kernel.
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
-  const std::string all = lower(r.framework + " " + r.precision + " " + r.notes);
+  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
     return "FlashAttention-3";
   }
@@ -629,7 +623,7 @@ std::set<std::string> calibrated_attention_kernels(const std::string& gpu, confi
 // (kv heads fewer than heads) and an MLP narrower than 3.5h (SwiGLU's 8h/3) mean Llama-style.
 // The style a model family's name says; nullopt for a name of no known family.
 std::optional<bool> llama_family(const PublishedRun& r) {
-  const std::string name = lower(r.model);
+  const std::string name = to_lower(r.model);
   if (any_of(name, {"gpt", "mpt", "opt-", "opt ", "bloom", "falcon", "pythia", "neox", "starcoder"})) return false;
   if (any_of(name, {"llama", "mistral", "mixtral", "qwen", "gemma", "yi-", "deepseek", "internlm",
                     "baichuan", "olmo"})) {
@@ -654,7 +648,7 @@ bool llama_style(const PublishedRun& r, std::vector<std::string>& notes) {
 // Which Llama release a model name names: 1, 2 or 3 (3.1, 3.2 and 3.3 included); 0 for none.
 // The release digit is not the start of a size: "LLaMA 30B" and "Llama-13b" are Llama 1.
 int llama_release(const std::string& model) {
-  const std::string name = lower(model);
+  const std::string name = to_lower(model);
   for (int release : {3, 2}) {
     for (const char* sep : {" ", "", "-", "_"}) {
       const std::string tag = "llama" + std::string(sep) + std::to_string(release);
@@ -712,7 +706,7 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
   }
   m.num_kv_heads = r.n_kv_heads ? *r.n_kv_heads : m.num_heads;
   // Squared ReLU (Nemotron-4, Primer): a non-gated MLP of two matrices, 4h wide unless printed.
-  const bool squared_relu = any_of(lower(r.model + " " + r.notes),
+  const bool squared_relu = any_of(to_lower(r.model + " " + r.notes),
                                    {"squared relu", "squared-relu", "squared_relu", "relu²", "relu^2", "relu2"});
   if (r.ffn_hidden) {
     m.ffn_hidden = *r.ffn_hidden;
@@ -807,7 +801,7 @@ double rate_gbits(const std::string& number, const std::string& unit) {
 
 std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<std::string>& notes,
                                              std::string& reason) {
-  const std::string g = lower(r.gpu);
+  const std::string g = to_lower(r.gpu);
   std::string zoo;
   std::int64_t nominal_gb = 0;
   if (g.empty()) {
@@ -886,7 +880,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   // Interconnect: GPUs per node, NIC count and line rate when the text states them; the zoo
   // cluster's DGX-class node otherwise. A count is a whole number, not the digit ending a word
   // ("ConnectX-6", "NVLink4", "H100").
-  const std::string ic = lower(r.interconnect);
+  const std::string ic = to_lower(r.interconnect);
   std::smatch m;
   static const std::regex kGpusPerNode(
       R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x\s*)?(?:gpus?|[ah][18]00s?|h200s?)(?:\s+gpus?)?\s*(?:per|/|each)\s*(?:node|server|host))");
@@ -1081,7 +1075,7 @@ std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
 std::optional<std::int64_t> stated_shard_group(const std::string& text) {
   static const std::regex kGroup(
       R"((?:fsdp|shard(?:ing)?(?:[ _](?:group|degree|size))?)\s*[=:]\s*(\d{1,9})\b|shard(?:ing)?[ _](?:group|degree|size)\s+(?:of\s+)?(\d{1,9})\b)");
-  const std::string t = lower(text);
+  const std::string t = to_lower(text);
   std::smatch m;
   if (!std::regex_search(t, m, kGroup)) return std::nullopt;
   const std::string digits = m[1].matched ? m[1].str() : m[2].str();
@@ -1091,7 +1085,7 @@ std::optional<std::int64_t> stated_shard_group(const std::string& text) {
 // "yes", "True (TP with sequence parallel)", "enabled", "on": true; "no", "False", "off": false;
 // empty or "not stated": nullopt.
 std::optional<bool> parse_yes_no(const std::string& text) {
-  const std::string t = lower(trim(text));
+  const std::string t = to_lower(trim(text));
   if (t.empty() || unstated(t)) return std::nullopt;
   return t == "1" || has(t, "yes") || first_word_in(t, {"y", "true", "on", "enabled", "sp"});
 }
@@ -1106,7 +1100,7 @@ struct PartialRecompute {
   double share = 0;         // of each chunk's layers
 };
 std::optional<PartialRecompute> parse_partial_recompute(const std::string& text) {
-  const std::string t = lower(text);
+  const std::string t = to_lower(text);
   std::smatch m;
   static const std::regex kCount(R"((\d+)\s*(transformer\s+)?(layers?|blocks?)([^a-z]|$))");
   static const std::regex kNumLayers(R"(num[_ -]?layers[^0-9]{0,3}(\d+))");
@@ -1143,7 +1137,7 @@ std::optional<PartialRecompute> parse_partial_recompute(const std::string& text)
 // gradient_checkpointing), or a count or share of layers (parse_partial_recompute); "none",
 // "no …", "False", "off": none; empty or "not stated": nullopt.
 std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
-  const std::string t = lower(text);
+  const std::string t = to_lower(text);
   if (t.empty() || unstated(t)) return std::nullopt;
   if (has(t, "selective")) {
     static const std::regex kOp(R"((^|[^a-z])(op|ops|operator|per-op)([^a-z]|$))");
@@ -1230,8 +1224,8 @@ void apply_gradient_reduction(const PublishedRun& r, parallel::ParallelPlan& p, 
   p.grad_reduce = defaults.grad_reduce;
   p.grad_bucket_params = defaults.grad_bucket_params;
   const std::string fw = framework_name(r);
-  const bool composer_pure = has(lower(r.precision), "pure") &&
-                             any_of(lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
+  const bool composer_pure = has(to_lower(r.precision), "pure") &&
+                             any_of(to_lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
   const bool fms_fsdp = any_of(fw, {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
   const bool deepspeed_zero =
       p.zero_stage >= 1 && has(fw, "deepspeed") && !any_of(fw, {"megatron-deepspeed", "neox"});
@@ -1240,7 +1234,7 @@ void apply_gradient_reduction(const PublishedRun& r, parallel::ParallelPlan& p, 
     notes.push_back(std::string("gradients reduced in the training precision (") +
                     (composer_pure ? "Composer PURE" : fms_fsdp ? "fms-fsdp" : "DeepSpeed ZeRO") + ")");
   }
-  const bool fsdp = any_of(lower(r.framework + " " + r.zero_fsdp), {"fsdp", "fully sharded", "shard_grad_op",
+  const bool fsdp = any_of(to_lower(r.framework + " " + r.zero_fsdp), {"fsdp", "fully sharded", "shard_grad_op",
                                                                       "shard grad op", "composer"});
   if (p.zero_stage == 2 && fsdp) {
     p.grad_bucket_params = 1;
@@ -1299,7 +1293,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // The context-parallel algorithm a row names: DeepSpeed-Ulysses' all-to-all over heads, or
   // all-gathered KV (Llama 3's); ring attention (Megatron-Core's and NeMo's) otherwise.
   if (p.cp > 1) {
-    const std::string text = lower(r.framework + " " + r.zero_fsdp + " " + r.notes);
+    const std::string text = to_lower(r.framework + " " + r.zero_fsdp + " " + r.notes);
     if (any_of(text, {"ulysses", "all-to-all sequence", "alltoall sequence"})) {
       p.cp_algo = parallel::CpAlgo::kUlysses;
       notes.push_back("context parallelism as DeepSpeed-Ulysses (all-to-all over heads)");
@@ -1393,7 +1387,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     // configurations, DeepSpeed and its forks (Megatron-DeepSpeed, GPT-NeoX), metaseq/fairseq.
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (tp > 1 in a framework that shards activations with it)");
-  } else if (p.tp > 1 && has(lower(r.notes), "tp-comm-overlap")) {
+  } else if (p.tp > 1 && has(to_lower(r.notes), "tp-comm-overlap")) {
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (--tp-comm-overlap requires it)");
   }
@@ -1401,7 +1395,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (Megatron-Core requires it for MoE with tp > 1)");
   }
-  if (p.sequence_parallel && p.tp > 1 && any_of(lower(r.notes + " " + r.framework), {"tp-comm-overlap", "tp_comm_overlap"})) {
+  if (p.sequence_parallel && p.tp > 1 && any_of(to_lower(r.notes + " " + r.framework), {"tp-comm-overlap", "tp_comm_overlap"})) {
     p.tp_comm_overlap = true;
     notes.push_back("TP communication overlapped with GEMMs (--tp-comm-overlap)");
   }
@@ -1412,7 +1406,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   }
   out.recompute_given = rc.has_value();
   p.recompute = rc.value_or(parallel::Recompute::kNone);
-  const std::string rtext = lower(r.recompute);
+  const std::string rtext = to_lower(r.recompute);
   if (p.recompute == parallel::Recompute::kSelective &&
       fw.offers(parallel::Recompute::kSelectiveOp) && !has(rtext, "layer")) {
     // torchtitan's selective checkpointing of its Llama training configurations is the op
@@ -1480,7 +1474,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   }
   // FP8 as Transformer Engine, torchao ("Float8") and the OCP formats (E4M3, E5M2) name it;
   // FP16 also as "float16" (not "bfloat16").
-  const std::string prec = lower(r.precision);
+  const std::string prec = to_lower(r.precision);
   const bool bf16_named = any_of(prec, {"bf16", "bfloat16"});
   const bool fp16_named = has(prec, "fp16") || (has(prec, "float16") && !has(prec, "bfloat16"));
   if (any_of(prec, {"nvfp4", "fp4"}) && cluster->gpu.supports(ir::Dtype::kNvfp4)) {
@@ -1706,7 +1700,7 @@ Choice search(const RowMapping& m, const config::Scenario& parts, Resources& res
 }
 
 double bytes_of(double value, const std::string& unit, std::vector<std::string>& notes) {
-  const std::string u = lower(trim(unit));
+  const std::string u = to_lower(trim(unit));
   if (u == "gb") return value * 1e9;
   if (u == "mib") return value * 1048576.0;
   if (u == "mb") return value * 1e6;

@@ -3,16 +3,12 @@
 #include "sim/longrun/time_to_train.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
+
+#include "sim/base/format.h"
 
 namespace ts::longrun {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 }  // namespace
 
@@ -29,10 +25,10 @@ const char* failure_unit_name(FailureUnit u) {
 }
 
 const PowerProfile* TrainData::power_for(const std::string& gpu) const {
-  const std::string g = lower(gpu);
+  const std::string g = to_lower(gpu);
   for (const auto& p : power) {
     for (const auto& name : p.gpus) {
-      if (lower(name) == g) return &p;
+      if (to_lower(name) == g) return &p;
     }
   }
   return nullptr;

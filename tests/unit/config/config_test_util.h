@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -15,6 +16,13 @@
 #include "sim/base/diagnostic.h"
 
 namespace ts::config::test {
+
+// The source tree: $TRAINSIM_SOURCE_DIR when set (ctest sets it), else the one the tests were
+// configured from.
+inline std::filesystem::path source_dir() {
+  if (const char* env = std::getenv("TRAINSIM_SOURCE_DIR"); env != nullptr && *env != '\0') return env;
+  return TRAINSIM_SOURCE_DIR;
+}
 
 // A fresh folder under the system temp directory, removed when the object goes away.
 class TempDir {

@@ -10,16 +10,13 @@
 
 #include "sim/driver/csv.h"
 #include "sim/driver/validate.h"
+#include "tests/unit/config/config_test_util.h"
 
 using namespace ts;
 
 namespace {
 
-std::filesystem::path source_dir() {
-  if (const char* env = std::getenv("TRAINSIM_SOURCE_DIR"); env != nullptr && *env != '\0')
-    return env;
-  return TRAINSIM_SOURCE_DIR;
-}
+using config::test::source_dir;
 
 // A frozen file and the errors measured on it when it was frozen (percent).
 struct FrozenFile {

@@ -15,11 +15,7 @@ using namespace ts;
 
 namespace {
 
-std::filesystem::path source_dir() {
-  if (const char* env = std::getenv("TRAINSIM_SOURCE_DIR"); env != nullptr && *env != '\0')
-    return env;
-  return TRAINSIM_SOURCE_DIR;
-}
+using config::test::source_dir;
 
 const driver::PublishedRun& run_by_id(const std::vector<driver::PublishedRun>& runs,
                                       const std::string& id) {

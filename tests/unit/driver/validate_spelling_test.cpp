@@ -18,6 +18,7 @@
 #include "sim/config/names.h"
 #include "sim/driver/csv.h"
 #include "sim/driver/validate.h"
+#include "tests/unit/config/config_test_util.h"
 #include "tests/unit/driver/published_rows.h"
 
 using namespace ts;
@@ -25,10 +26,7 @@ using driver::PublishedRun;
 
 namespace {
 
-std::filesystem::path source_dir() {
-  if (const char* env = std::getenv("TRAINSIM_SOURCE_DIR"); env != nullptr && *env != '\0') return env;
-  return TRAINSIM_SOURCE_DIR;
-}
+using config::test::source_dir;
 
 PublishedRun parse_one(const test::Row& row) { return test::parse_row(row); }
 
