@@ -543,6 +543,21 @@ Cluster load_cluster(const std::string& name_or_path) {
   return *cluster;
 }
 
+std::string place_per_domain(topology::ClusterSpec& cluster, std::int64_t used) {
+  const std::int32_t domain = cluster.scale_up.gpus_per_domain;
+  const std::int32_t host = cluster.host.gpus_per_host;
+  if (used < 1 || used > domain) {
+    return "must be in [1, " + std::to_string(domain) + "], the GPUs of one " + cluster.name +
+           " scale-up domain (got " + std::to_string(used) + ")";
+  }
+  if (host > 0 && used % host != 0) {
+    return "must be whole hosts: a multiple of " + std::to_string(host) + " GPUs (got " +
+           std::to_string(used) + ")";
+  }
+  cluster.scale_up.gpus_used_per_domain = static_cast<std::int32_t>(used);
+  return "";
+}
+
 Scenario load_scenario(const std::string& path) {
   DiagnosticList diags;
   sch::Scenario msg;

@@ -41,6 +41,11 @@ struct Cluster {
 // A cluster by zoo name ("dgx-h100" → topologies/dgx-h100.textproto) or path.
 Cluster load_cluster(const std::string& name_or_path);
 
+// Places a job on `used` GPUs of each scale-up domain (scale_up.gpus_used_per_domain: 64 of an
+// NVL72 rack's 72, as a Slurm segment of 16 trays does). Returns what is wrong (`used` outside
+// [1, gpus_per_domain] or not whole hosts), empty when it is applied.
+std::string place_per_domain(topology::ClusterSpec& cluster, std::int64_t used);
+
 // A complete, validated input to one simulation.
 struct Scenario {
   ir::ModelSpec model;

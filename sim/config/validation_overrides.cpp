@@ -3,16 +3,22 @@
 
 #include <set>
 
+#include "sim/config/loader.h"
 #include "sim/config/names.h"
 #include "sim/config/proto_reader.h"
 #include "sim/schema/validation_overrides.pb.h"
 
 namespace ts::config {
 
-void RowOverride::apply(parallel::ParallelPlan& plan) const {
+void RowOverride::apply(parallel::ParallelPlan& plan, topology::ClusterSpec& cluster) const {
   if (mst_chunks) plan.mst_chunks = *mst_chunks;
   if (optimizer_states) plan.optimizer_states = *optimizer_states;
   if (optimizer_in_backward) plan.optimizer_in_backward = *optimizer_in_backward;
+  if (order) plan.order = *order;
+  if (gpus_per_domain) {
+    const std::string why = place_per_domain(cluster, *gpus_per_domain);
+    if (!why.empty()) throw InputError(Diagnostic{file, line, "gpus_per_domain", why});
+  }
 }
 
 std::filesystem::path overrides_path(const std::filesystem::path& runs_csv) {
@@ -56,7 +62,16 @@ std::vector<RowOverride> load_validation_overrides(const std::filesystem::path& 
         }
       }
       if (m.has_optimizer_in_backward()) o.optimizer_in_backward = m.optimizer_in_backward();
-      if (!o.mst_chunks && !o.optimizer_states && !o.optimizer_in_backward) {
+      if (m.has_order()) {
+        try {
+          o.order = parse_order(m.order(), "order");
+        } catch (const InputError& e) {
+          c.fail("order", e.diagnostics().front().message);
+        }
+      }
+      if (m.has_gpus_per_domain()) o.gpus_per_domain = m.gpus_per_domain();
+      if (!o.mst_chunks && !o.optimizer_states && !o.optimizer_in_backward && !o.order &&
+          !o.gpus_per_domain) {
         c.fail("run_id", "the override sets no plan field");
       }
       out.push_back(std::move(o));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/parallel/plan.h"
+#include "sim/topology/cluster_spec.h"
 
 namespace ts::config {
 
@@ -21,9 +22,12 @@ struct RowOverride {
   std::optional<std::int64_t> mst_chunks;
   std::optional<parallel::OptimizerStates> optimizer_states;
   std::optional<bool> optimizer_in_backward;
+  std::optional<std::vector<parallel::Axis>> order;
+  std::optional<std::int32_t> gpus_per_domain;
 
-  // Sets the fields the override gives.
-  void apply(parallel::ParallelPlan& plan) const;
+  // Sets the fields the override gives. Throws InputError naming the overrides file, line and
+  // field when gpus_per_domain does not fit the row's cluster.
+  void apply(parallel::ParallelPlan& plan, topology::ClusterSpec& cluster) const;
 };
 
 // The overrides file of a published-runs CSV: FILE.overrides.textproto beside FILE.csv.

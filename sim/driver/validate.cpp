@@ -1516,7 +1516,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // The row's overrides (FILE.overrides.textproto) come last: what its source states outside the
   // CSV's columns.
   for (const auto& o : r.overrides) {
-    o.apply(p);
+    o.apply(p, cluster->cluster);
     notes.push_back("override: " + o.reason + " (" + o.source + ")");
   }
   // Parts only: validated (config::make_scenario) for each candidate of the search.

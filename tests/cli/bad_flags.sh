@@ -22,6 +22,9 @@ expect 2 "--host-dispatch-us" "${base[@]}" --tp 8 --host-dispatch-us -5
 expect 2 "--host-dispatch-us" "${base[@]}" --tp 8 --host-dispatch-us nan
 expect 2 "--host-dispatch-us" validate --runs "$(dirname "$0")/../validation/public-runs.csv" --host-dispatch-us 2e6
 expect 2 "--global-batch" "${base[@]}" --tp 8 --pp 2 --dp 4 --micro-batch 3
+expect 2 "--gpus-per-domain.*multiple of 4" run --model llama3-8b --cluster gb200-nvl72 --gpus 8 \
+  --global-batch 8 --gpus-per-domain 70
+expect 2 "--gpus-per-domain.*\[1, 8\]" "${base[@]}" --tp 8 --gpus-per-domain 16
 sweep=(sweep --model llama3-8b --cluster dgx-h100 --gpus 16 --global-batch 32 --tp 1 --pp 1 --zero 3)
 expect 2 "--zero-shard-group" "${sweep[@]}" --zero-shard-group 8,-2
 expect 2 "--zero-shard-group" "${sweep[@]}" --zero-shard-group eight

@@ -155,6 +155,9 @@ void add_fixed_plan_flags(po::options_description& o) {
       "GEMM precision: bf16, fp16, fp8, mxfp8 or nvfp4 (Blackwell)")(
       "order", po::value<std::string>()->default_value("tp,cp,dp,pp"),
       "rank order, innermost first")(
+      "gpus-per-domain", po::value<std::int64_t>(),
+      "GPUs of each NVLink domain the job uses (64 of an NVL72 rack's 72, as a Slurm segment of "
+      "16 trays places it); default: the cluster's")(
       "optimizer-states", po::value<std::string>()->default_value("fp32"),
       "fp32 (mixed-precision Adam), bf16 (pure bf16 Adam) or none (SGD without momentum on bf16 "
       "weights)")("grad-reduce", po::value<std::string>()->default_value("fp32"),
@@ -189,6 +192,11 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   // Files first: their problems carry file and line.
   problems.collect([&] { out.model = config::load_model(vm["model"].as<std::string>()); });
   problems.collect([&] { out.cluster = config::load_cluster(vm["cluster"].as<std::string>()); });
+  if (vm.count("gpus-per-domain") && out.cluster) {
+    const std::string why =
+        config::place_per_domain(out.cluster->cluster, vm["gpus-per-domain"].as<std::int64_t>());
+    if (!why.empty()) problems.add({"", 0, "--gpus-per-domain", why});
+  }
   out.gpus = vm["gpus"].as<std::int64_t>();
   if (out.gpus <= 0 || out.gpus > config::kMaxGpus) {
     problems.add({"", 0, "--gpus", "must be between 1 and 2^30, got " + std::to_string(out.gpus)});

@@ -102,3 +102,49 @@ TEST_CASE("validation overrides: a bad overrides file names its line and field")
   CHECK(d.line == 1);
   CHECK(d.message.find("no run 999") != std::string::npos);
 }
+
+TEST_CASE("validation overrides: MLPerf Blackwell rows get their placement") {
+  const auto runs = driver::read_published_runs(source_dir() / "tests/validation/blackwell-public.csv");
+  for (const char* id : {"1", "2"}) {
+    INFO("run " << id);
+    const auto& r = run_by_id(runs, id);
+    REQUIRE(r.overrides.size() == 1);
+    const auto m = driver::map_run(r);
+    REQUIRE(m.scenario);
+    CHECK(m.scenario->cluster.cluster.scale_up.gpus_per_domain == 72);
+    CHECK(m.scenario->cluster.cluster.scale_up.placed_per_domain() == 64);
+    using parallel::Axis;
+    CHECK(m.scenario->plan.order == std::vector<Axis>{Axis::kTp, Axis::kCp, Axis::kPp, Axis::kDp});
+  }
+  // The 8-GPU row has none and keeps the default placement.
+  const auto m = driver::map_run(run_by_id(runs, "3"));
+  REQUIRE(m.scenario);
+  CHECK(m.scenario->cluster.cluster.scale_up.placed_per_domain() == 72);
+}
+
+TEST_CASE("validation overrides: a bad placement names its line") {
+  config::test::TempDir dir;
+  std::ifstream in(source_dir() / "tests/validation/blackwell-public.csv");
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const auto path = dir.write("bw.csv", header + "\n" + row + "\n");
+  dir.write("bw.overrides.textproto",
+            "overrides {\n"                        // 1
+            "  run_id: \"1\"\n"                    // 2
+            "  reason: \"r\" source: \"s\"\n"      // 3
+            "  gpus_per_domain: 70\n"              // 4
+            "}\n"
+            "overrides { run_id: \"2\" reason: \"r\" source: \"s\" order: \"tp,xx\" }\n");
+  const auto bad_order = config::test::first_diagnostic([&] { driver::read_published_runs(path); });
+  CHECK(bad_order.field == "overrides[1].order");
+  CHECK(bad_order.line == 6);
+  dir.write("bw.overrides.textproto",
+            "overrides {\n  run_id: \"1\"\n  reason: \"r\" source: \"s\"\n  gpus_per_domain: 70\n}\n");
+  const auto runs = driver::read_published_runs(path);
+  REQUIRE(runs.size() == 1);
+  const auto d = config::test::first_diagnostic([&] { driver::map_run(runs[0]); });
+  CHECK(d.field == "gpus_per_domain");
+  CHECK(d.line == 2);
+  CHECK(d.message.find("multiple of 4") != std::string::npos);
+}
