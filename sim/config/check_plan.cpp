@@ -93,6 +93,15 @@ void model_rules(const ir::ModelSpec& m,
       fail("moe.shared_ffn_hidden", "must be in 1.." + str(kMaxFfnHidden) + " with shared experts (got " +
                                         str(e.shared_ffn_hidden) + ")");
     }
+    if (e.expert_groups != 0 || e.group_limit != 0) {
+      if (e.expert_groups < 1 || e.num_experts % e.expert_groups != 0) {
+        fail("moe.expert_groups", "must divide num_experts = " + str(e.num_experts) + " (got " +
+                                      str(e.expert_groups) + ")");
+      } else if (e.group_limit < 1 || e.group_limit > e.expert_groups) {
+        fail("moe.group_limit", "must be in 1..expert_groups = " + str(e.expert_groups) + " (got " +
+                                    str(e.group_limit) + ")");
+      }
+    }
     if (e.dense_layers < 0 || (layers_ok && e.dense_layers >= m.num_layers)) {
       fail("moe.dense_layers", "must be in 0..num_layers - 1 (got " + str(e.dense_layers) + ")");
     }
@@ -130,6 +139,9 @@ void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, boo
     if (p.etp != 1) fail("--etp", m.name + " is a dense model: expert tensor parallelism needs a model with moe { }");
     if (p.routing != parallel::Routing::kBalanced) fail("--routing", m.name + " is a dense model: it has no router");
     if (p.moe_imbalance != 1.0) fail("--moe-imbalance", m.name + " is a dense model: it has no experts");
+    if (p.moe_dispatcher != parallel::MoeDispatcher::kAllToAll) {
+      fail("--moe-dispatcher", m.name + " is a dense model: it dispatches no tokens");
+    }
     return;
   }
   const bool ep_ok = p.ep > 0 && p.ep <= m.moe->num_experts;

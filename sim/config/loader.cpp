@@ -168,6 +168,8 @@ std::optional<ir::ModelSpec> convert_model(const sch::Model& m, const Checker& c
     moe.shared_experts = e.shared_experts();
     moe.shared_ffn_hidden = e.shared_ffn_hidden();
     moe.dense_layers = e.dense_layers();
+    moe.expert_groups = e.expert_groups();
+    moe.group_limit = e.group_limit();
     const auto score = spelled<ir::RouterScore>(mc, e.has_router_score(), e.router_score(), "router_score",
                                                 try_parse_router_score, router_score_choices(), true);
     if (score) moe.router_score = *score;

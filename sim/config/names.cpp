@@ -96,6 +96,10 @@ constexpr std::array<std::pair<std::string_view, ir::Activation>, 2> kActivation
     {"gelu", ir::Activation::kGelu}, {"swiglu", ir::Activation::kSwiglu}}};
 constexpr std::array<std::pair<std::string_view, ir::RouterScore>, 2> kRouterScores{{
     {"softmax", ir::RouterScore::kSoftmax}, {"sigmoid", ir::RouterScore::kSigmoid}}};
+constexpr std::array<std::pair<std::string_view, parallel::MoeDispatcher>, 3> kMoeDispatchers{{
+    {"alltoall", parallel::MoeDispatcher::kAllToAll},
+    {"deepep", parallel::MoeDispatcher::kDeepEp},
+    {"hybridep", parallel::MoeDispatcher::kHybridEp}}};
 constexpr std::array<std::pair<std::string_view, ir::Position>, 2> kPositions{{
     {"learned", ir::Position::kLearned}, {"rope", ir::Position::kRope}}};
 constexpr std::array<std::pair<std::string_view, topology::FabricKind>, 2> kFabricKinds{{
@@ -154,6 +158,12 @@ std::optional<ir::Position> try_parse_position(std::string_view s) { return look
 std::string position_choices() { return choices(kPositions); }
 std::optional<ir::RouterScore> try_parse_router_score(std::string_view s) { return lookup(kRouterScores, s); }
 std::string router_score_choices() { return choices(kRouterScores); }
+std::optional<parallel::MoeDispatcher> try_parse_moe_dispatcher(std::string_view s) {
+  return lookup(kMoeDispatchers, s);
+}
+parallel::MoeDispatcher parse_moe_dispatcher(std::string_view s, std::string_view flag) {
+  return parse_flag(kMoeDispatchers, s, flag);
+}
 std::optional<topology::FabricKind> try_parse_fabric_kind(std::string_view s) {
   return lookup(kFabricKinds, s);
 }
@@ -258,6 +268,7 @@ std::string_view name(ir::Dtype v) {
 std::string_view name(parallel::Recompute v) { return spelling(kRecompute, v); }
 std::string_view name(parallel::Schedule v) { return spelling(kSchedules, v); }
 std::string_view name(parallel::CpAlgo v) { return spelling(kCpAlgos, v); }
+std::string_view name(parallel::MoeDispatcher v) { return spelling(kMoeDispatchers, v); }
 std::string_view name(parallel::OptimizerStates v) { return spelling(kOptStates, v); }
 std::string_view name(parallel::GradReduce v) { return spelling(kGradReduces, v); }
 std::string_view name(parallel::CrossEntropy v) { return spelling(kCrossEntropies, v); }

@@ -1305,6 +1305,18 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   }
   p.ep = r.ep.value_or(1);
   p.etp = r.etp.value_or(1);
+  // The token dispatcher a row's recipe names ("dispatcher deepep" or "dispatcher hybridep" in
+  // its notes: Megatron-Core's flex dispatcher with that backend); NCCL all-to-all otherwise.
+  if (model->moe) {
+    const std::string text = to_lower(r.notes);
+    if (has(text, "dispatcher hybridep")) {
+      p.moe_dispatcher = parallel::MoeDispatcher::kHybridEp;
+      notes.push_back("MoE dispatcher hybridep (a token crosses the network once per node)");
+    } else if (has(text, "dispatcher deepep")) {
+      p.moe_dispatcher = parallel::MoeDispatcher::kDeepEp;
+      notes.push_back("MoE dispatcher deepep (a token crosses the network once per node)");
+    }
+  }
   // Balanced routing: the MoE rows' sources force-balance the tokens among the experts
   // (Megatron-Bridge's performance summary); a row that says otherwise would set --routing.
   p.vpp = r.vpp.value_or(1);

@@ -23,6 +23,10 @@ struct MoeSpec {
   std::int64_t shared_ffn_hidden = 0;  // intermediate size of each shared expert
   std::int64_t dense_layers = 0;       // the first layers keep a dense MLP
   RouterScore router_score = RouterScore::kSoftmax;
+  // Node-limited routing: a token's experts lie in at most `group_limit` of `expert_groups`
+  // groups of consecutive experts; 0 = no limit.
+  std::int64_t expert_groups = 0;
+  std::int64_t group_limit = 0;
   bool operator==(const MoeSpec&) const = default;
 };
 

@@ -39,6 +39,7 @@ struct NetworkModel::State {
   struct Entry {
     CollectiveOp op;
     Algorithm algorithm;
+    TokenRouting routing;
     std::vector<std::int32_t> flat;  // the groups, concatenated
     std::int32_t group_size;
     std::vector<Evaluated> evaluated;
@@ -144,11 +145,14 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
   // Cache lookup by (op, algorithm, groups).
   std::uint64_t h = mix(mix(0xcbf29ce484222325ULL, static_cast<std::uint64_t>(r.op)), static_cast<std::uint64_t>(r.algorithm));
   h = mix(h, static_cast<std::uint64_t>(n));
+  for (const std::int64_t v : {r.routing.experts, r.routing.top_k, r.routing.expert_groups, r.routing.group_limit}) {
+    h = mix(h, static_cast<std::uint64_t>(v));
+  }
   for (const auto& g : r.groups) {
     for (const std::int32_t x : g) h = mix(h, static_cast<std::uint64_t>(x));
   }
   const auto matches = [&](const State::Entry& e) {
-    if (e.op != r.op || e.algorithm != r.algorithm || e.group_size != n) return false;
+    if (e.op != r.op || e.algorithm != r.algorithm || e.group_size != n || !(e.routing == r.routing)) return false;
     if (e.flat.size() != r.groups.size() * static_cast<std::size_t>(n)) return false;
     std::size_t i = 0;
     for (const auto& g : r.groups) {
@@ -203,11 +207,20 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
         case CollectiveOp::kSendRecv: algos = {Algorithm::kDirect}; break;
       }
     }
+    // A hierarchical token dispatch runs its own schedule across nodes (inside one node, or on
+    // groups spread unevenly, it is the direct all-to-all).
+    const bool dispatch = r.op == CollectiveOp::kAllToAll && r.routing.experts > 0 && shape.nodes > 1 &&
+                          shape.per_node > 0 && shape.per_node * shape.nodes == n &&
+                          r.routing.experts % shape.nodes == 0;
+    if (dispatch && r.algorithm == Algorithm::kAuto) algos = {Algorithm::kHierarchical};
 
     const std::int32_t ranks_in_node = shape.nodes == 1 ? n : shape.per_node;
     const double ring_nvlink = profile_.nvlink_efficiency * profile_.ring_nvlink_factor(ranks_in_node);
     for (const Algorithm a : algos) {
-      for (const Schedule& sc : build_schedules(r.op, a, shape, nvls_available())) {
+      const std::vector<Schedule> schedules = dispatch && a == Algorithm::kHierarchical
+                                                  ? std::vector<Schedule>{dispatch_schedule(shape, r.routing)}
+                                                  : build_schedules(r.op, a, shape, nvls_available());
+      for (const Schedule& sc : schedules) {
         Evaluated ev;
         ev.algorithm = sc.algorithm;
         ev.variant = sc.variant;
@@ -269,7 +282,7 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
         st.cache.clear();
         st.cache_entries = 0;
       }
-      State::Entry e{r.op, r.algorithm, {}, n, fresh};
+      State::Entry e{r.op, r.algorithm, r.routing, {}, n, fresh};
       e.flat.reserve(r.groups.size() * static_cast<std::size_t>(n));
       for (const auto& g : r.groups) e.flat.insert(e.flat.end(), g.begin(), g.end());
       auto& bucket = st.cache[h];

@@ -26,6 +26,9 @@ struct CollectiveRequest {
   Bytes bytes;
   std::vector<Group> groups;  // all concurrent groups; at least one, all of equal size
   Algorithm algorithm = Algorithm::kAuto;
+  // All-to-all only: set (experts > 0) for a hierarchical token dispatch, which runs the
+  // dispatch schedule (dispatch_schedule) across nodes instead of the direct one.
+  TokenRouting routing;
 };
 
 struct CollectiveCost {

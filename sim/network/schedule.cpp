@@ -333,6 +333,75 @@ std::vector<Schedule> build_schedules(CollectiveOp op, Algorithm algorithm, cons
   return out;
 }
 
+namespace {
+
+// C(a − b, k) / C(a, k): the chance that k draws without repetition from a items miss b of them.
+double miss_all(std::int64_t a, std::int64_t b, std::int64_t k) {
+  double p = 1.0;
+  for (std::int64_t i = 0; i < k; ++i) {
+    if (a - b - i <= 0) return 0.0;
+    p *= static_cast<double>(a - b - i) / static_cast<double>(a - i);
+  }
+  return p;
+}
+
+double binomial(std::int64_t n, std::int64_t k) {
+  if (k < 0 || k > n) return 0.0;
+  double c = 1.0;
+  for (std::int64_t i = 1; i <= k; ++i) c = c * static_cast<double>(n - k + i) / static_cast<double>(i);
+  return c;
+}
+
+}  // namespace
+
+double node_reach(const TokenRouting& r, std::int32_t nodes) {
+  SIM_ASSERT(r.experts > 0 && r.top_k > 0 && nodes > 0 && r.experts % nodes == 0,
+             "token routing needs experts spread evenly over the nodes");
+  const std::int64_t e = r.experts / nodes;
+  const std::int64_t k = r.top_k;
+  const bool limited = r.expert_groups > 0 && r.group_limit > 0 && r.group_limit < r.expert_groups &&
+                       r.experts % r.expert_groups == 0;
+  if (!limited) return 1.0 - miss_all(r.experts, e, k);
+  const std::int64_t groups = r.expert_groups;
+  const std::int64_t limit = r.group_limit;
+  const std::int64_t g = r.experts / groups;
+  const std::int64_t pool = limit * g;
+  if (e % g == 0) {
+    // The node holds m whole groups; s of them are among the token's groups.
+    const std::int64_t m = e / g;
+    double missed = 0;
+    for (std::int64_t s = 0; s <= std::min(m, limit); ++s) {
+      missed += binomial(m, s) * binomial(groups - m, limit - s) / binomial(groups, limit) * miss_all(pool, s * g, k);
+    }
+    return 1.0 - missed;
+  }
+  if (g % e == 0) {
+    const double selected = static_cast<double>(limit) / static_cast<double>(groups);
+    return selected * (1.0 - miss_all(pool, e, k));
+  }
+  // Groups that straddle nodes unevenly: the limit's effect is left out.
+  return 1.0 - miss_all(r.experts, e, k);
+}
+
+Schedule dispatch_schedule(const GroupShape& s, const TokenRouting& routing) {
+  SIM_ASSERT(s.nodes > 1 && uniform(s), "the hierarchical dispatch needs a uniform multi-node group");
+  Schedule sc;
+  sc.op = CollectiveOp::kAllToAll;
+  sc.algorithm = Algorithm::kHierarchical;
+  sc.variant = "dispatch";
+  sc.shape = s;
+  Step step;
+  const double per_node = node_reach(routing, s.nodes) / static_cast<double>(routing.top_k);
+  for (std::int32_t j = 1; j < s.nodes; ++j) step.patterns.push_back(shift(Pattern::Kind::kRailShift, j, per_node));
+  for (std::int32_t k = 1; k < s.per_node; ++k) {
+    step.patterns.push_back(shift(Pattern::Kind::kNodeShift, k, 1.0 / s.per_node));
+  }
+  sc.steps.push_back(std::move(step));
+  sc.hops.ring_network = 1;
+  sc.hops.ring_nvlink = s.per_node > 1 ? 1 : 0;
+  return sc;
+}
+
 std::vector<Algorithm> applicable_algorithms(CollectiveOp op, const GroupShape& shape, bool nvls_available) {
   std::vector<Algorithm> out;
   for (const Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kDirect,

@@ -74,7 +74,11 @@ std::int32_t Lowerer::communicator(std::vector<std::int32_t> ranks, unsigned axe
   auto it = comm_index_.find(key);
   if (it != comm_index_.end()) return it->second;
   const auto id = static_cast<std::int32_t>(g_.communicators.size());
-  g_.communicators.push_back({axes, std::move(ranks), tag});
+  g_.communicators.push_back({axes, std::move(ranks), tag, {}});
+  if (axes == axis_bit(Axis::kEp) && model_.moe && plan_.moe_dispatcher != MoeDispatcher::kAllToAll) {
+    const ir::MoeSpec& m = *model_.moe;
+    g_.communicators.back().dispatch = {m.num_experts, m.top_k, m.expert_groups, m.group_limit};
+  }
   comm_index_.emplace(std::move(key), id);
   return id;
 }

@@ -75,6 +75,14 @@ inline constexpr std::size_t kNumOrderAxes = 4;  // the axes ParallelPlan::order
 // expert keeps at most capacity_factor times its mean share (GShard, Lepikhin et al. 2021;
 // Megatron --moe-expert-capacity-factor), the rest dropped.
 enum class Routing { kBalanced, kDropless, kCapacity };
+// How an MoE layer's tokens travel to their experts and back (Megatron-Core
+// --moe-token-dispatcher-type alltoall, or flex with --moe-flex-dispatcher-backend deepep or
+// hybridep). kAllToAll: NCCL's all-to-all of every token copy. kDeepEp, kHybridEp: a token goes
+// over the network once per destination node (scale-up domain) to the GPU of its own rail there,
+// which forwards it over NVLink to the ranks of its experts (DeepEP README, "normal kernels";
+// HybridEP the same inside and across NVLink domains); with node-limited routing
+// (ir::MoeSpec::group_limit) a token reaches at most that many groups' nodes.
+enum class MoeDispatcher { kAllToAll, kDeepEp, kHybridEp };
 
 struct ParallelPlan {
   std::int64_t tp = 1;
@@ -151,6 +159,7 @@ struct ParallelPlan {
   Routing routing = Routing::kBalanced;
   double capacity_factor = 0;  // Routing::kCapacity
   double moe_imbalance = 1.0;  // kDropless, kCapacity: most loaded EP rank's tokens / mean
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
 
   std::int64_t num_gpus() const { return tp * pp * dp * cp; }
   // Ranks that hold the same experts and reduce their gradients together.

@@ -58,6 +58,19 @@ struct Communicator {
   unsigned axes = 0;  // axis_bit() mask of the axes the group spans; 0 = not from a plan
   std::vector<std::int32_t> ranks;
   std::int32_t tag = 0;  // point-to-point: separates activation and gradient traffic of a pair
+  // The EP group under a hierarchical dispatcher (MoeDispatcher::kDeepEp, kHybridEp): its
+  // all-to-alls carry top_k copies of each token to the experts, num_experts / ranks per rank
+  // in rank order, a token's experts inside `group_limit` of `expert_groups` groups (0: no
+  // limit); the network sends a token once per destination node (network::TokenRouting).
+  // experts == 0: an ordinary communicator.
+  struct Dispatch {
+    std::int64_t experts = 0;
+    std::int64_t top_k = 0;
+    std::int64_t expert_groups = 0;
+    std::int64_t group_limit = 0;
+    bool operator==(const Dispatch&) const = default;
+  };
+  Dispatch dispatch;
 };
 
 struct Task {

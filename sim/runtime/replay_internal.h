@@ -48,6 +48,7 @@ class CostCache {
     const network::NetworkModel* network = nullptr;
     std::array<std::int64_t, 4> sizes{}, strides{};  // the layout (collectives)
     unsigned axes = 0;                                // collectives
+    parallel::Communicator::Dispatch dispatch;        // collectives of a hierarchical dispatcher
     std::vector<std::int32_t> ranks;
     CommOp op = CommOp::kAllReduce;
     bool transfer = false;
@@ -150,6 +151,7 @@ class Costs {
         key.sizes = sizes_;
         key.strides = strides_;
         key.axes = comm.axes;
+        key.dispatch = comm.dispatch;
       }
       if (const network::CollectiveCost* known = cache_->find(key)) return add_cost(task, ids, *known);
     }
@@ -161,6 +163,7 @@ class Costs {
       network::CollectiveRequest r;
       r.op = to_network(task.comm);
       r.bytes = task.bytes;
+      r.routing = {comm.dispatch.experts, comm.dispatch.top_k, comm.dispatch.expert_groups, comm.dispatch.group_limit};
       // The request lists this communicator first, then every other group of the same kind
       // (a communicator without parallel axes, e.g. from an imported trace, runs alone).
       r.groups.push_back(comm.ranks);

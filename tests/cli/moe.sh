@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Mixture-of-experts runs: every zoo MoE model runs with expert parallelism, the dispatch and
 # combine all-to-alls show on their own trace thread and in exposed_ep_comm_s, routing load slows
-# the step, and bad MoE flags exit 2 naming the flag.
+# the step, a hierarchical dispatcher cuts the network traffic, and bad MoE flags exit 2 naming
+# the flag.
 set -uo pipefail
 bin="$1"
 tmp="$(mktemp -d)"
@@ -49,6 +50,17 @@ d=$(json "$tmp/drop.json" "d['iteration_time_s']")
 c=$(json "$tmp/cap.json" "d['iteration_time_s']")
 python3 -c "import sys; sys.exit(0 if $b < $c < $d else 1)" || fail "balanced $b < capacity $c < dropless $d"
 
+# A hierarchical dispatcher (DeepEP/HybridEP) sends a token once per node: across two nodes the
+# EP comm shrinks and the step is faster than with NCCL's all-to-all; a dense model refuses it.
+"$bin" "${base[@]}" --ep 16 --moe-dispatcher deepep --format json > "$tmp/deepep.json" || fail "deepep"
+"$bin" "${base[@]}" --ep 16 --moe-dispatcher hybridep --format json > "$tmp/hybridep.json" || fail "hybridep"
+python3 -c "import json,sys
+a=json.load(open('$tmp/bal.json')); e=json.load(open('$tmp/deepep.json')); h=json.load(open('$tmp/hybridep.json'))
+ok = e['iteration_time_s'] < a['iteration_time_s'] and e['time_breakdown']['exposed_ep_comm_s'] < a['time_breakdown']['exposed_ep_comm_s']
+sys.exit(0 if ok and h['iteration_time_s'] == e['iteration_time_s'] else 1)" || fail "deepep not faster than alltoall"
+expect 2 "--moe-dispatcher" "${base[@]}" --ep 16 --moe-dispatcher nccl
+expect 2 "--moe-dispatcher" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-dispatcher deepep
+
 # Bad input names the flag or field.
 expect 2 "--ep" "${base[@]}" --ep 3
 expect 2 "--ep" "${base[@]}" --ep 256
@@ -61,6 +73,8 @@ expect 2 "--etp" "${base[@]}" --etp 5
 expect 2 "--sequence-parallel" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --tp 2 --global-batch 32
 # ep·etp must divide the stage's ranks (tp·cp·dp = 8 here).
 expect 2 "--ep" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --pp 2 --ep 16 --global-batch 32
+printf 'name: "bad"\nnum_layers: 2\nhidden: 64\nnum_heads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 64\nnorm: "rmsnorm"\nactivation: "swiglu"\nposition: "rope"\ntied_embeddings: false\nlinear_bias: false\nmoe {\n  num_experts: 8\n  top_k: 2\n  expert_ffn_hidden: 32\n  router_score: "softmax"\n  expert_groups: 3\n  group_limit: 1\n}\n' > "$tmp/groups.textproto"
+expect 2 "moe.expert_groups" inspect --model "$tmp/groups.textproto" --cluster dgx-h100 --gpus 8 --global-batch 8
 printf 'name: "bad"\nnum_layers: 2\nhidden: 64\nnum_heads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 64\nnorm: "rmsnorm"\nactivation: "swiglu"\nposition: "rope"\ntied_embeddings: false\nlinear_bias: false\nmoe {\n  num_experts: 4\n  top_k: 5\n  expert_ffn_hidden: 32\n  router_score: "softmax"\n}\n' > "$tmp/bad.textproto"
 expect 2 "moe.top_k" inspect --model "$tmp/bad.textproto" --cluster dgx-h100 --gpus 8 --global-batch 8
 # The MoE validation rows all map to scenarios (zoo architecture, EP from the row) and report.

@@ -259,6 +259,9 @@ void add_scenario_flags(po::options_description& o) {
        "MoE token load: balanced, dropless (with --moe-imbalance) or capacity:F")
       ("moe-imbalance", po::value<double>()->default_value(1.0),
        "tokens of the most loaded EP rank over the mean (dropless and capacity routing)")
+      ("moe-dispatcher", po::value<std::string>()->default_value("alltoall"),
+       "MoE token dispatch: alltoall (NCCL), deepep or hybridep (once per node over the network, "
+       "forwarded over NVLink)")
       ("cross-entropy", po::value<std::string>()->default_value("fp32"),
        "loss on the logits: fp32 (Megatron's fused upcast), bf16, bf16-inplace (gradient written into the "
        "logits) or fp32-unfused (PyTorch cross_entropy on upcast logits, as HuggingFace)");
@@ -285,6 +288,9 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.ep = vm["ep"].as<std::int64_t>();
   p.etp = vm["etp"].as<std::int64_t>();
   p.moe_imbalance = vm["moe-imbalance"].as<double>();
+  problems.collect([&] {
+    p.moe_dispatcher = config::parse_moe_dispatcher(vm["moe-dispatcher"].as<std::string>(), "--moe-dispatcher");
+  });
   problems.collect([&] {
     const auto r = config::parse_routing(vm["routing"].as<std::string>(), "--routing");
     p.routing = r.routing;

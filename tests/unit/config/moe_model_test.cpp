@@ -87,6 +87,17 @@ TEST_CASE("an MoE model file loads, and bad MoE fields are named") {
   CHECK(find_field(ds, "moe.top_k") != nullptr);
   CHECK(find_field(ds, "moe.router_score") != nullptr);
   CHECK(find_field(ds, "moe.dense_layers") != nullptr);
+
+  // Node-limited routing: DeepSeek-V3's config.json n_group 8, topk_group 4; a limit above the
+  // groups is named.
+  const ir::ModelSpec ds3 = load_model("deepseek-v3");
+  CHECK(ds3.moe->expert_groups == 8);
+  CHECK(ds3.moe->group_limit == 4);
+  std::string limit(test::kValidModel);
+  limit += "moe {\n  num_experts: 8\n  top_k: 2\n  expert_ffn_hidden: 512\n  router_score: \"softmax\"\n"
+           "  expert_groups: 4\n  group_limit: 5\n}\n";
+  const auto limit_path = dir.write("limit.textproto", limit);
+  CHECK(find_field(diagnostics_of([&] { load_model(limit_path); }), "moe.group_limit") != nullptr);
 }
 
 }  // namespace
