@@ -302,7 +302,8 @@ std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::
 }
 
 RowResult evaluate(const PublishedRun& row, Resources& resources, const ValidateOptions& options,
-                   const std::vector<config::FrameworkProfile>& frameworks) {
+                   const std::vector<config::FrameworkProfile>& frameworks,
+                   const config::ReadingVocabulary& vocabulary) {
   RowResult out;
   out.run_id = row.run_id;
   out.line = row.line;
@@ -317,7 +318,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
     out.reason = std::move(why);
     return out;
   };
-  RowMapping m = map_run(row, resources.compute_cache(), frameworks);
+  RowMapping m = map_run(row, resources.compute_cache(), frameworks, vocabulary);
   out.assumptions = m.assumptions;
   if (!m.scenario) return skip(m.skip_reason);
   config::Scenario parts = *m.scenario;
@@ -446,12 +447,13 @@ ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateO
   report.rows.resize(runs.size());
   auto cache = std::make_shared<config::ComputeModelCache>();
   const std::vector<config::FrameworkProfile> frameworks = config::load_all_frameworks();
+  const config::ReadingVocabulary vocabulary = config::load_reading_vocabulary();
   std::atomic<std::size_t> next{0};
   const auto worker = [&] {
     Resources resources(cache);
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       try {
-        report.rows[i] = evaluate(runs[i], resources, options, frameworks);
+        report.rows[i] = evaluate(runs[i], resources, options, frameworks, vocabulary);
       } catch (const std::exception& e) {
         RowResult r;
         r.run_id = runs[i].run_id;

@@ -12,6 +12,7 @@
 #include "sim/config/calibration_loader.h"
 #include "sim/config/framework_loader.h"
 #include "sim/config/loader.h"
+#include "sim/config/reading_loader.h"
 #include "sim/config/validation_overrides.h"
 #include "sim/driver/simulate.h"
 
@@ -129,6 +130,11 @@ RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrati
 // The same, with the framework profiles (config::load_all_frameworks) loaded once.
 RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
                    const std::vector<config::FrameworkProfile>& frameworks);
+// The same, with the reading vocabulary (config::load_reading_vocabulary: model families,
+// released widths, GPU parts, InfiniBand rates) loaded once.
+RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
+                   const std::vector<config::FrameworkProfile>& frameworks,
+                   const config::ReadingVocabulary& vocabulary);
 
 // ---------------------------------------------------------------------------------------------
 // Comparison

@@ -12,15 +12,20 @@ namespace ts::driver::reading {
 
 namespace {
 
-// Per-NIC line rate of an InfiniBand generation named in the interconnect text.
-std::optional<double> ib_rate_gbits(const std::string& word) {
-  if (word == "ndr200") return 200;
-  if (word == "ndr") return 400;
-  if (word == "hdr100") return 100;
-  if (word == "hdr") return 200;
-  if (word == "edr") return 100;
-  if (word == "xdr") return 800;
+// Per-port line rate of an InfiniBand generation named in the interconnect text (the
+// vocabulary's link_generations).
+std::optional<double> ib_rate_gbits(const std::string& word, const config::ReadingVocabulary& vocab) {
+  for (const auto& g : vocab.link_generations) {
+    if (g.word == word) return g.gbits;
+  }
   return std::nullopt;
+}
+
+// "ndr|hdr|…": the generations' words as a regex alternation (they are lower-case letters).
+std::string ib_words(const config::ReadingVocabulary& vocab) {
+  std::string out;
+  for (const auto& g : vocab.link_generations) out += (out.empty() ? "" : "|") + g.word;
+  return out.empty() ? "(?!)" : out;
 }
 
 // A line rate in Gb/s from a number as written ("400", "3.2", "3,200") and its unit (Gb/s,
@@ -34,8 +39,8 @@ double rate_gbits(const std::string& number, const std::string& unit) {
 
 }  // namespace
 
-std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<std::string>& notes,
-                                             std::string& reason) {
+std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config::ReadingVocabulary& vocab,
+                                             std::vector<std::string>& notes, std::string& reason) {
   const std::string g = to_lower(r.gpu);
   std::string zoo;
   std::int64_t nominal_gb = 0;
@@ -60,32 +65,22 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   if (ampere_only || hopper_only) {
     notes.push_back(std::string(ampere_only ? "A100" : "H100") + " SXM for the architecture named ('" + r.gpu + "')");
   }
-  // Blackwell: the rack-scale parts (GB200/GB300 NVL72; "NVL" here is the 72-GPU NVLink domain,
-  // not a PCIe card) before the HGX/DGX ones whose names they contain.
-  if (has(g, "gb300")) {
-    zoo = "gb300-nvl72";
-    nominal_gb = 279;
-  } else if (has(g, "gb200")) {
-    zoo = "gb200-nvl72";
-    nominal_gb = 186;
-  } else if (has(g, "b300") && !pcie) {
-    zoo = "dgx-b300";
-    nominal_gb = 288;
-  } else if (has(g, "b200") && !pcie) {
-    zoo = "dgx-b200";
-    nominal_gb = 180;
-  } else if (has(g, "h200") && !pcie) {
-    zoo = "hgx-h200";
-    nominal_gb = 141;
-  } else if ((has(g, "h100") || has(g, "h800") || hopper_only) && !pcie) {
-    // The 94/96 GB part is HBM2e (2.41 TB/s) where the 80 GB one is HBM3 (3.35 TB/s).
-    const bool hbm2e = gb == 94 || gb == 96 || has(g, "hbm2e");
-    zoo = hbm2e ? "dgx-h100-96gb" : "dgx-h100";
-    nominal_gb = hbm2e ? 96 : 80;
-  } else if ((has(g, "a100") || has(g, "a800") || ampere_only) && !pcie) {
-    nominal_gb = gb == 40 ? 40 : 80;
-    zoo = gb == 40 ? "dgx-a100-40gb" : "dgx-a100";
-  } else {
+  // The first of the vocabulary's GPU parts the column names (rack-scale parts before the HGX/DGX
+  // ones whose names they contain; "NVL" in theirs is the 72-GPU NVLink domain, not a card), with
+  // the architecture-only names read as their part.
+  const std::string named = g + (ampere_only ? " a100" : "") + (hopper_only ? " h100" : "");
+  const auto names = [&](const std::vector<std::string>& words) {
+    return std::any_of(words.begin(), words.end(), [&](const std::string& w) { return has(named, w); });
+  };
+  for (const auto& part : vocab.gpu_parts) {
+    if (!names(part.spelled) || (pcie && !part.rack_scale)) continue;
+    const bool sized = std::find(part.when_gb.begin(), part.when_gb.end(), gb) != part.when_gb.end();
+    if ((!part.when_gb.empty() || !part.when_words.empty()) && !sized && !names(part.when_words)) continue;
+    zoo = part.cluster;
+    nominal_gb = part.nominal_gb;
+    break;
+  }
+  if (zoo.empty()) {
     reason = "no cluster model for GPU '" + r.gpu +
              "' (known: A100/A800 SXM 40/80GB, H100/H800 SXM 80GB and its 94/96GB HBM2e variant, "
              "H200 SXM, B200, B300, GB200 and GB300 NVL72; PCIe and NVL cards are not modelled)";
@@ -147,7 +142,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   static const std::regex kCountRate(
       R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)\s*(?:(?!gpus?\b|[ah][18]00|h200|per\b)[a-z][^\s,;()]*\s+){0,3}(\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|gb\b|g\b|tb/s|tbps))");
   // "8x HDR", "8 x NDR400", "2xHDR100".
-  static const std::regex kCountIb(R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)?\s*(ndr|hdr|edr|xdr)(\d{3})?\b)");
+  const std::regex kCountIb(R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x|×|\*)?\s*()" + ib_words(vocab) + R"()(\d{3})?\b)");
   // "4 ConnectX-6 HCAs", "4 OmniPath links", "8 NICs": a count of network adapters, up to four
   // words before the adapter word; a number with a rate unit ("400 Gbps HDR HCAs") is a rate.
   static const std::regex kNicCount(
@@ -156,13 +151,13 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
   static const std::regex kPerNode(
       R"(^[^;.]*(per node|/node|node-node|node-to-node|inter-node|internode|inter node|per server|per instance|per host))");
   static const std::regex kPerGpu(R"(^\s*(per gpu|/gpu|per device|each gpu|per nic|/nic))");
-  static const std::regex kIb(R"(\b(ndr|hdr|edr|xdr)(\d{3})?\b)");
+  const std::regex kIb(R"(\b()" + ib_words(vocab) + R"()(\d{3})?\b)");
   if (std::regex_search(ic, m, kCountRate)) {
     nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
     gbits = rate_gbits(m[2].str(), m[3].str());
   } else if (std::regex_search(ic, m, kCountIb)) {
     nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
-    gbits = m[3].matched ? std::stod(m[3].str()) : ib_rate_gbits(m[2].str());
+    gbits = m[3].matched ? std::stod(m[3].str()) : ib_rate_gbits(m[2].str(), vocab);
   } else {
     std::optional<std::int32_t> stated_nics;
     // The first count whose clause is not about NVLink ("NVLink4 with 18 links per GPU").
@@ -192,7 +187,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<
       per_node = (std::regex_search(after, pn, kPerNode) && !std::regex_search(after, pn, kPerGpu)) ||
                  has(ic, "efa") || *rate > 800;
     } else if (std::regex_search(ic, m, kIb)) {
-      rate = m[2].matched ? std::stod(m[2].str()) : ib_rate_gbits(m[1].str());
+      rate = m[2].matched ? std::stod(m[2].str()) : ib_rate_gbits(m[1].str(), vocab);
     }
     if (stated_nics && *stated_nics > 0) {
       // With the adapters counted, a rate is per adapter unless no adapter reaches it.

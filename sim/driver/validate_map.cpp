@@ -22,6 +22,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
 
 RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,
                    const std::vector<config::FrameworkProfile>& frameworks) {
+  return map_run(r, calibrations, frameworks, config::load_reading_vocabulary());
+}
+
+RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,
+                   const std::vector<config::FrameworkProfile>& frameworks,
+                   const config::ReadingVocabulary& vocabulary) {
   RowMapping out;
   auto& notes = out.assumptions;
   const RowFrameworks fw = named_frameworks(r, frameworks);
@@ -37,7 +43,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   if (seq <= 0) return skip("seq_len must be > 0");
 
   std::string reason;
-  auto model = build_model(r, seq, notes, reason);
+  auto model = build_model(r, seq, vocabulary, notes, reason);
   if (!model) return skip(reason);
   if (!r.zoo_model.empty()) {
     // A mixture of experts: the architecture is the zoo file's (which cites its config.json),
@@ -61,7 +67,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     model->dropout = false;
     notes.push_back("no dropout (MPT)");
   }
-  auto cluster = build_cluster(r, notes, reason);
+  auto cluster = build_cluster(r, vocabulary, notes, reason);
   if (!cluster) return skip(reason);
 
   parallel::ParallelPlan p;

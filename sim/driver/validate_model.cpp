@@ -1,5 +1,6 @@
 // Model reading of the validation: a row's architecture columns and name as a ModelSpec (GPT or
 // Llama style, family defaults for empty fields).
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -16,18 +17,19 @@ namespace {
 // (LayerNorm, GELU, learned positions, biases, tied head). Family names decide first; then GQA
 // (kv heads fewer than heads) and an MLP narrower than 3.5h (SwiGLU's 8h/3) mean Llama-style.
 // The style a model family's name says; nullopt for a name of no known family.
-std::optional<bool> llama_family(const PublishedRun& r) {
+std::optional<bool> llama_family(const PublishedRun& r, const config::ReadingVocabulary& vocab) {
   const std::string name = to_lower(r.model);
-  if (any_of(name, {"gpt", "mpt", "opt-", "opt ", "bloom", "falcon", "pythia", "neox", "starcoder"})) return false;
-  if (any_of(name, {"llama", "mistral", "mixtral", "qwen", "gemma", "yi-", "deepseek", "internlm",
-                    "baichuan", "olmo"})) {
-    return true;
+  for (const auto& family : vocab.model_families) {
+    for (const auto& w : family.spelled) {
+      if (has(name, w)) return family.llama;
+    }
   }
   return std::nullopt;
 }
 
-bool llama_style(const PublishedRun& r, std::vector<std::string>& notes) {
-  if (const auto family = llama_family(r)) return *family;
+bool llama_style(const PublishedRun& r, const config::ReadingVocabulary& vocab,
+                 std::vector<std::string>& notes) {
+  if (const auto family = llama_family(r, vocab)) return *family;
   if (r.n_heads && r.n_kv_heads && *r.n_kv_heads < *r.n_heads) {
     notes.push_back("Llama-style layers (grouped-query attention)");
     return true;
@@ -55,27 +57,13 @@ int llama_release(const std::string& model) {
   return has(name, "llama") ? 1 : 0;
 }
 
-// The MLP widths of Meta's released Llama models, by release and hidden size (intermediate_size
-// of each config.json). Meta's rule is ffn_dim_multiplier · 8h/3 rounded up to multiple_of, with
-// the multiplier and the multiple set per model: Llama 1 and Llama 2 7B/13B use 1.0 and 256 (the
-// 8h/3 rule below gives the same widths); Llama 2 70B uses 1.3 and 4096; Llama 3 8B/70B 1.3 and
-// 1024/4096; Llama 3.1 405B 1.2 and 4096; Llama 3.2 1B/3B 1.5 and 1.0 with 256.
-struct ReleasedFfn {
-  int release;
-  std::int64_t hidden;
-  std::int64_t ffn_hidden;
-};
-constexpr ReleasedFfn kReleasedFfn[] = {
-    {2, 8192, 28672},                                                          // Llama 2 70B
-    {3, 2048, 8192},  {3, 3072, 8192},                                         // Llama 3.2 1B, 3B
-    {3, 4096, 14336}, {3, 8192, 28672}, {3, 16384, 53248},                     // Llama 3 8B, 70B, 405B
-};
-
-// The width of a released Llama where it departs from the 8h/3 rule; nullopt otherwise.
-std::optional<std::int64_t> llama_release_ffn(const std::string& model, std::int64_t hidden) {
+// The width of a released Llama where it departs from the 8h/3 rule (the vocabulary's
+// released_widths, by release and hidden size); nullopt otherwise.
+std::optional<std::int64_t> llama_release_ffn(const std::string& model, std::int64_t hidden,
+                                              const config::ReadingVocabulary& vocab) {
   const int release = llama_release(model);
-  for (const auto& f : kReleasedFfn) {
-    if (f.release == release && f.hidden == hidden) return f.ffn_hidden;
+  for (const auto& f : vocab.released_widths) {
+    if (f.llama_release == release && f.hidden == hidden) return f.ffn_hidden;
   }
   return std::nullopt;
 }
@@ -83,12 +71,13 @@ std::optional<std::int64_t> llama_release_ffn(const std::string& model, std::int
 }  // namespace
 
 std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq,
+                                         const config::ReadingVocabulary& vocab,
                                          std::vector<std::string>& notes, std::string& reason) {
   if (!r.n_layers || !r.hidden) {
     reason = std::string("architecture incomplete: ") + (!r.n_layers ? "n_layers" : "hidden") + " is empty";
     return std::nullopt;
   }
-  const bool llama = llama_style(r, notes);
+  const bool llama = llama_style(r, vocab, notes);
   ir::ModelSpec m;
   m.name = r.model.empty() ? "run " + r.run_id : r.model;
   m.num_layers = *r.n_layers;
@@ -109,7 +98,7 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
   } else if (squared_relu) {
     m.ffn_hidden = 4 * m.hidden;
     notes.push_back("ffn_hidden 4h = " + str(m.ffn_hidden) + " (squared-ReLU MLP)");
-  } else if (const auto meta = llama_release_ffn(r.model, m.hidden); llama && meta) {
+  } else if (const auto meta = llama_release_ffn(r.model, m.hidden, vocab); llama && meta) {
     m.ffn_hidden = *meta;
     notes.push_back("ffn_hidden " + str(m.ffn_hidden) + " (Meta's released config of this Llama size)");
   } else if (llama) {
@@ -123,13 +112,17 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
   if (r.vocab) {
     m.vocab = *r.vocab;
   } else {
-    if (llama && llama_release(r.model) == 3) {
-      m.vocab = 128256;
-    } else if (llama) {
-      m.vocab = 32000;
-    } else {
-      m.vocab = 50257;  // the GPT-2 BPE of GPT-3 and its reproductions
+    // The first of the vocabulary's family defaults for this style (and Llama release).
+    const int release = llama ? llama_release(r.model) : 0;
+    const auto it = std::find_if(vocab.vocabularies.begin(), vocab.vocabularies.end(), [&](const auto& v) {
+      return v.llama == llama && (v.llama_release == 0 || v.llama_release == release);
+    });
+    if (it == vocab.vocabularies.end()) {
+      reason = std::string("vocab is empty and the reading vocabulary has no ") + (llama ? "Llama" : "GPT") +
+               "-style default";
+      return std::nullopt;
     }
+    m.vocab = it->vocab;
     notes.push_back("vocab " + str(m.vocab) + " (family default)");
   }
   if (llama) {
@@ -154,7 +147,7 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
   // A model of no known family whose printed size fits the other MLP: gated (SwiGLU, three
   // matrices) or not (two, as GELU or Nemotron's squared ReLU). GQA alone does not make the MLP
   // gated.
-  if (!llama_family(r) && r.n_params_b && *r.n_params_b > 0) {
+  if (!llama_family(r, vocab) && r.n_params_b && *r.n_params_b > 0) {
     ir::ModelSpec other = m;
     other.activation = llama ? ir::Activation::kGelu : ir::Activation::kSwiglu;
     const double printed = *r.n_params_b * 1e9;

@@ -49,13 +49,15 @@ RowFrameworks named_frameworks(const PublishedRun& r,
                                const std::vector<config::FrameworkProfile>& profiles);
 
 // Model (validate_model.cpp): the row's architecture, with its empty fields filled by family
-// rules; nullopt with `reason` when incomplete or invalid.
+// rules and the vocabulary's released values; nullopt with `reason` when incomplete or invalid.
 std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq,
+                                         const config::ReadingVocabulary& vocab,
                                          std::vector<std::string>& notes, std::string& reason);
-// Cluster (validate_cluster.cpp): the zoo cluster of the row's GPU, changed by what the
+// Cluster (validate_cluster.cpp): the zoo cluster of the row's GPU (the vocabulary's parts), changed by what the
 // interconnect column states; nullopt with `reason` for a GPU without a cluster model.
-std::optional<config::Cluster> build_cluster(const PublishedRun& r, std::vector<std::string>& notes,
-                                             std::string& reason);
+std::optional<config::Cluster> build_cluster(const PublishedRun& r,
+                                             const config::ReadingVocabulary& vocab,
+                                             std::vector<std::string>& notes, std::string& reason);
 
 // Framework and plan rules (validate_rules.cpp).
 bool xtuner(const PublishedRun& r);
