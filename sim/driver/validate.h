@@ -230,6 +230,12 @@ struct ValidateOptions {
 ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateOptions& options = {});
 ValidationSummary summarize(const std::vector<RowResult>& rows);
 
+// The scenario each row's reading proposes (map_run: model, cluster, plan, the settings left to
+// the search) with the rules and overrides that gave it, one `row { … }` per row in protobuf text
+// format; no simulation. Checked in beside the validation files (FILE.scenarios.textproto) so
+// that every per-row decision shows in diffs.
+std::string validation_scenarios(const std::vector<PublishedRun>& runs);
+
 std::string validation_text(const ValidationReport& report);
 std::string validation_json(const ValidationReport& report);
 std::string validation_csv(const ValidationReport& report);
