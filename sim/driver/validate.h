@@ -12,6 +12,7 @@
 #include "sim/config/calibration_loader.h"
 #include "sim/config/framework_loader.h"
 #include "sim/config/loader.h"
+#include "sim/config/reading_loader.h"
 #include "sim/config/validation_overrides.h"
 #include "sim/driver/simulate.h"
 
@@ -129,6 +130,11 @@ RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrati
 // The same, with the framework profiles (config::load_all_frameworks) loaded once.
 RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
                    const std::vector<config::FrameworkProfile>& frameworks);
+// The same, with the reading vocabulary (config::load_reading_vocabulary: model families,
+// released widths, GPU parts, InfiniBand rates) loaded once.
+RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
+                   const std::vector<config::FrameworkProfile>& frameworks,
+                   const config::ReadingVocabulary& vocabulary);
 
 // ---------------------------------------------------------------------------------------------
 // Comparison
@@ -223,6 +229,12 @@ struct ValidateOptions {
 // row: a row that cannot be simulated is reported as skipped with its reason.
 ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateOptions& options = {});
 ValidationSummary summarize(const std::vector<RowResult>& rows);
+
+// The scenario each row's reading proposes (map_run: model, cluster, plan, the settings left to
+// the search) with the rules and overrides that gave it, one `row { … }` per row in protobuf text
+// format; no simulation. Checked in beside the validation files (FILE.scenarios.textproto) so
+// that every per-row decision shows in diffs.
+std::string validation_scenarios(const std::vector<PublishedRun>& runs);
 
 std::string validation_text(const ValidationReport& report);
 std::string validation_json(const ValidationReport& report);

@@ -23,13 +23,16 @@ int cmd_validate(const Args& args) {
        "published runs of the frozen held-out set (tests/validation/held-out.csv), reported apart "
        "from the --runs rows; may be repeated")
       ("out", po::value<std::string>(), "also write one CSV line per row to FILE")
+      ("emit-scenarios", po::value<std::string>(),
+       "write the scenario each row's reading proposes, with its rules and overrides, to FILE "
+       "(protobuf text format) and stop: no simulation")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
       ("threads", po::value<int>()->default_value(1), "rows simulated concurrently")
       ("host-dispatch-us", po::value<double>(),
        "host time per modeled operation for every row, microseconds (default: the plan default)");
   po::variables_map vm;
   if (!parse_flags(args, o, vm, "usage: trainsim validate --runs FILE.csv... [--held-out FILE.csv...] [--out FILE.csv] "
-                  "[--format text|json]")) {
+                  "[--format text|json] [--emit-scenarios FILE]")) {
     return kExitOk;
   }
   const Format format = parse_format(vm["format"].as<std::string>(), false);
@@ -46,6 +49,10 @@ int cmd_validate(const Args& args) {
       for (auto& r : rows) r.held_out = std::string_view(flag) == "held-out";
       runs.insert(runs.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
     }
+  }
+  if (vm.count("emit-scenarios")) {
+    write_file_atomic(vm["emit-scenarios"].as<std::string>(), driver::validation_scenarios(runs), "--emit-scenarios");
+    return kExitOk;
   }
   driver::ValidateOptions options;
   options.threads = threads;

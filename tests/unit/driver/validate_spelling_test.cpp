@@ -741,3 +741,42 @@ TEST_CASE("spelling: the context-parallel algorithm a row names") {
   row["notes"] = "context parallelism with all-gather KV, as in Llama 3";
   CHECK(scenario_of(row).plan.cp_algo == parallel::CpAlgo::kAllGather);
 }
+
+TEST_CASE("spelling: released widths, GPU parts and IB rates come from the vocabulary") {
+  auto row = base_row();
+  row["model"] = "Llama 3 8B";
+  row["n_layers"] = "32";
+  row["hidden"] = "4096";
+  row["n_heads"] = "32";
+  row["n_kv_heads"] = "8";
+  row["vocab"] = "";
+  row["gpu"] = "H100 80GB";
+  row["interconnect"] = "8x NDR";
+  const PublishedRun run = parse_one(row);
+  config::ComputeModelCache calibrations;
+  const auto frameworks = config::load_all_frameworks();
+  const auto shipped = config::load_reading_vocabulary();
+  const auto with = driver::map_run(run, calibrations, frameworks, shipped);
+  REQUIRE(with.scenario);
+  CHECK(with.scenario->model.ffn_hidden == 14336);  // Meta's released config.json
+  CHECK(with.scenario->model.vocab == 128256);
+  CHECK(with.scenario->cluster.cluster.host.nic_bandwidth.bytes_per_s() * 8e-9 == Approx(400));
+
+  // Without the released widths the 8h/3 rule applies; without the H100 parts the row has no
+  // cluster; an NDR port of another rate changes the NICs' rate.
+  auto other = shipped;
+  other.released_widths.clear();
+  for (auto& g : other.link_generations) {
+    if (g.word == "ndr") g.gbits = 200;
+  }
+  const auto changed = driver::map_run(run, calibrations, frameworks, other);
+  REQUIRE(changed.scenario);
+  CHECK(changed.scenario->model.ffn_hidden == 11008);
+  CHECK(changed.scenario->cluster.cluster.host.nic_bandwidth.bytes_per_s() * 8e-9 == Approx(200));
+  other.gpu_parts.erase(std::remove_if(other.gpu_parts.begin(), other.gpu_parts.end(),
+                                       [](const auto& g) { return g.cluster.rfind("dgx-h100", 0) == 0; }),
+                        other.gpu_parts.end());
+  const auto none = driver::map_run(run, calibrations, frameworks, other);
+  CHECK_FALSE(none.scenario);
+  CHECK_THAT(none.skip_reason, Catch::Contains("no cluster model for GPU 'H100 80GB'"));
+}

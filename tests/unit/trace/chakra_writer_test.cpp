@@ -224,9 +224,10 @@ struct Fixture {
     gemm.gemm = {128, 256, 64, 1};
     gemm.flops = Flops(2.0 * 128 * 256 * 64);
     g.op_lists.push_back({gemm});
-    g.communicators.push_back({parallel::axis_bit(parallel::Axis::kTp), {0, 1}, 0});  // 0: collectives
-    g.communicators.push_back({parallel::axis_bit(parallel::Axis::kPp), {0, 1}, 0});  // 1: pipeline 0 → 1
-    g.communicators.push_back({0, {0, 1}, 0});                                       // 2: ring shift
+    // 0: collectives, 1: pipeline 0 → 1, 2: ring shift.
+    g.communicators.push_back({parallel::axis_bit(parallel::Axis::kTp), {0, 1}, 0, {}});
+    g.communicators.push_back({parallel::axis_bit(parallel::Axis::kPp), {0, 1}, 0, {}});
+    g.communicators.push_back({0, {0, 1}, 0, {}});
 
     parallel::Task c;  // compute
     c.kind = TaskKind::kCompute;

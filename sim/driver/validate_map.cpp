@@ -1,0 +1,323 @@
+// The validation's normaliser: a published run mapped to a scenario by the reading rules, with
+// the row's overrides applied last and every assumption noted.
+#include <cmath>
+
+#include "sim/base/format.h"
+#include "sim/driver/validate.h"
+#include "sim/driver/validate_rules.h"
+#include "sim/driver/validate_text.h"
+
+namespace ts::driver {
+
+using namespace reading;  // NOLINT: the rules this file applies
+
+RowMapping map_run(const PublishedRun& r) {
+  config::ComputeModelCache calibrations;
+  return map_run(r, calibrations);
+}
+
+RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations) {
+  return map_run(r, calibrations, config::load_all_frameworks());
+}
+
+RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,
+                   const std::vector<config::FrameworkProfile>& frameworks) {
+  return map_run(r, calibrations, frameworks, config::load_reading_vocabulary());
+}
+
+RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,
+                   const std::vector<config::FrameworkProfile>& frameworks,
+                   const config::ReadingVocabulary& vocabulary) {
+  RowMapping out;
+  auto& notes = out.assumptions;
+  const RowFrameworks fw = named_frameworks(r, frameworks);
+  out.recompute_modes = fw.recompute_modes();
+  const auto skip = [&](std::string why) {
+    out.skip_reason = std::move(why);
+    out.scenario.reset();
+    return out;
+  };
+  out.max_seq_search = r.max_seq_len.has_value();
+  if (!r.seq_len && !out.max_seq_search) return skip("seq_len is empty");
+  const std::int64_t seq = r.seq_len ? *r.seq_len : 4096;  // max-seq rows: a start for the search
+  if (seq <= 0) return skip("seq_len must be > 0");
+
+  std::string reason;
+  auto model = build_model(r, seq, vocabulary, notes, reason);
+  if (!model) return skip(reason);
+  if (!r.zoo_model.empty()) {
+    // A mixture of experts: the architecture is the zoo file's (which cites its config.json),
+    // whose expert counts must agree with the row's.
+    try {
+      model = config::load_model(r.zoo_model);
+    } catch (const InputError& e) {
+      return skip("zoo_model '" + r.zoo_model + "': " + e.what());
+    }
+    notes.push_back("architecture of the zoo model " + r.zoo_model);
+    const auto differs = [](const std::optional<std::int64_t>& row, std::int64_t zoo) { return row && *row != zoo; };
+    const ir::MoeSpec e = model->moe.value_or(ir::MoeSpec{});
+    if (differs(r.num_experts, e.num_experts) || differs(r.top_k, e.top_k) ||
+        differs(r.moe_ffn_hidden, e.expert_ffn_hidden) || differs(r.shared_experts, e.shared_experts)) {
+      return skip("the row's expert counts differ from the zoo model " + r.zoo_model);
+    }
+  }
+  if (llm_foundry_mpt(r)) {
+    // MPTConfig (llm-foundry llmfoundry/models/mpt/configuration_mpt.py) defaults attn_pdrop,
+    // resid_pdrop and emb_pdrop to 0, and the MPT pretrain yamls keep them.
+    model->dropout = false;
+    notes.push_back("no dropout (MPT)");
+  }
+  auto cluster = build_cluster(r, vocabulary, notes, reason);
+  if (!cluster) return skip(reason);
+
+  parallel::ParallelPlan p;
+  p.tp = r.tp.value_or(1);
+  p.pp = r.pp.value_or(1);
+  p.cp = r.cp.value_or(1);
+  // The context-parallel algorithm a row names: DeepSpeed-Ulysses' all-to-all over heads, or
+  // all-gathered KV (Llama 3's); ring attention (Megatron-Core's and NeMo's) otherwise.
+  if (p.cp > 1) {
+    const std::string text = to_lower(r.framework + " " + r.zero_fsdp + " " + r.notes);
+    if (any_of(text, {"ulysses", "all-to-all sequence", "alltoall sequence"})) {
+      p.cp_algo = parallel::CpAlgo::kUlysses;
+      notes.push_back("context parallelism as DeepSpeed-Ulysses (all-to-all over heads)");
+    } else if (any_of(text, {"all-gather kv", "allgather kv", "all-gathered kv", "all-gather based cp",
+                             "allgather-based"})) {
+      p.cp_algo = parallel::CpAlgo::kAllGather;
+      notes.push_back("context parallelism with all-gathered KV");
+    }
+  }
+  p.ep = r.ep.value_or(1);
+  p.etp = r.etp.value_or(1);
+  // The token dispatcher a row's recipe names ("dispatcher deepep" or "dispatcher hybridep" in
+  // its notes: Megatron-Core's flex dispatcher with that backend); NCCL all-to-all otherwise.
+  if (model->moe) {
+    const std::string text = to_lower(r.notes);
+    if (has(text, "dispatcher hybridep")) {
+      p.moe_dispatcher = parallel::MoeDispatcher::kHybridEp;
+      notes.push_back("MoE dispatcher hybridep (a token crosses the network once per node)");
+    } else if (has(text, "dispatcher deepep")) {
+      p.moe_dispatcher = parallel::MoeDispatcher::kDeepEp;
+      notes.push_back("MoE dispatcher deepep (a token crosses the network once per node)");
+    }
+  }
+  // Balanced routing: the MoE rows' sources force-balance the tokens among the experts
+  // (Megatron-Bridge's performance summary); a row that says otherwise would set --routing.
+  p.vpp = r.vpp.value_or(1);
+  if (p.vpp > 1) p.schedule = parallel::Schedule::kInterleaved;
+  p.seq_len = seq;
+  if (const auto split = uneven_stage_layers(model->num_layers, p.pp * p.model_chunks()); !split.empty()) {
+    p.pp_layers = split;
+    notes.push_back("pp_layers " + join_counts(split) +
+                    " (layers not divisible by the stages: one fewer on the first and last stages, which hold the "
+                    "embedding and LM head)");
+  }
+  const std::int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (model_parallel <= 0) return skip("tp, pp and cp must be > 0");
+  std::int64_t gpus = 0;
+  if (r.dp) {
+    p.dp = *r.dp;
+    gpus = r.n_gpus.value_or(p.dp * model_parallel);
+  } else if (r.n_gpus) {
+    gpus = *r.n_gpus;
+    if (gpus % model_parallel != 0) {
+      return skip("n_gpus " + str(gpus) + " is not a multiple of tp·pp·cp = " + str(model_parallel));
+    }
+    p.dp = gpus / model_parallel;
+    if (p.dp > 1) notes.push_back("dp " + str(p.dp) + " = n_gpus/(tp·pp·cp)");
+  } else {
+    return skip("n_gpus and dp are both empty");
+  }
+
+  if (gpus <= 0 || gpus > (std::int64_t{1} << 24)) return skip("n_gpus " + str(gpus) + " out of range");
+
+  // Batch.
+  p.micro_batch = r.micro_batch.value_or(1);
+  out.micro_batch_given = r.micro_batch.has_value();
+  if (r.global_batch) {
+    p.global_batch = *r.global_batch;
+  } else if (r.micro_batch && r.grad_accum) {
+    p.global_batch = *r.micro_batch * *r.grad_accum * p.dp;
+    notes.push_back("global_batch " + str(p.global_batch) + " = micro_batch·grad_accum·dp");
+  } else if (out.max_seq_search) {
+    p.global_batch = p.micro_batch * p.dp;
+  } else {
+    const double params = r.n_params_b ? *r.n_params_b * 1e9 : static_cast<double>(ir::parameter_count(*model));
+    const double sequences = gpt3_batch_tokens(params) / static_cast<double>(seq);
+    // Sequences per replica rounded to a power of two (in log scale), so that power-of-two
+    // micro-batches divide it.
+    const double per = std::max(1.0, sequences / static_cast<double>(p.dp));
+    const auto per_replica = static_cast<std::int64_t>(std::llround(std::exp2(std::round(std::log2(per)))));
+    p.global_batch = per_replica * p.dp;
+    notes.push_back("global_batch " + str(p.global_batch) + " (GPT-3 batch of " +
+                    str(static_cast<std::int64_t>(gpt3_batch_tokens(params))) + " tokens for this size)");
+  }
+  if (!out.micro_batch_given && r.grad_accum && p.dp > 0 && p.global_batch % (p.dp * *r.grad_accum) == 0) {
+    p.micro_batch = p.global_batch / (p.dp * *r.grad_accum);
+    out.micro_batch_given = true;
+    notes.push_back("micro_batch " + str(p.micro_batch) + " = global_batch/(dp·grad_accum)");
+  }
+  if (out.max_seq_search && !out.micro_batch_given) out.micro_batch_given = true;  // one sequence
+
+  // Sharding, sequence parallelism, recompute, precision.
+  const auto zero = parse_zero(r, fw, notes);
+  p.zero_stage = zero.value_or(0);
+  out.zero_given = zero.has_value();
+  if (const auto group = stated_shard_group(r.zero_fsdp); group && p.zero_stage > 0) {
+    const std::int64_t ranks = p.dp * p.cp;
+    if (*group > 1 && *group < ranks && ranks % *group == 0) {
+      p.zero_shard_group = *group;
+      notes.push_back("sharded within groups of " + str(*group) + " of the " + str(ranks) +
+                      " data-parallel ranks, replicated across groups (stated shard degree)");
+    }
+  }
+  const auto sp = parse_yes_no(r.sequence_parallel);
+  if (sp) {
+    p.sequence_parallel = *sp && p.tp > 1;
+  } else if (p.tp > 1 && !pre_2022_code_base(r)) {
+    // Tensor parallelism shards the norms' and dropouts' activations along the sequence
+    // (Korthikanti et al. 2022) in the frameworks of the runs published since: Megatron-Core and
+    // NeMo (TP communication overlap requires it, and their recipes enable it with TP > 1),
+    // torchtitan (its TP plan puts SequenceParallel on the norms) and the 4D-parallel training
+    // of Llama 3. Not in the code bases whose published runs predate it: Megatron-LM's 2021
+    // configurations, DeepSpeed and its forks (Megatron-DeepSpeed, GPT-NeoX), metaseq/fairseq.
+    p.sequence_parallel = true;
+    notes.push_back("sequence parallelism on (tp > 1 in a framework that shards activations with it)");
+  } else if (p.tp > 1 && has(to_lower(r.notes), "tp-comm-overlap")) {
+    p.sequence_parallel = true;
+    notes.push_back("sequence parallelism on (--tp-comm-overlap requires it)");
+  }
+  if (model->moe && p.tp > 1 && !p.sequence_parallel) {
+    p.sequence_parallel = true;
+    notes.push_back("sequence parallelism on (Megatron-Core requires it for MoE with tp > 1)");
+  }
+  if (p.sequence_parallel && p.tp > 1 && any_of(to_lower(r.notes + " " + r.framework), {"tp-comm-overlap", "tp_comm_overlap"})) {
+    p.tp_comm_overlap = true;
+    notes.push_back("TP communication overlapped with GEMMs (--tp-comm-overlap)");
+  }
+  auto rc = parse_recompute(r.recompute);
+  if (!rc && xtuner(r)) {
+    rc = parallel::Recompute::kFull;
+    notes.push_back("recompute full (XTuner's SupervisedFinetune default, use_activation_checkpointing=True)");
+  }
+  out.recompute_given = rc.has_value();
+  p.recompute = rc.value_or(parallel::Recompute::kNone);
+  const std::string rtext = to_lower(r.recompute);
+  if (p.recompute == parallel::Recompute::kSelective &&
+      fw.offers(parallel::Recompute::kSelectiveOp) && !has(rtext, "layer")) {
+    // torchtitan's selective checkpointing of its Llama training configurations is the op
+    // policy (train_configs/llama3_*.toml: selective_ac_option = "op"); "selective layer" (every
+    // n-th layer checkpointed whole) is the other option.
+    p.recompute = parallel::Recompute::kSelectiveOp;
+    notes.push_back("selective checkpointing by op policy (torchtitan's Llama configurations)");
+  }
+  if (p.recompute != parallel::Recompute::kNone &&
+      p.recompute != parallel::Recompute::kSelectiveOp) {
+    // Selective checkpointing of whole layers (a framework other than Megatron's, whose
+    // "selective" recomputes the attention core in every layer): a row with both HFU and MFU
+    // tells the share, as full recompute of a share f of the layers adds f/3 to the model FLOPs
+    // (the forward again: 8N instead of 6N per token with every layer).
+    std::optional<PartialRecompute> partial = parse_partial_recompute(rtext);
+    if (!partial && p.recompute == parallel::Recompute::kSelective &&
+        !fw.offers(parallel::Recompute::kSelective) && r.hfu_pct && r.mfu_pct && *r.mfu_pct > 0) {
+      const double share = 3.0 * (*r.hfu_pct / *r.mfu_pct - 1.0);
+      if (share >= 0.1 && share < 0.95) partial = PartialRecompute{0, share};
+    }
+    if (partial) {
+      const std::int64_t chunk_layers = (model->num_layers + p.pp * p.model_chunks() - 1) / (p.pp * p.model_chunks());
+      const std::int64_t n = partial->layers > 0
+                                 ? partial->layers
+                                 : std::max<std::int64_t>(1, std::llround(partial->share * static_cast<double>(chunk_layers)));
+      p.recompute = parallel::Recompute::kFull;
+      p.recompute_layers = n < chunk_layers ? n : 0;
+      notes.push_back("full recompute of " + (n < chunk_layers ? str(n) + " of the " + str(chunk_layers) : "all " + str(chunk_layers)) +
+                      " layers of each model chunk" +
+                      (partial->layers > 0 ? "" : " (share " + format_double("%.2f", partial->share) + ")"));
+    }
+  }
+  if (pure_bf16(r)) {
+    // Plain SGD on pure bf16 parameters keeps no optimizer state at all.
+    const bool stateless = sgd_without_momentum(r);
+    p.optimizer_states = stateless ? parallel::OptimizerStates::kNone : parallel::OptimizerStates::kBf16;
+    notes.push_back(stateless ? "no optimizer state (SGD without momentum on bf16 weights)"
+                              : "bf16 optimizer states (pure bf16 parameters)");
+  }
+  if (llm_foundry_mpt(r)) {
+    // MPT's loss_fn `fused_crossentropy` is flash_attn.losses.cross_entropy.CrossEntropyLoss:
+    // the loss of the bf16 logits without an fp32 copy, with a bf16 gradient.
+    p.cross_entropy = parallel::CrossEntropy::kBf16;
+    notes.push_back("bf16 fused cross-entropy (MPT fused_crossentropy)");
+  } else if (fw.gives(config::FrameworkSetting::kCrossEntropy, [](const parallel::ParallelPlan& v) {
+               return v.cross_entropy == parallel::CrossEntropy::kFp32Unfused;
+             })) {
+    // HuggingFace causal LMs and torchtitan: F.cross_entropy on logits.float() (their profiles).
+    p.cross_entropy = parallel::CrossEntropy::kFp32Unfused;
+    notes.push_back(fw.find("torchtitan") ? "PyTorch cross-entropy on fp32 logits (torchtitan)"
+                                          : "PyTorch cross-entropy on fp32 logits (HuggingFace)");
+  } else if (fw.gives(config::FrameworkSetting::kCrossEntropy, [](const parallel::ParallelPlan& v) {
+               return v.cross_entropy == parallel::CrossEntropy::kBf16InPlace;
+             })) {
+    // The flash-attention training code's CrossEntropyLossApex with inplace_backward (its profile).
+    p.cross_entropy = parallel::CrossEntropy::kBf16InPlace;
+    notes.push_back("fused cross-entropy with its gradient in place (flash-attention training code)");
+  }
+  if (eager_elementwise(r, fw)) {
+    p.elementwise = parallel::Elementwise::kEager;
+    notes.push_back(
+        model->norm == ir::Norm::kLayerNorm
+            ? "LayerNorm as PyTorch's native kernel (eager PyTorch, no torch.compile)"
+            : "RMSNorm, rotary embedding and SwiGLU as eager PyTorch ops (no torch.compile)");
+  }
+  // FP8 as Transformer Engine, torchao ("Float8") and the OCP formats (E4M3, E5M2) name it;
+  // FP16 also as "float16" (not "bfloat16").
+  const std::string prec = to_lower(r.precision);
+  const bool bf16_named = any_of(prec, {"bf16", "bfloat16"});
+  const bool fp16_named = has(prec, "fp16") || (has(prec, "float16") && !has(prec, "bfloat16"));
+  if (any_of(prec, {"nvfp4", "fp4"}) && cluster->gpu.supports(ir::Dtype::kNvfp4)) {
+    // NVFP4 (MLPerf Training v5.1 Blackwell submissions): block-scaled FP4 GEMMs.
+    p.dtype = ir::Dtype::kNvfp4;
+  } else if (has(prec, "mxfp8") && cluster->gpu.supports(ir::Dtype::kMxfp8)) {
+    p.dtype = ir::Dtype::kMxfp8;
+  } else if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
+    p.dtype = ir::Dtype::kFp8;
+    if (!fw.gives(config::FrameworkSetting::kFp8WeightCache,
+                  [](const parallel::ParallelPlan& v) { return v.fp8_weight_cache; })) {
+      // Megatron-Core and NeMo tell Transformer Engine which micro-batch is a step's first
+      // (is_first_microbatch), which casts the FP8 weights once and reuses them (their
+      // profiles); other frameworks (Composer's TE autocast, torchao's float8 in torchtitan)
+      // cast them at every micro-batch.
+      p.fp8_weight_cache = false;
+      notes.push_back("FP8 weights cast at every micro-batch (" + r.framework + ")");
+    }
+  } else if (fp16_named && !bf16_named) {
+    p.dtype = ir::Dtype::kFp16;
+  } else {
+    p.dtype = ir::Dtype::kBf16;
+  }
+  apply_gradient_reduction(r, p, notes);
+  if (!flash_attention(r)) {
+    p.flash_attention = false;
+    notes.push_back("attention core unfused (" + r.framework + " without FlashAttention)");
+  } else if (const std::string k = attention_kernel(r, fw); !k.empty()) {
+    const auto known = calibrated_attention_kernels(cluster->gpu.name, calibrations);
+    if (known.count(k) > 0) {
+      p.attention_kernel = k;
+      notes.push_back("attention kernel " + k);
+    } else if (known.count("FlashAttention-2") > 0) {
+      p.attention_kernel = "FlashAttention-2";
+      notes.push_back("attention kernel FlashAttention-2 (" + k + " is not calibrated for " + cluster->gpu.name + ")");
+    }
+  }
+
+  // The row's overrides (FILE.overrides.textproto) come last: what its source states outside the
+  // CSV's columns.
+  for (const auto& o : r.overrides) {
+    o.apply(p, cluster->cluster);
+    notes.push_back("override: " + o.reason + " (" + o.source + ")");
+  }
+  // Parts only: validated (config::make_scenario) for each candidate of the search.
+  out.scenario = config::Scenario{std::move(*model), std::move(*cluster), static_cast<std::int32_t>(gpus), p};
+  return out;
+}
+
+}  // namespace ts::driver

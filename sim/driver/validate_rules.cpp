@@ -1,0 +1,442 @@
+// Framework and plan reading rules of the validation (validate_rules.h): sharding, sequence
+// parallelism, recompute, attention kernel, precision and gradient reduction from a row's cells.
+#include <algorithm>
+#include <regex>
+
+#include "sim/base/format.h"
+#include "sim/driver/validate_rules.h"
+#include "sim/driver/validate_text.h"
+
+namespace ts::driver::reading {
+
+namespace {
+
+// The framework column in lower case, with the spellings of the Megatron code bases reduced to
+// one each: "Megatron LM", "MegatronLM", "megatron_lm" → "megatron-lm"; "Megatron DeepSpeed" →
+// "megatron-deepspeed"; "Megatron Core", "MCore", "megatron_core" → "megatron-core"; "Megatron
+// Bridge" → "megatron-bridge"; "TransformerEngine", "transformer_engine" → "transformer engine".
+std::string framework_name(const PublishedRun& r) {
+  std::string f = to_lower(r.framework);
+  static const std::regex kLm(R"(megatron[\s_]?lm)");
+  static const std::regex kDs(R"(megatron[\s_]deepspeed)");
+  static const std::regex kCore(R"(megatron[\s_]core|\bm-?core\b)");
+  static const std::regex kBridge(R"(megatron[\s_]bridge)");
+  static const std::regex kTe(R"(transformer[\s_-]?engine)");
+  f = std::regex_replace(f, kLm, "megatron-lm");
+  f = std::regex_replace(f, kDs, "megatron-deepspeed");
+  f = std::regex_replace(f, kCore, "megatron-core");
+  f = std::regex_replace(f, kBridge, "megatron-bridge");
+  f = std::regex_replace(f, kTe, "transformer engine");
+  return f;
+}
+
+// Megatron-Core, NeMo (and its Megatron-Bridge) and Transformer Engine run Transformer Engine's
+// fused attention.
+bool te_attention(const PublishedRun& r) {
+  return any_of(framework_name(r), {"megatron-core", "nemo", "megatron-bridge", "transformer engine"});
+}
+
+// The ZeRO stage a text names, by the spellings of DeepSpeed (ZeRO-1/2/3, "stage 2"), PyTorch
+// FSDP (FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD = HSDP, FSDP2's fully_shard and
+// reshard_after_forward=False, which keeps the gathered parameters from the forward for the
+// backward: ZeRO-2's traffic), Megatron (--use-distributed-optimizer) and NeMo
+// (optim.name distributed_fused_adam, its distributed optimizer); nullopt when it names none.
+// HSDP shards within a group and replicates across groups; it is read as ZeRO-3 over the whole
+// data-parallel group. The plan can express the groups (ParallelPlan::zero_shard_group, with the
+// replicas' all-reduce on its own stream beside the gathers, as FSDP's inter-node process group
+// runs it), but read with node-sized groups (FSDP's default, and fms-fsdp's) the IBM/PyTorch FSDP
+// blog's three HSDP rows went from -10 / -12 / +1 % to +22 / +18 / +48 % (both with an fp32
+// gradient reduction; fms-fsdp's bf16 one makes either reading more optimistic): on their slow inter-node
+// links hybrid sharding hides the communication that full sharding exposes, and what is left is
+// our compute time, faster than those runs' (measured MFU 0.57 on A100 and 0.37 on H100). Full
+// sharding is the better predictor of the published HSDP runs until that gap is explained.
+std::optional<int> zero_stage_named(std::string_view text) {
+  const std::string w = words(text);
+  if (any_of(w, {" shard grad op ", " zero 2 ", " zero2 ", " stage 2 ", " no reshard", " without reshard",
+                 " reshard after forward false ", " reshard after forward 0 "})) {
+    return 2;
+  }
+  // Colossal-AI's Gemini plugin shards parameters, gradients and optimizer states in chunks
+  // (ZeRO-3 with its chunk manager).
+  if (any_of(w, {" full shard ", " hybrid shard ", " hsdp ", " fully shard", " zero 3 ", " zero3 ", " stage 3 ",
+                 " fsdp", " zero++ ", " gemini "})) {
+    return 3;
+  }
+  if (any_of(w, {" zero 1 ", " zero1 ", " stage 1 ", " distributed optimizer", " distributed fused adam",
+                 " distopt ", " dist opt "})) {
+    return 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool RowFrameworks::offers(parallel::Recompute m) const {
+  for (const auto* p : named) {
+    if (std::find(p->recompute_modes.begin(), p->recompute_modes.end(), m) !=
+        p->recompute_modes.end())
+      return true;
+  }
+  return false;
+}
+
+std::vector<parallel::Recompute> RowFrameworks::recompute_modes() const {
+  std::set<parallel::Recompute> modes = {parallel::Recompute::kNone, parallel::Recompute::kFull};
+  for (const auto* p : named) modes.insert(p->recompute_modes.begin(), p->recompute_modes.end());
+  return {modes.begin(), modes.end()};
+}
+
+RowFrameworks named_frameworks(const PublishedRun& r,
+                               const std::vector<config::FrameworkProfile>& profiles) {
+  RowFrameworks out;
+  const std::string f = framework_name(r);
+  for (const auto& p : profiles) {
+    if (std::any_of(p.spelled.begin(), p.spelled.end(),
+                    [&](const std::string& w) { return has(f, w); })) {
+      out.named.push_back(&p);
+    }
+  }
+  return out;
+}
+
+// XTuner (InternLM), which fine-tunes HuggingFace models through its SupervisedFinetune wrapper:
+// that wrapper turns gradient checkpointing on unless told otherwise
+// (`use_activation_checkpointing=True`, xtuner/model/sft.py) and loads every Llama-family model
+// with attn_implementation 'flash_attention_2' when flash-attn 2 is installed, else 'sdpa'
+// (`_prepare_for_flash_attn`), both FlashAttention-2 kernels on A100 and H100.
+bool xtuner(const PublishedRun& r) { return has(framework_name(r), "xtuner"); }
+
+// Frameworks whose profile runs a layer's elementwise ops as PyTorch's eager ops (torchtitan,
+// Hugging Face models, Composer's llm-foundry: their sources in frameworks/), unless the step is
+// compiled: "compile" or Liger's fused kernels in the framework or precision column make them
+// fused; notes are not read, as they may describe other runs of the same table.
+bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw) {
+  const std::string own = to_lower(r.framework + " " + r.precision);
+  if (any_of(own, {"compile", "liger"})) return false;
+  return fw.gives(config::FrameworkSetting::kElementwise, [](const parallel::ParallelPlan& v) {
+    return v.elementwise == parallel::Elementwise::kEager;
+  });
+}
+
+// The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
+// parallelism: Megatron-LM, DeepSpeed and its forks (Megatron-DeepSpeed, GPT-NeoX),
+// metaseq/fairseq.
+bool pre_2022_code_base(const PublishedRun& r) {
+  return any_of(framework_name(r), {"megatron-lm", "deepspeed", "neox", "metaseq", "fairseq"});
+}
+
+// Whether the run used FlashAttention. A row that names it (framework, precision or notes) did;
+// otherwise Megatron-LM, Megatron-DeepSpeed and DeepSpeed ran their own attention core (QKᵀ,
+// fused softmax, dropout, ·V as separate kernels) unless --use-flash-attn was given, which their
+// published configurations of 2021–2022 predate; so did GPT-NeoX, whose attention_config
+// defaults to "global" (the unfused core; "flash" must be asked for, configs/neox_arguments.md),
+// and metaseq/fairseq (OPT), whose ModelParallelMultiheadAttention computes QKᵀ, softmax and ·V
+// as separate kernels. Megatron-Core's Transformer Engine, NeMo, torchtitan, Composer/MPT and
+// Hugging Face (SDPA) use fused attention by default.
+bool flash_attention(const PublishedRun& r) {
+  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
+  // "no flash attention", "without FlashAttention", "flash-attn not supported", "FA disabled" in
+  // the columns that describe the run's own stack (notes may compare with other runs: "without
+  // FlashAttention 142 TFLOP/s").
+  static const std::regex kNoFlash(
+      R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
+  if (std::regex_search(to_lower(r.framework + " " + r.precision), kNoFlash)) return false;
+  if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
+  return te_attention(r) || xtuner(r) || !pre_2022_code_base(r);
+}
+
+// MosaicML's MPT models trained with its own stack (Composer, llm-foundry).
+bool llm_foundry_mpt(const PublishedRun& r) {
+  return any_of(to_lower(r.model), {"mpt"}) && any_of(to_lower(r.framework), {"composer", "llm-foundry", "mpt"});
+}
+
+// Pure 16-bit training: the model's parameters themselves are bf16 (Lightning's "bf16-true" /
+// "16-true" precision, a Hugging Face model loaded as torch.bfloat16 without autocast), so a
+// PyTorch optimizer keeps its state in bf16 and there is no fp32 master copy.
+bool pure_bf16(const PublishedRun& r) {
+  return any_of(to_lower(r.precision), {"bf16-true", "16-true", "torch.bfloat16", "pure bf16"});
+}
+
+// Plain SGD without momentum: the row names SGD and says nothing of a nonzero momentum.
+bool sgd_without_momentum(const PublishedRun& r) {
+  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
+  static const std::regex kSgd(R"(\bsgd\b)");
+  static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
+  if (!std::regex_search(all, kSgd)) return false;
+  return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
+}
+
+namespace {
+
+// PyTorch frameworks whose attention is torch's scaled_dot_product_attention or the flash-attn
+// package: FlashAttention-2 on every GPU unless the row names another kernel (the profiles that
+// give it: torchtitan, FSDP, Hugging Face; and the code bases below without a profile). SDPA's
+// flash backend is FlashAttention-2 (PyTorch 2.2 onward); its cuDNN backend, the
+// FlashAttention-3-class kernel
+// on Hopper, was the H100 default only in PyTorch 2.5.0 (made opt-in again by pytorch#138522 for
+// 2.5.1, and preferred again only with cuDNN 9.15+), and FlashAttention-3 ships as its own
+// package. Tritonbench on H100 (pytorch#142132, 2024-12): SDPA 329 TFLOP/s against cuDNN 631 and
+// FlashAttention-3 632 at one shape. Transformer Engine frameworks (cuDNN fused attention), JAX
+// (cuDNN through XLA) and llm.c (cuDNN) keep the GPU's default kernel.
+bool pytorch_sdpa_attention(const PublishedRun& r, const RowFrameworks& fw) {
+  const bool profile = fw.gives(
+      config::FrameworkSetting::kAttention,
+      [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-2"; });
+  return profile || xtuner(r) ||
+         any_of(framework_name(r),
+                {"fms", "composer", "nanotron", "lit-gpt", "litgpt", "colossal", "accelerate"});
+}
+
+}  // namespace
+
+// The fused-attention kernel a row's framework ran, by name when the row gives a version:
+// FlashAttention-3, -2, -1 or the Triton FlashAttention (Triton's own fused-attention kernel,
+// triton.ops.flash_attention, the "Triton" of the FlashAttention-2 benchmarks). Megatron-Core,
+// NeMo and Transformer Engine run their fused attention (cuDNN on Hopper, FlashAttention-3
+// class): the GPU's default. PyTorch frameworks run FlashAttention-2 (pytorch_sdpa_attention);
+// MosaicML's MPT rows and the flash-attention repository's training code, FlashAttention-1 unless
+// a version is named. A row that says only "FlashAttention" gets FlashAttention-2, the version in
+// general use from its release (2023-07) until FlashAttention-3 (2024-07), rather than the newest
+// one; a row that names nothing gets the GPU's default. Empty = the GPU's default kernel.
+std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
+  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
+  if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
+    return "FlashAttention-3";
+  }
+  const bool names_fa2 = any_of(all, {"flashattention-2", "flashattention 2", "flash attention 2",
+                                      "flash-attention 2", "flash-attention-2", "fa2", "flash_attn_2",
+                                      "flash-attn 2"});
+  // MosaicML's MPT configurations (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml, on which
+  // its published benchmarks are based) set attn_config.attn_impl: triton, llm-foundry's
+  // flash_attn_triton.py: the flash-attention repository's Triton port (2022, run by the
+  // triton-pre-mlir compiler), the kernel that supports MPT's ALiBi bias. Its docstring: "Overall
+  // Triton forward + backward is slightly slower than CUDA forward + backward", the CUDA version
+  // being FlashAttention-1 then; it is not Triton's own kernel of the FlashAttention-2 benchmarks.
+  // A row naming that module gets the same reading.
+  if ((llm_foundry_mpt(r) || any_of(all, {"flash_attn_triton"})) && !names_fa2) {
+    return "FlashAttention-1";
+  }
+  if (names_fa2) return "FlashAttention-2";
+  // Triton named as the attention kernel ("Triton FlashAttention", "triton attention"), not as a
+  // compiler version or Inductor's code generation ("pytorch-triton 2.1.0").
+  static const std::regex kTritonAttention(
+      R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
+  if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
+  if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
+  // A framework whose profile gives FlashAttention-1, version unnamed in the row (the
+  // flash-attention repository's GPT training code, whose published speeds were measured with it).
+  if (fw.gives(config::FrameworkSetting::kAttention,
+               [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-1"; })) {
+    return "FlashAttention-1";
+  }
+  if (te_attention(r)) return "";
+  if (pytorch_sdpa_attention(r, fw)) return "FlashAttention-2";
+  if (any_of(all, {"flash"})) return "FlashAttention-2";
+  return "";
+}
+
+// The attention kernels with points in `gpu`'s calibration file (none without a file).
+std::set<std::string> calibrated_attention_kernels(const std::string& gpu, config::ComputeModelCache& calibrations) {
+  std::set<std::string> out;
+  if (const auto cal = calibrations.calibration(gpu)) {
+    for (const auto& t : cal->attention) out.insert(t.kernel);
+  }
+  return out;
+}
+// ZeRO stage of the zero_fsdp column; when it is empty, of the framework column (a stage it
+// names, or its documented default); nullopt when neither gives one.
+std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
+                              std::vector<std::string>& notes) {
+  if (!unstated(r.zero_fsdp)) {
+    // "none", "no", "False", "off", "DDP": no sharding; a bare stage number: that stage.
+    if (first_word_in(r.zero_fsdp, {"none", "no", "false", "off", "disabled", "0"})) return 0;
+    const std::string t = trim(r.zero_fsdp);
+    if (t == "1" || t == "2" || t == "3") return t[0] - '0';
+    return zero_stage_named(r.zero_fsdp).value_or(0);
+  }
+  const std::string f = framework_name(r);
+  if (const auto named = zero_stage_named(r.framework)) {
+    if (*named == 3 && has(f, "fsdp")) {
+      notes.push_back("ZeRO-3 (framework runs FSDP, FULL_SHARD is its default)");
+    } else {
+      notes.push_back("ZeRO-" + std::to_string(*named) + " (named in the framework column)");
+    }
+    return named;
+  }
+  if (const auto* tt = fw.find("torchtitan");
+      tt != nullptr && tt->source_of(config::FrameworkSetting::kZeroStage)) {
+    // torchtitan shards over every data-parallel rank unless told otherwise (its profile).
+    notes.push_back("ZeRO-" + std::to_string(tt->values.zero_stage) +
+                    " (torchtitan's default: FSDP2 over all data-parallel ranks)");
+    return tt->values.zero_stage;
+  }
+  if (const auto* nemo = fw.find("nemo");
+      nemo != nullptr && nemo->source_of(config::FrameworkSetting::kZeroStage)) {
+    // NeMo's training configs use the distributed optimizer (its profile).
+    notes.push_back("ZeRO-" + std::to_string(nemo->values.zero_stage) +
+                    " (NeMo's default distributed optimizer)");
+    return nemo->values.zero_stage;
+  }
+  return std::nullopt;
+}
+
+// The shard group a sharding cell states as a number ("FSDP=128 x DP=16", "shard degree 8",
+// data_parallel_shard_degree=8): hybrid sharding, parameters sharded within groups of that many
+// data-parallel ranks and replicated across groups (MaxText's ici/dcn_fsdp_parallelism beside
+// dcn_data_parallelism, PyTorch's HYBRID_SHARD, torchtitan's data_parallel_replicate_degree).
+// nullopt when no number is stated: HSDP without one stays full sharding (see zero_stage_named).
+std::optional<std::int64_t> stated_shard_group(const std::string& text) {
+  static const std::regex kGroup(
+      R"((?:fsdp|shard(?:ing)?(?:[ _](?:group|degree|size))?)\s*[=:]\s*(\d{1,9})\b|shard(?:ing)?[ _](?:group|degree|size)\s+(?:of\s+)?(\d{1,9})\b)");
+  const std::string t = to_lower(text);
+  std::smatch m;
+  if (!std::regex_search(t, m, kGroup)) return std::nullopt;
+  const std::string digits = m[1].matched ? m[1].str() : m[2].str();
+  return std::stoll(digits);
+}
+
+// "yes", "True (TP with sequence parallel)", "enabled", "on": true; "no", "False", "off": false;
+// empty or "not stated": nullopt.
+std::optional<bool> parse_yes_no(const std::string& text) {
+  const std::string t = to_lower(trim(text));
+  if (t.empty() || unstated(t)) return std::nullopt;
+  return t == "1" || has(t, "yes") || first_word_in(t, {"y", "true", "on", "enabled", "sp"});
+}
+
+// The share of layers that run full recompute when a recompute cell names only some: a count
+// ("full, 4 layers per stage", "recompute_num_layers 4": Megatron-LM's block method, per model
+// chunk) or a share ("every 2nd layer", "every other block", "half", "50%", "ratio 0.5": layer
+// checkpointing of torchtitan's layer policy or fms-fsdp's selective_checkpointing). Nothing
+// when the cell names none.
+std::optional<PartialRecompute> parse_partial_recompute(const std::string& text) {
+  const std::string t = to_lower(text);
+  std::smatch m;
+  static const std::regex kCount(R"((\d+)\s*(transformer\s+)?(layers?|blocks?)([^a-z]|$))");
+  static const std::regex kNumLayers(R"(num[_ -]?layers[^0-9]{0,3}(\d+))");
+  if (std::regex_search(t, m, kNumLayers) || std::regex_search(t, m, kCount)) {
+    const std::int64_t n = std::stoll(m[1].str().substr(0, 9));
+    if (n > 0) return PartialRecompute{n, 0};
+  }
+  static const std::regex kEvery(R"(every\s+(other|second|third|fourth|(\d+)(st|nd|rd|th)?)([^a-z0-9]|$))");
+  if (std::regex_search(t, m, kEvery)) {
+    const std::string w = m[1].str();
+    const double n = w == "other" || w == "second" ? 2 : w == "third" ? 3 : w == "fourth" ? 4
+                                                                      : std::stod(m[2].str().substr(0, 9));
+    if (n >= 1) return PartialRecompute{0, 1.0 / n};
+  }
+  static const std::regex kPercent(R"((\d+(\.\d+)?)\s*%)");
+  static const std::regex kRatio(R"((ratio|fraction|share)[^0-9]{0,3}(0?\.\d+|1(\.0+)?)([^0-9]|$))");
+  static const std::regex kHalf(R"((^|[^a-z])half([^a-z]|$))");
+  if (std::regex_search(t, m, kPercent)) {
+    const double share = std::stod(m[1].str()) / 100.0;
+    if (share > 0 && share <= 1) return PartialRecompute{0, share};
+  } else if (std::regex_search(t, m, kRatio)) {
+    const double share = std::stod(m[2].str());
+    if (share > 0 && share <= 1) return PartialRecompute{0, share};
+  } else if (std::regex_search(t, kHalf)) {
+    return PartialRecompute{0, 0.5};
+  }
+  return std::nullopt;
+}
+
+// "selective" (with the word "op" or "operator": PyTorch's op-policy selective checkpointing, as
+// torchtitan's "selective op"); "full", "uniform", "block" (Megatron's --recompute-method with full
+// granularity), "activation checkpointing", "True" (a framework's checkpointing switch, which
+// checkpoints every layer: DeepSpeed --checkpoint-activations, Hugging Face
+// gradient_checkpointing), or a count or share of layers (parse_partial_recompute); "none",
+// "no …", "False", "off": none; empty or "not stated": nullopt.
+std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
+  const std::string t = to_lower(text);
+  if (t.empty() || unstated(t)) return std::nullopt;
+  if (has(t, "selective")) {
+    static const std::regex kOp(R"((^|[^a-z])(op|ops|operator|per-op)([^a-z]|$))");
+    return std::regex_search(t, kOp) ? parallel::Recompute::kSelectiveOp : parallel::Recompute::kSelective;
+  }
+  // Megatron's --recompute-activations is its selective granularity (arguments.py sets
+  // recompute_granularity = 'selective'); full granularity is named as such.
+  if (any_of(t, {"recompute-activations", "recompute_activations"}) && !has(t, "full")) {
+    return parallel::Recompute::kSelective;
+  }
+  if (first_word_in(t, {"none", "no", "false", "off", "disabled", "0", "without"})) return parallel::Recompute::kNone;
+  if (has(t, "full") || has(t, "checkpoint") || has(t, "uniform") || has(t, "block") ||
+      first_word_in(t, {"true", "yes", "y", "on", "enabled", "1"}) || parse_partial_recompute(t)) {
+    return parallel::Recompute::kFull;
+  }
+  return parallel::Recompute::kNone;
+}
+
+// Layers per pipeline stage when `stages` does not divide `layers`: ceil(layers/stages) each,
+// less one on the first and last stages, then the second and second-to-last, … until they sum
+// to `layers`. The embedding and the LM head sit on the end stages, so frameworks lighten those:
+// Llama 3 405B's 126 layers on 16 stages ran 7, 8 × 14, 7 ("we reduce one Transformer layer
+// each from the first and the last stages", Dubey et al. 2024, Sec. 3.3.2); BLOOM's 70 on 12 ran
+// 5, 6 × 10, 5 (bigscience tr11-176B-ml README, --pp-partition-method type:transformer|embedding).
+// Empty when the stages divide the layers, or when a stage would get none.
+std::vector<std::int64_t> uneven_stage_layers(std::int64_t layers, std::int64_t stages) {
+  if (stages <= 1 || layers <= stages || layers % stages == 0) return {};
+  const std::int64_t base = (layers + stages - 1) / stages;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(stages), base);
+  std::int64_t extra = base * stages - layers;  // < stages
+  for (std::int64_t i = 0; extra > 0; ++i) {
+    // 0, stages-1, 1, stages-2, …
+    const std::int64_t s = i % 2 == 0 ? i / 2 : stages - 1 - i / 2;
+    --out[static_cast<std::size_t>(s)];
+    --extra;
+  }
+  return out;
+}
+
+// "7, 8 (x14), 7": runs of equal counts folded.
+std::string join_counts(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    out += (out.empty() ? "" : ", ") + str(v[i]) + (j - i > 1 ? " (x" + str(static_cast<std::int64_t>(j - i)) + ")" : "");
+    i = j;
+  }
+  return out;
+}
+
+// Global batch in tokens of GPT-3 (Brown et al. 2020, Table 2.1) for a model of this size: the
+// batch when a source gives none.
+double gpt3_batch_tokens(double parameters) {
+  if (parameters < 1e9) return 0.5e6;
+  if (parameters < 5e9) return 1e6;
+  if (parameters < 20e9) return 2e6;
+  return 3.2e6;
+}
+// How the row's framework reduces gradients, given the plan's ZeRO stage (map_run, and again when
+// validate() chooses a stage the row does not state):
+// - precision: the training precision for Composer's PURE FSDP mode (reduce_dtype = the
+//   precision; DEFAULT reduces in fp32), fms-fsdp's MixedPrecisionPolicy (bfSixteen:
+//   reduce_dtype=torch.bfloat16) and DeepSpeed's ZeRO optimizers (communication_data_type
+//   defaults to the training precision; Megatron-DeepSpeed and GPT-NeoX keep fp32 gradients in
+//   their BF16_Optimizer or Megatron's main_grad); fp32 for everything else;
+// - buckets: FSDP reduce-scatters each wrapped unit's gradients after its backward (Composer and
+//   fms-fsdp wrap every transformer block), so its ZeRO-2 buckets are single layers, not
+//   Megatron's 40 M parameters (ZeRO-3 reduces per layer in any framework).
+void apply_gradient_reduction(const PublishedRun& r, parallel::ParallelPlan& p, std::vector<std::string>& notes) {
+  const parallel::ParallelPlan defaults;
+  p.grad_reduce = defaults.grad_reduce;
+  p.grad_bucket_params = defaults.grad_bucket_params;
+  const std::string fw = framework_name(r);
+  const bool composer_pure = has(to_lower(r.precision), "pure") &&
+                             any_of(to_lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
+  const bool fms_fsdp = any_of(fw, {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
+  const bool deepspeed_zero =
+      p.zero_stage >= 1 && has(fw, "deepspeed") && !any_of(fw, {"megatron-deepspeed", "neox"});
+  if (composer_pure || fms_fsdp || deepspeed_zero) {
+    p.grad_reduce = parallel::GradReduce::kBf16;
+    notes.push_back(std::string("gradients reduced in the training precision (") +
+                    (composer_pure ? "Composer PURE" : fms_fsdp ? "fms-fsdp" : "DeepSpeed ZeRO") + ")");
+  }
+  const bool fsdp = any_of(to_lower(r.framework + " " + r.zero_fsdp), {"fsdp", "fully sharded", "shard_grad_op",
+                                                                      "shard grad op", "composer"});
+  if (p.zero_stage == 2 && fsdp) {
+    p.grad_bucket_params = 1;
+    notes.push_back("gradients reduce-scattered per layer (FSDP units)");
+  }
+}
+
+}  // namespace ts::driver::reading
