@@ -19,6 +19,7 @@ struct KernelTimeScale {
 
 // `inner` with every GEMM, attention and memory-bound kernel time multiplied by its class's
 // factor (each > 0).
-std::unique_ptr<ComputeModel> with_time_scale(std::shared_ptr<const ComputeModel> inner, KernelTimeScale scale);
+std::unique_ptr<ComputeModel> with_time_scale(std::shared_ptr<const ComputeModel> inner,
+                                              KernelTimeScale scale);
 
 }  // namespace ts::compute

@@ -17,7 +17,8 @@ namespace sch = trainsim::schema;
 // A relative uncertainty: required, in [0, 1).
 void share(const detail::Checker& c, bool has, double v, std::string_view field) {
   if (!c.require(has, field)) return;
-  if (!(v >= 0 && v < 1)) c.fail(field, "must be in [0, 1) (a share of the time), got " + detail::format_number(v));
+  if (!(v >= 0 && v < 1))
+    c.fail(field, "must be in [0, 1) (a share of the time), got " + detail::format_number(v));
 }
 
 KernelUncertainty convert(const sch::KernelUncertainty& k, const detail::Checker& c, bool named) {
@@ -39,11 +40,12 @@ const KernelUncertainty& IntervalCalibration::kernels_of(std::string_view gpu) c
 }
 
 std::filesystem::path default_interval_calibration_file() {
-  return data_dir() / "calibration" / "intervals.textproto";
+  return data_dir() / "calibration" / "intervals" / "intervals.textproto";
 }
 
 IntervalCalibration load_interval_calibration(const std::string& path) {
-  const std::filesystem::path file = path.empty() ? default_interval_calibration_file() : std::filesystem::path(path);
+  const std::filesystem::path file =
+      path.empty() ? default_interval_calibration_file() : std::filesystem::path(path);
   DiagnosticList diags;
   sch::IntervalCalibration msg;
   detail::FieldLines lines;
@@ -55,7 +57,8 @@ IntervalCalibration load_interval_calibration(const std::string& path) {
     for (int i = 0; i < msg.kernels_size(); ++i) {
       const detail::Checker c = top.nested("kernels[" + std::to_string(i) + "]");
       out.kernels.push_back(convert(msg.kernels(i), c, true));
-      if (!out.kernels.back().gpu.empty() && !gpus.insert(to_lower(out.kernels.back().gpu)).second) {
+      if (!out.kernels.back().gpu.empty() &&
+          !gpus.insert(to_lower(out.kernels.back().gpu)).second) {
         c.fail("gpu", "'" + out.kernels.back().gpu + "' given twice");
       }
     }
@@ -67,7 +70,8 @@ IntervalCalibration load_interval_calibration(const std::string& path) {
     share(top, msg.has_collectives(), msg.collectives(), "collectives");
     top.non_empty(msg.has_collectives_source(), msg.collectives_source(), "collectives_source");
     share(top, msg.has_host_dispatch(), msg.host_dispatch(), "host_dispatch");
-    top.non_empty(msg.has_host_dispatch_source(), msg.host_dispatch_source(), "host_dispatch_source");
+    top.non_empty(msg.has_host_dispatch_source(), msg.host_dispatch_source(),
+                  "host_dispatch_source");
     out.host_dispatch = msg.host_dispatch();
     out.clock = msg.clock();
     out.collectives = msg.collectives();

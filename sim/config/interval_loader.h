@@ -1,5 +1,5 @@
-// Loading of calibration/intervals.textproto: the input uncertainties and conformal factors of
-// prediction intervals (driver/intervals.h).
+// Loading of calibration/intervals/intervals.textproto: input uncertainties and conformal factors
+// of prediction intervals (driver/intervals.h).
 #pragma once
 
 #include <cstdint>
@@ -20,8 +20,8 @@ struct IntervalCalibration {
   std::string file;
   std::vector<KernelUncertainty> kernels;
   KernelUncertainty default_kernels;
-  double clock = 0;        // sustained clock spread, every kernel class
-  double collectives = 0;  // collective model spread
+  double clock = 0;          // sustained clock spread, every kernel class
+  double collectives = 0;    // collective model spread
   double host_dispatch = 0;  // spread of the host time per operation (eager frameworks)
   // Split-conformal score bounds (schema sim/schema/intervals.proto) and the intended coverage.
   double lower = 0, upper = 0, coverage = 0;
@@ -32,7 +32,7 @@ struct IntervalCalibration {
   const KernelUncertainty& kernels_of(std::string_view gpu) const;
 };
 
-// data_dir()/calibration/intervals.textproto.
+// data_dir()/calibration/intervals/intervals.textproto.
 std::filesystem::path default_interval_calibration_file();
 
 // Loads an interval calibration (empty path: the default file). Throws InputError listing every

@@ -20,7 +20,8 @@ Perturbation corner(const config::IntervalCalibration& cal, const std::string& g
   return p;
 }
 
-IterationInterval calibrated_interval(double t, double fast, double slow, const config::IntervalCalibration& cal) {
+IterationInterval calibrated_interval(double t, double fast, double slow,
+                                      const config::IntervalCalibration& cal) {
   SIM_ASSERT(t > 0 && fast > 0 && slow > 0, "interval of a non-positive time");
   // A perturbed replay may reorder overlapped work; the range is taken as at least the point.
   const double w_lo = std::log(t / std::min(fast, t));
@@ -34,8 +35,9 @@ IterationInterval calibrated_interval(double t, double fast, double slow, const 
   return iv;
 }
 
-void add_interval(const config::Scenario& scenario, RunResult& result, const config::IntervalCalibration& cal,
-                  Resources& resources, const RunOptions& options) {
+void add_interval(const config::Scenario& scenario, RunResult& result,
+                  const config::IntervalCalibration& cal, Resources& resources,
+                  const RunOptions& options) {
   result.interval.reset();
   if (!(result.iteration_time_s > 0)) return;
   RunOptions o;
@@ -69,8 +71,9 @@ Coverage coverage(const std::vector<IntervalCheck>& checks) {
 }
 
 std::vector<RankedPlan> rank_by_interval(const SweepSpec& spec, const Enumeration& enumeration,
-                                         const std::vector<SweepRecord>& records, std::size_t k, std::size_t pool,
-                                         RankBy by, const config::IntervalCalibration& cal,
+                                         const std::vector<SweepRecord>& records, std::size_t k,
+                                         std::size_t pool, RankBy by,
+                                         const config::IntervalCalibration& cal,
                                          std::shared_ptr<config::ComputeModelCache> cache) {
   Resources resources(std::move(cache));
   config::Scenario sc;
@@ -92,9 +95,15 @@ std::vector<RankedPlan> rank_by_interval(const SweepSpec& spec, const Enumeratio
     p.tokens_low = tokens / r.interval->high_s;
     p.tokens_high = tokens / r.interval->low_s;
     switch (by) {
-      case RankBy::kPoint: p.key = p.tokens_per_s; break;
-      case RankBy::kMid: p.key = 0.5 * (p.tokens_low + p.tokens_high); break;
-      case RankBy::kLow: p.key = p.tokens_low; break;
+      case RankBy::kPoint:
+        p.key = p.tokens_per_s;
+        break;
+      case RankBy::kMid:
+        p.key = 0.5 * (p.tokens_low + p.tokens_high);
+        break;
+      case RankBy::kLow:
+        p.key = p.tokens_low;
+        break;
     }
     out.push_back(std::move(p));
   }

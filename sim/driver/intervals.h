@@ -18,19 +18,22 @@ namespace ts::driver {
 
 // The calibration at the slow (`slow`) or the fast end of the inputs' uncertainty for `gpu`: each
 // kernel class's time × (1 + u) or ÷ (1 + u), u = sqrt(class² + clock²) (independent sources);
-// every collective × or ÷ (1 + collectives), the host time per operation × or ÷ (1 + host_dispatch).
+// every collective × or ÷ (1 + collectives), the host time per operation × or ÷ (1 +
+// host_dispatch).
 Perturbation corner(const config::IntervalCalibration& cal, const std::string& gpu, bool slow);
 
 // The calibrated interval of a predicted time `t` whose replays at the fast and slow corners took
 // `fast` and `slow` seconds: with w_lo = ln(t/fast), w_hi = ln(slow/t), the times whose
 // normalized score (ln(m/t) / w_hi above t, / w_lo below) lies in [cal.lower, cal.upper].
-IterationInterval calibrated_interval(double t, double fast, double slow, const config::IntervalCalibration& cal);
+IterationInterval calibrated_interval(double t, double fast, double slow,
+                                      const config::IntervalCalibration& cal);
 
 // Replays `scenario` at both corners and sets result.interval; leaves it empty when the plan was
 // not replayed (out of memory before the replay, unsupported). `options`: those that gave
 // `result` (their trace and statistics are not repeated).
-void add_interval(const config::Scenario& scenario, RunResult& result, const config::IntervalCalibration& cal,
-                  Resources& resources, const RunOptions& options = {});
+void add_interval(const config::Scenario& scenario, RunResult& result,
+                  const config::IntervalCalibration& cal, Resources& resources,
+                  const RunOptions& options = {});
 
 // Coverage of a set of intervals against measurements: the share inside, and the median width
 // (high − low) relative to the prediction.
@@ -56,17 +59,18 @@ enum class RankBy { kPoint, kMid, kLow };
 
 struct RankedPlan {
   SweepRecord record;
-  double tokens_per_s = 0;                     // the point prediction
-  double tokens_low = 0, tokens_high = 0;      // its interval
-  double key = 0;                              // what the ranking sorts by
+  double tokens_per_s = 0;                 // the point prediction
+  double tokens_low = 0, tokens_high = 0;  // its interval
+  double key = 0;                          // what the ranking sorts by
 };
 
 // The best `k` plans (k = 0: all) by `by` (kMid, kLow) among the best `pool` ok plans of
 // `records` by the point prediction (pool = 0: all): each pooled plan replayed at both corners
 // (add_interval). Ties by plan id. `enumeration`: of `spec`, as the sweep made it.
 std::vector<RankedPlan> rank_by_interval(const SweepSpec& spec, const Enumeration& enumeration,
-                                         const std::vector<SweepRecord>& records, std::size_t k, std::size_t pool,
-                                         RankBy by, const config::IntervalCalibration& cal,
+                                         const std::vector<SweepRecord>& records, std::size_t k,
+                                         std::size_t pool, RankBy by,
+                                         const config::IntervalCalibration& cal,
                                          std::shared_ptr<config::ComputeModelCache> cache);
 
 }  // namespace ts::driver

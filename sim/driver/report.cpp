@@ -327,11 +327,16 @@ std::string report_text(const config::Scenario& sc, const RunResult& r,
     // The prediction interval in a fourth column: the other rows keep their alignment.
     const double tokens = r.tokens_per_s * r.iteration_time_s;
     if (r.interval) {
-      t.row({"iteration time", format_double("%.4f", r.iteration_time_s), "s",
-             "interval " + format_double("%.4f", r.interval->low_s) + " - " + format_double("%.4f", r.interval->high_s)});
-      t.row({"throughput", format_double("%.0f", r.tokens_per_s), "tokens/s",
-             "interval " + format_double("%.0f", tokens / r.interval->high_s) + " - " +
-                 format_double("%.0f", tokens / r.interval->low_s)});
+      std::string time_iv =
+          "interval " + format_double("%.4f", r.interval->low_s) + " - " + format_double("%.4f", r.interval->high_s);
+      std::string rate_iv = "interval " + format_double("%.0f", tokens / r.interval->high_s) + " - " +
+                            format_double("%.0f", tokens / r.interval->low_s);
+      // Left-aligned: the shorter padded at its end (the table trims trailing blanks).
+      const std::size_t w = std::max(time_iv.size(), rate_iv.size());
+      time_iv.resize(w, ' ');
+      rate_iv.resize(w, ' ');
+      t.row({"iteration time", format_double("%.4f", r.iteration_time_s), "s", time_iv});
+      t.row({"throughput", format_double("%.0f", r.tokens_per_s), "tokens/s", rate_iv});
     } else {
       t.row({"iteration time", format_double("%.4f", r.iteration_time_s), "s"});
       t.row({"throughput", format_double("%.0f", r.tokens_per_s), "tokens/s"});

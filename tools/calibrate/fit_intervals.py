@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compute calibration/intervals.textproto: the input uncertainties of prediction intervals and
+"""Compute calibration/intervals/intervals.textproto: the input uncertainties of prediction intervals and
 their split-conformal factors (docs/intervals.md).
 
 Usage: fit_intervals.py TRAINSIM NETWORK_ACCURACY_TEST [--coverage 0.8] [--threads 2]
@@ -38,7 +38,7 @@ import sys
 import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-OUT = os.path.join(ROOT, "calibration", "intervals.textproto")
+OUT = os.path.join(ROOT, "calibration", "intervals", "intervals.textproto")
 PUBLIC = "tests/validation/public-runs.csv"
 
 
@@ -57,8 +57,6 @@ def kernel_uncertainty(trainsim):
     out = []
     for path in sorted(glob.glob(os.path.join(ROOT, "calibration", "*.textproto"))):
         gpu = os.path.basename(path)[: -len(".textproto")]
-        if gpu == "intervals":
-            continue
         run = subprocess.run([trainsim, "kernel", "--gpu", gpu, "--fit-report", "--format", "json"],
                              capture_output=True, text=True)
         if run.returncode != 0:

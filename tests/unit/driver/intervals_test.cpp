@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -53,7 +54,8 @@ TEST_CASE("intervals: corners combine class and clock spreads") {
   CHECK(slow.kernels.memory == Approx(1 + std::hypot(0.02, 0.04)));
   CHECK(slow.collectives == Approx(1.1));
   CHECK(fast.collectives == Approx(1 / 1.1));
-  CHECK(driver::corner(cal, "A100-SXM4-80GB", true).kernels.attention == Approx(1 + std::hypot(0.08, 0.04)));
+  CHECK(driver::corner(cal, "A100-SXM4-80GB", true).kernels.attention ==
+        Approx(1 + std::hypot(0.08, 0.04)));
 }
 
 TEST_CASE("intervals: conformal bounds scale the replays' log range") {
@@ -115,7 +117,8 @@ TEST_CASE("intervals: the shipped calibration loads, bad files name the field") 
     std::ofstream f(path);
     f << "default_kernels { gemm: 0.05 attention: 1.5 memory: 0.04 source: \"x\" }\n"
          "clock: 0.01\nclock_source: \"x\"\ncollectives_source: \"x\"\n"
-         "conformal { lower: 2 upper: 1 coverage: 0.8 rows: 10 fitted_on: \"x\" method: \"x\" date: \"x\" }\n";
+         "conformal { lower: 2 upper: 1 coverage: 0.8 rows: 10 fitted_on: \"x\" method: \"x\" "
+         "date: \"x\" }\n";
   }
   try {
     config::load_interval_calibration(path);
@@ -126,6 +129,7 @@ TEST_CASE("intervals: the shipped calibration loads, bad files name the field") 
     CHECK(m.find("collectives") != std::string::npos);
     CHECK(m.find("conformal.lower") != std::string::npos);
   }
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("intervals: a time-scaled network profile scales every collective") {

@@ -50,17 +50,21 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return num / std::sqrt(da * db);
 }
 
-// The position of the measured best (largest `measured`) in the order of `predicted`, largest first.
-std::size_t predicted_place_of_best(const std::vector<double>& predicted, const std::vector<double>& measured) {
-  const auto best = static_cast<std::size_t>(std::max_element(measured.begin(), measured.end()) - measured.begin());
+// The position of the measured best (largest `measured`) in the order of `predicted`, largest
+// first.
+std::size_t predicted_place_of_best(const std::vector<double>& predicted,
+                                    const std::vector<double>& measured) {
+  const auto best = static_cast<std::size_t>(std::max_element(measured.begin(), measured.end()) -
+                                             measured.begin());
   std::size_t place = 0;
-  for (std::size_t i = 0; i < predicted.size(); ++i) place += predicted[i] > predicted[best] ? 1 : 0;
+  for (std::size_t i = 0; i < predicted.size(); ++i)
+    place += predicted[i] > predicted[best] ? 1 : 0;
   return place;
 }
 
 struct Plans {
-  std::vector<double> predicted_s, measured_s;                  // iteration times
-  std::vector<double> predicted_per_gpu, measured_per_gpu;      // tokens/s per GPU
+  std::vector<double> predicted_s, measured_s;              // iteration times
+  std::vector<double> predicted_per_gpu, measured_per_gpu;  // tokens/s per GPU
 };
 
 }  // namespace
@@ -74,8 +78,8 @@ TEST_CASE("ranking: Spearman spot checks") {
 }
 
 TEST_CASE("ranking: vTrain single-node plans are ordered as measured") {
-  const auto runs =
-      driver::read_published_runs(config::test::source_dir() / "tests/validation/vtrain-single-node.csv");
+  const auto runs = driver::read_published_runs(config::test::source_dir() /
+                                                "tests/validation/vtrain-single-node.csv");
   REQUIRE(runs.size() == 1440);
   driver::ValidateOptions options;
   options.threads = 2;
@@ -88,7 +92,8 @@ TEST_CASE("ranking: vTrain single-node plans are ordered as measured") {
     REQUIRE(row.throughput);
     REQUIRE(row.throughput->metric == driver::Metric::kIterationTime);
     const auto& run = runs[i];
-    const double tokens_per_gpu = static_cast<double>(*run.global_batch * *run.seq_len) / static_cast<double>(*run.n_gpus);
+    const double tokens_per_gpu =
+        static_cast<double>(*run.global_batch * *run.seq_len) / static_cast<double>(*run.n_gpus);
     for (Plans* p : {&by_model[run.model], &by_job[{run.model, *run.global_batch, *run.n_gpus}]}) {
       p->predicted_s.push_back(row.throughput->predicted);
       p->measured_s.push_back(row.throughput->measured);
