@@ -112,7 +112,7 @@ TEST_CASE("ranking: vTrain single-node plans are ordered as measured") {
   }
   // Within each job of at least three plans: measured at this version, 125 of 136 jobs have their
   // best measured plan among the predicted best three (the misses are jobs of global batch 4 or 8
-  // on as many GPUs, predicted at places 3-5).
+  // on as many GPUs, predicted 4th to 6th).
   std::int64_t jobs = 0, hits = 0;
   for (const auto& [job, p] : by_job) {
     if (p.predicted_s.size() < 3) continue;
