@@ -249,6 +249,15 @@ std::string report_json(const config::Scenario& sc, const RunResult& r,
   j["iteration_time_s"] = r.iteration_time_s;
   j["tokens_per_s"] = r.tokens_per_s;
   j["tokens_per_s_per_gpu"] = sc.num_gpus > 0 ? r.tokens_per_s / static_cast<double>(sc.num_gpus) : 0.0;
+  // The prediction interval (driver/intervals.h); null when not computed.
+  if (r.interval) {
+    const double tokens = r.tokens_per_s * r.iteration_time_s;
+    j["iteration_time_interval_s"] = {r.interval->low_s, r.interval->high_s};
+    j["tokens_per_s_interval"] = {tokens / r.interval->high_s, tokens / r.interval->low_s};
+  } else {
+    j["iteration_time_interval_s"] = nullptr;
+    j["tokens_per_s_interval"] = nullptr;
+  }
   j["tflops_per_gpu"] = r.tflops_per_gpu;
   j["mfu"] = r.mfu;
   j["hardware_tflops_per_gpu"] = have_stats ? ordered_json(hw.tflops_per_gpu) : ordered_json();
@@ -315,8 +324,23 @@ std::string report_text(const config::Scenario& sc, const RunResult& r,
   if (replayed(r)) {
     out += "\nperformance\n";
     Table t;
-    t.row({"iteration time", format_double("%.4f", r.iteration_time_s), "s"});
-    t.row({"throughput", format_double("%.0f", r.tokens_per_s), "tokens/s"});
+    // The prediction interval in a fourth column: the other rows keep their alignment.
+    const double tokens = r.tokens_per_s * r.iteration_time_s;
+    if (r.interval) {
+      std::string time_iv =
+          "interval " + format_double("%.4f", r.interval->low_s) + " - " + format_double("%.4f", r.interval->high_s);
+      std::string rate_iv = "interval " + format_double("%.0f", tokens / r.interval->high_s) + " - " +
+                            format_double("%.0f", tokens / r.interval->low_s);
+      // Left-aligned: the shorter padded at its end (the table trims trailing blanks).
+      const std::size_t w = std::max(time_iv.size(), rate_iv.size());
+      time_iv.resize(w, ' ');
+      rate_iv.resize(w, ' ');
+      t.row({"iteration time", format_double("%.4f", r.iteration_time_s), "s", time_iv});
+      t.row({"throughput", format_double("%.0f", r.tokens_per_s), "tokens/s", rate_iv});
+    } else {
+      t.row({"iteration time", format_double("%.4f", r.iteration_time_s), "s"});
+      t.row({"throughput", format_double("%.0f", r.tokens_per_s), "tokens/s"});
+    }
     t.row({"throughput per GPU", format_double("%.1f", r.tokens_per_s / static_cast<double>(sc.num_gpus)), "tokens/s"});
     t.row({"model FLOPs per GPU", format_double("%.1f", r.tflops_per_gpu), "TFLOP/s"});
     t.row({"MFU", format_double("%.1f", 100.0 * r.mfu), "%"});

@@ -1,6 +1,7 @@
 #include "sim/driver/resources.h"
 
 #include "sim/compute/dispatch_floor.h"
+#include "sim/compute/time_scale.h"
 #include "sim/config/network_calibration_loader.h"
 
 namespace ts::driver {
@@ -26,6 +27,30 @@ const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu, con
   if (plan.host_dispatch == Duration::zero()) return compute(gpu, plan.attention_kernel);
   auto& slot = dispatched_[{gpu.name + "|" + plan.attention_kernel, plan.host_dispatch.ps()}];
   if (!slot) slot = compute::with_host_dispatch(gpu_model(gpu, plan.attention_kernel), plan.host_dispatch);
+  return *slot;
+}
+
+const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan,
+                                                const compute::KernelTimeScale& scale, double host) {
+  if (scale.identity() && host == 1.0) return compute(gpu, plan);
+  Scaled& slot = scaled_[{gpu.name + "|" + plan.attention_kernel, plan.host_dispatch.ps(), scale.gemm,
+                          scale.attention, scale.memory, host}];
+  if (!slot.gpu) {
+    slot.gpu = compute::with_time_scale(gpu_model(gpu, plan.attention_kernel), scale);
+    slot.dispatched = compute::with_host_dispatch(slot.gpu, plan.host_dispatch.scaled(host));
+  }
+  return *slot.dispatched;
+}
+
+const network::NetworkModel& Resources::network(const config::Cluster& cluster, std::int32_t num_gpus,
+                                                double collectives) {
+  const network::NetworkModel& base = network(cluster, num_gpus);
+  if (collectives == 1.0) return base;
+  auto& slot = scaled_networks_[{cluster.cluster.name + "/" + cluster.gpu.name, num_gpus, collectives}];
+  if (!slot) {
+    slot = std::make_unique<network::NetworkModel>(base.topology(),
+                                                   network::time_scaled_profile(base.profile(), collectives));
+  }
   return *slot;
 }
 

@@ -194,7 +194,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   const bool per_task = options.trace.has_value() || options.stats;
   parallel::LoweringOptions lo = lowering_options(sc, options.full);
   lo.coarse = !per_task;
-  const bool memo = options.replay_memo && !per_task;
+  const bool memo = options.replay_memo && !per_task && options.perturbation.identity();
   const ReplayMemo::Key key = memo ? ReplayMemo::key(plan, lo, options.only_critical_breakdown) : ReplayMemo::Key{};
   std::shared_ptr<const MemoizedReplay> replayed = memo ? options.replay_memo->find(key) : nullptr;
   // Per-task timings only for the trace and the statistics; otherwise the replay's summary (the
@@ -202,8 +202,10 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   std::optional<runtime::Execution> ex;
   if (!replayed) {
     const parallel::Layout layout(plan);
-    const network::NetworkModel& network = resources.network(sc.cluster, sc.num_gpus);
-    const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan);
+    const network::NetworkModel& network =
+        resources.network(sc.cluster, sc.num_gpus, options.perturbation.collectives);
+    const compute::ComputeModel& compute = resources.compute(sc.cluster.gpu, sc.plan, options.perturbation.kernels,
+                                                             options.perturbation.host_dispatch);
     const double slowdown = sc.cluster.gpu.compute_slowdown_under_comm;
     auto fresh = std::make_shared<MemoizedReplay>();
     auto label_peaks = [&fresh](const parallel::TaskGraph& g) {

@@ -46,6 +46,9 @@ struct RunOptions {
   // devices' own are then left empty. Lets plans without per-task output replay as block programs
   // (parallel::lower_blocks), without the task graph of every micro-batch: what a sweep reports.
   bool only_critical_breakdown = false;
+  // Replays at a perturbed calibration (a prediction interval's, driver/intervals.h); such
+  // replays are not memoized.
+  Perturbation perturbation;
 };
 
 // Per-device memory at its peak.
@@ -72,6 +75,13 @@ struct DeviceReport {
   MemoryBreakdown memory;
 };
 
+// The range the iteration time of a plan is predicted to fall in (driver/intervals.h).
+struct IterationInterval {
+  double low_s = 0, high_s = 0;  // calibrated to the stated coverage (split-conformal)
+  // The replays at the fast and the slow calibration: the inputs' uncertainty alone.
+  double input_low_s = 0, input_high_s = 0;
+};
+
 struct RunResult {
   Status status = Status::kOk;
   std::string reason;  // why the status is not ok
@@ -92,6 +102,7 @@ struct RunResult {
   std::uint64_t events = 0;
   trace::RunStats stats;  // computed when RunOptions::stats is set and the plan was replayed
   std::optional<trace::TraceSize> trace_size;  // what the Chrome trace holds, when one was written
+  std::optional<IterationInterval> interval;    // set by driver::add_interval
 };
 
 // The replay of a task graph as simulate() reports it, kept for the plans that lower to the same

@@ -1,5 +1,6 @@
 // Validation: each row mapped, its open settings searched, simulated and compared; error statistics.
 #include "sim/driver/validate.h"
+#include "sim/driver/validate_intervals.h"
 
 #include <algorithm>
 #include <atomic>
@@ -439,6 +440,8 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
   for (const auto& [k, v] : gpu) s.by_gpu[k] = error_stats(v);
   for (const auto& [k, v] : par) s.by_parallelism[k] = error_stats(v);
   for (const auto& [k, v] : set) s.by_set[k] = error_stats(v);
+  s.coverage = interval_coverage(rows, false);
+  s.input_coverage = interval_coverage(rows, true);
   return s;
 }
 
@@ -454,6 +457,7 @@ ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateO
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       try {
         report.rows[i] = evaluate(runs[i], resources, options, frameworks, vocabulary);
+        if (options.intervals) add_row_interval(report.rows[i], *options.intervals, resources);
       } catch (const std::exception& e) {
         RowResult r;
         r.run_id = runs[i].run_id;

@@ -14,6 +14,7 @@
 #include "sim/config/loader.h"
 #include "sim/config/reading_loader.h"
 #include "sim/config/validation_overrides.h"
+#include "sim/driver/intervals.h"
 #include "sim/driver/simulate.h"
 
 namespace ts::driver {
@@ -185,6 +186,7 @@ struct RowResult {
   std::optional<config::Scenario> scenario;  // as simulated
   std::optional<RunResult> result;
   std::string convention;  // FLOP convention used when the metric is TFLOP/s or MFU
+  std::optional<MetricInterval> interval;  // of the throughput metric (ValidateOptions::intervals)
 };
 
 struct ErrorStats {
@@ -209,6 +211,9 @@ struct ValidationSummary {
   // Throughput errors of the public rows ("public") and of the held-out rows ("held-out"), each
   // present when it has a row.
   std::map<std::string, ErrorStats> by_set;
+  // Of the rows with an interval: "all", and "public" and "held-out" when present; the
+  // calibrated intervals and the inputs' uncertainty alone (driver/validate_intervals.h).
+  std::map<std::string, Coverage> coverage, input_coverage;
 };
 
 struct ValidationReport {
@@ -221,6 +226,9 @@ struct ValidateOptions {
   // Every row's host dispatch time per operation instead of the plan default (what-if runs and
   // tools/calibrate/fit_host_dispatch.py).
   std::optional<Duration> host_dispatch;
+  // Gives every compared row an interval of its throughput metric (driver/intervals.h); none:
+  // no intervals.
+  const config::IntervalCalibration* intervals = nullptr;
 };
 
 // Maps, simulates and compares every row. Rows that omit the micro-batch or the recompute policy

@@ -75,6 +75,30 @@ ordered_json comparison_json(const std::optional<Comparison>& c) {
   return j;
 }
 
+ordered_json coverage_json(const std::map<std::string, Coverage>& m) {
+  ordered_json j = ordered_json::object();
+  for (const auto& [k, c] : m) {
+    j[k] = {{"n", c.n}, {"coverage", c.coverage}, {"median_relative_width", c.median_relative_width}};
+  }
+  return j;
+}
+
+// The summary's coverage lines: calibrated intervals and the inputs' uncertainty alone, by set.
+std::string interval_coverage_text(const ValidationSummary& s) {
+  if (s.coverage.empty()) return "";
+  std::string out =
+      "\nPrediction intervals (share of measurements inside; median width over the prediction)\n";
+  out += fmt("  %-44s %4s  %8s  %8s\n", "group", "n", "coverage", "width");
+  for (const auto* m : {&s.coverage, &s.input_coverage}) {
+    const char* what = m == &s.coverage ? "calibrated" : "inputs alone";
+    for (const auto& [k, c] : *m) {
+      out += fmt("  %-44s %4lld  %7.1f%%  %7.1f%%\n", (std::string(what) + ": " + k).c_str(),
+                 static_cast<long long>(c.n), 100 * c.coverage, 100 * c.median_relative_width);
+    }
+  }
+  return out;
+}
+
 std::string stats_line(const std::string& name, const ErrorStats& s) {
   return fmt("  %-44s %4lld  %7.1f%%  %7.1f%%  %+7.1f%%  %7.1f%%\n", cut(name, 44).c_str(),
              static_cast<long long>(s.n), 100 * s.median_abs, 100 * s.p90_abs, 100 * s.mean_signed,
@@ -85,8 +109,11 @@ std::string stats_line(const std::string& name, const ErrorStats& s) {
 
 std::string validation_text(const ValidationReport& report) {
   std::string out;
-  out += fmt("%-6s %-26s %-18s %-15s %5s %-9s %-20s %12s %12s %8s\n", "run", "source", "model", "gpu",
+  // The interval column only when the rows have intervals (a report without them is unchanged).
+  const bool intervals = !report.summary.coverage.empty();
+  out += fmt("%-6s %-26s %-18s %-15s %5s %-9s %-20s %12s %12s %8s", "run", "source", "model", "gpu",
              "gpus", "kind", "metric", "predicted", "measured", "error");
+  out += intervals ? "  interval\n" : "\n";
   for (const auto& r : report.rows) {
     if (r.skipped) continue;
     for (const auto* c : {r.throughput ? &*r.throughput : nullptr, r.memory ? &*r.memory : nullptr}) {
@@ -95,6 +122,10 @@ std::string validation_text(const ValidationReport& report) {
                  cut(r.source, 26).c_str(), cut(r.model, 18).c_str(), cut(r.gpu, 15).c_str(),
                  static_cast<long long>(r.num_gpus), r.parallelism.c_str(), metric_name(c->metric),
                  c->predicted, c->measured, 100 * c->error);
+      if (intervals && c == &*r.throughput && r.interval) {
+        out.pop_back();
+        out += fmt("  [%.5g, %.5g]\n", r.interval->low, r.interval->high);
+      }
     }
   }
   const auto& s = report.summary;
@@ -130,6 +161,7 @@ std::string validation_text(const ValidationReport& report) {
   for (const auto& [k, v] : s.by_parallelism) out += stats_line("parallelism: " + k, v);
   out += "\nMemory error (peak memory, largest trainable sequence)\n";
   out += stats_line("all", s.memory);
+  out += interval_coverage_text(s);
   return out;
 }
 
@@ -196,6 +228,15 @@ std::string validation_json(const ValidationReport& report) {
     } else {
       j["simulated"] = nullptr;
     }
+    if (report.summary.coverage.empty()) {
+      // no intervals asked for: the row is unchanged
+    } else if (r.interval) {
+      j["interval"] = {r.interval->low, r.interval->high};
+      j["input_interval"] = {r.interval->input_low, r.interval->input_high};
+    } else {
+      j["interval"] = nullptr;
+      j["input_interval"] = nullptr;
+    }
     rows.push_back(std::move(j));
   }
   const auto& s = report.summary;
@@ -218,6 +259,10 @@ std::string validation_json(const ValidationReport& report) {
   sum["by_parallelism"] = groups(s.by_parallelism);
   sum["by_set"] = groups(s.by_set);
   sum["memory"] = stats_json(s.memory);
+  if (!s.coverage.empty()) {
+    sum["interval_coverage"] = coverage_json(s.coverage);
+    sum["input_interval_coverage"] = coverage_json(s.input_coverage);
+  }
   ordered_json root;
   root["rows"] = std::move(rows);
   root["summary"] = std::move(sum);
@@ -228,7 +273,8 @@ std::string validation_csv(const ValidationReport& report) {
   std::string out = csv::line({"run_id", "line", "source", "model", "gpu", "num_gpus", "parallelism", "fp8",
                                "status", "metric", "predicted", "measured", "error", "memory_metric",
                                "memory_predicted", "memory_measured", "memory_error", "plan",
-                               "iteration_time_s", "reason", "assumptions", "flop_convention"});
+                               "iteration_time_s", "reason", "assumptions", "flop_convention",
+                               "interval_low", "interval_high"});
   const auto num = [](double v) { return fmt("%.6g", v); };
   for (const auto& r : report.rows) {
     std::vector<std::string> f = {r.run_id, std::to_string(r.line), r.source, r.model, r.gpu,
@@ -246,6 +292,8 @@ std::string validation_csv(const ValidationReport& report) {
     f.push_back(r.reason);
     f.push_back(join(r.assumptions, "; "));
     f.push_back(r.convention);
+    f.push_back(r.interval ? num(r.interval->low) : "");
+    f.push_back(r.interval ? num(r.interval->high) : "");
     out += csv::line(f);
   }
   return out;

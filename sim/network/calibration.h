@@ -104,6 +104,26 @@ inline const NetworkProfile* find_profile(const NetworkCalibration& c, std::stri
   return nullptr;
 }
 
+// `p` with every collective's and transfer's time multiplied by `factor` (> 0): each protocol's
+// bandwidth fraction divided by it and every latency multiplied (the fabric's per-switch hop
+// extra, a topology property, is left as is). A perturbed calibration, replayed to propagate the
+// collective model's spread into a prediction interval (driver/intervals.h).
+inline NetworkProfile time_scaled_profile(NetworkProfile p, double factor) {
+  const auto scale = [factor](Duration& d) { d = d.scaled(factor); };
+  for (ProtocolCalibration& pc : p.protocols) {
+    pc.bandwidth_fraction /= factor;
+    scale(pc.base_latency);
+    for (StepLatency* s : {&pc.ring, &pc.tree}) {
+      scale(s->nvlink);
+      scale(s->network);
+    }
+  }
+  scale(p.nvls_base_latency);
+  scale(p.p2p_latency);
+  p.name += " x" + std::to_string(factor);
+  return p;
+}
+
 // The uncalibrated model: links at line rate, no protocol latency, Simple only, NVLS allowed
 // where the cluster has it at line rate. What NetworkModel uses without a calibration.
 inline NetworkProfile ideal_profile() {

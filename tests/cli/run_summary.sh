@@ -51,9 +51,11 @@ for rc in runs:
 text = open(f"{d}/full.txt").read()
 for needle in ("HFU", "hardware FLOPs per GPU", "most exposed communication", "peak reached during"):
     assert needle in text, needle
-# Units sit in one column in the performance table.
+# Units sit in one column in the performance table (the prediction intervals follow the units of
+# the iteration time and the throughput, docs/intervals.md).
 perf = text.split("performance\n")[1].split("\n\n")[0].splitlines()
-ends = {len(line.rstrip()) for line in perf}
+ends = {len(line.split("  interval ")[0].rstrip()) for line in perf}
 assert len(ends) == 1, perf
+assert sum("  interval " in line for line in perf) == 2, perf
 PY
 echo "ok"

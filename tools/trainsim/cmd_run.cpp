@@ -7,6 +7,7 @@
 
 #include "sim/base/diagnostic.h"
 #include "sim/driver/plan_hw.h"
+#include "sim/driver/intervals.h"
 #include "sim/driver/report.h"
 #include "sim/driver/simulate.h"
 #include "sim/driver/time_to_train.h"
@@ -77,6 +78,8 @@ int cmd_run(const Args& args) {
        "ranks written to the trace, e.g. 0-7,32 (default: every simulated rank)")
       ("format", po::value<std::string>()->default_value("text"), "text, json or csv")
       ("fail-infeasible", po::bool_switch(), "exit 1 when the plan does not fit in memory")
+      ("no-interval", po::bool_switch(),
+       "skip the prediction interval (two replays at perturbed calibrations, docs/intervals.md)")
       ("fit", po::value<double>()->default_value(0.8), "fraction of GPU memory a plan may safely use");
   po::options_description train_flags("time to train (with --train-days or --train-tokens)");
   train_flags.add_options()
@@ -105,7 +108,11 @@ int cmd_run(const Args& args) {
                                             "--trace-devices");
   }
   ro.stats = true;
-  const driver::RunResult r = driver::simulate(sc, ro);
+  driver::Resources resources;
+  driver::RunResult r = driver::simulate(sc, ro, resources);
+  if (!vm["no-interval"].as<bool>()) {
+    driver::add_interval(sc, r, config::load_interval_calibration(), resources, ro);
+  }
   // The size report goes to stderr so that stdout stays one report in the chosen format.
   if (r.trace_size) std::cerr << trace::describe_trace_size(*ro.trace, *r.trace_size) << "\n";
   std::optional<driver::TrainReport> train;

@@ -5,10 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "sim/base/diagnostic.h"
 #include "sim/config/names.h"
+#include "sim/driver/intervals.h"
 #include "sim/driver/sweep.h"
 #include "tools/trainsim/cli.h"
 #include "tools/trainsim/scenario_flags.h"
@@ -86,6 +89,9 @@ int cmd_sweep(const Args& args) {
       ("shard", po::value<std::string>(),
        "run slice I/N (plans with id % N == I); default from SLURM_ARRAY_TASK_ID/COUNT when set")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
+      ("rank-by", po::value<std::string>()->default_value("point"),
+       "point (tokens/s predicted), or mid or low: the midpoint or low end of its prediction "
+       "interval, among the best 3K plans by the point prediction (docs/intervals.md)")
       ("stats", po::bool_switch(), "print wall time and plans/s on stderr (always at a terminal)")
       ("stop-after", po::value<std::int64_t>()->default_value(0),
        "stop after N new rows, as a killed run would (for testing resumption)");
@@ -130,7 +136,21 @@ int cmd_sweep(const Args& args) {
   if (vm.count("out")) so.out = vm["out"].as<std::string>();
   const auto top_k = vm["top"].as<std::int64_t>();
   if (top_k < 0) problems.add({"", 0, "--top", "must be >= 0"});
+  const std::string rank_text = vm["rank-by"].as<std::string>();
+  driver::RankBy rank_by = driver::RankBy::kPoint;
+  if (rank_text == "mid") {
+    rank_by = driver::RankBy::kMid;
+  } else if (rank_text == "low") {
+    rank_by = driver::RankBy::kLow;
+  } else if (rank_text != "point") {
+    problems.add({"", 0, "--rank-by", "unknown value '" + rank_text + "' (one of point, mid, low)"});
+  }
   problems.throw_if_any();
+  // Ranking by the interval re-ranks the best 3K plans by the point prediction (a plan's
+  // interval costs two more replays).
+  const std::int64_t pool = rank_by == driver::RankBy::kPoint ? top_k : 3 * top_k;
+  std::optional<config::IntervalCalibration> intervals;
+  if (rank_by != driver::RankBy::kPoint) intervals = config::load_interval_calibration();
 
   // A file, a shard or every row asks for every plan; otherwise plans that cannot make the top K
   // are skipped (driver::search_sweep), with the same top K.
@@ -138,9 +158,18 @@ int cmd_sweep(const Args& args) {
   const bool terminal = isatty(STDERR_FILENO) != 0;
   if (terminal) so.progress = print_progress;
   const driver::SweepOutcome res = exhaustive ? driver::run_sweep(spec, so)
-                                              : driver::search_sweep(spec, so, static_cast<std::size_t>(top_k));
+                                              : driver::search_sweep(spec, so, static_cast<std::size_t>(pool));
   const auto& st = res.stats;
-  const auto top = driver::top_records(res.records, static_cast<std::size_t>(top_k));
+  std::vector<driver::RankedPlan> ranked;
+  std::vector<driver::SweepRecord> top;
+  if (intervals) {
+    ranked = driver::rank_by_interval(spec, res.enumeration, res.records, static_cast<std::size_t>(top_k),
+                                      static_cast<std::size_t>(pool), rank_by, *intervals,
+                                      so.compute_cache ? so.compute_cache : std::make_shared<config::ComputeModelCache>());
+    for (const auto& r : ranked) top.push_back(r.record);
+  } else {
+    top = driver::top_records(res.records, static_cast<std::size_t>(top_k));
+  }
 
   if (terminal || vm["stats"].as<bool>()) {
     std::fprintf(stderr,
@@ -221,9 +250,14 @@ int cmd_sweep(const Args& args) {
       }
       // The pipeline split of sweeps with balanced splits (a column after the reason).
       if (f.size() > cols.size()) row["pp_layers"] = f.back();
+      if (intervals) {
+        const auto& rp = ranked[rows.size()];
+        row["tokens_per_s_interval"] = {rp.tokens_low, rp.tokens_high};
+      }
       rows.push_back(row);
     }
     j["top"] = rows;
+    if (intervals) j["rank_by"] = rank_text;
     std::cout << j.dump(2) << '\n';
   } else {
     std::cout << "sweep: " << spec.model.name << " on " << spec.num_gpus << " x " << spec.cluster.gpu.name
@@ -247,8 +281,21 @@ int cmd_sweep(const Args& args) {
     if (top.empty()) {
       std::cout << "no plan fits in memory\n";
     } else {
-      std::cout << "top " << top.size() << " by tokens/s (peak memory of the fullest GPU):\n"
-                << driver::format_top_table(top);
+      if (intervals) {
+        std::cout << "top " << top.size() << " by the " << (rank_by == driver::RankBy::kLow ? "low end" : "midpoint")
+                  << " of the tokens/s interval, among the best " << (pool > 0 ? std::to_string(pool) : "all")
+                  << " by tokens/s (peak memory of the fullest GPU):\n"
+                  << driver::format_top_table(top) << "tokens/s intervals (rank: low - high):\n";
+        for (std::size_t i = 0; i < ranked.size(); ++i) {
+          char line[128];
+          std::snprintf(line, sizeof line, "  %zu: %.0f - %.0f (plan %lld)\n", i + 1, ranked[i].tokens_low,
+                        ranked[i].tokens_high, static_cast<long long>(ranked[i].record.plan_id));
+          std::cout << line;
+        }
+      } else {
+        std::cout << "top " << top.size() << " by tokens/s (peak memory of the fullest GPU):\n"
+                  << driver::format_top_table(top);
+      }
     }
   }
   if (errors > 0) {

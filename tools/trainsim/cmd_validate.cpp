@@ -2,10 +2,12 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "sim/base/diagnostic.h"
+#include "sim/config/interval_loader.h"
 #include "sim/config/names.h"
 #include "sim/driver/validate.h"
 #include "tools/trainsim/cli.h"
@@ -28,6 +30,7 @@ int cmd_validate(const Args& args) {
        "(protobuf text format) and stop: no simulation")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
       ("threads", po::value<int>()->default_value(1), "rows simulated concurrently")
+      ("no-intervals", po::bool_switch(), "skip the rows' prediction intervals (docs/intervals.md)")
       ("host-dispatch-us", po::value<double>(),
        "host time per modeled operation for every row, microseconds (default: the plan default)");
   po::variables_map vm;
@@ -58,6 +61,11 @@ int cmd_validate(const Args& args) {
   options.threads = threads;
   if (vm.count("host-dispatch-us")) {
     options.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
+  }
+  std::optional<config::IntervalCalibration> intervals;
+  if (!vm["no-intervals"].as<bool>()) {
+    intervals = config::load_interval_calibration();
+    options.intervals = &*intervals;
   }
   const driver::ValidationReport report = driver::validate(runs, options);
   if (vm.count("out")) {

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Compute calibration/intervals/intervals.textproto: the input uncertainties of prediction intervals and
+their split-conformal factors (docs/intervals.md).
+
+Usage: fit_intervals.py TRAINSIM NETWORK_ACCURACY_TEST [--coverage 0.8] [--threads 2]
+
+TRAINSIM is build/tools/trainsim/trainsim, NETWORK_ACCURACY_TEST build/tools/bench_network/
+test_network_accuracy (it prints the collective model against every measured NCCL point).
+
+1. Input uncertainty, each the 80th percentile of the absolute relative error (a share of the time):
+   - kernels, per GPU with a calibration file and per class (GEMM, attention, memory-bound): the
+     fitted model's error on its non-check measured points (`trainsim kernel --gpu G --fit-report
+     --format json`); the default entry (GPUs without their own) is the largest of the GPUs';
+   - collectives: the calibrated network model against calibration/network/measured_allreduce.csv
+     (all sizes);
+   - host dispatch (eager frameworks' host time per operation): the error of the host dispatch
+     fit on its fitting half, vTrain's hidden-1024 rows of tests/validation/vtrain-single-node.csv
+     (tools/calibrate/fit_host_dispatch.py), intervals off;
+   - clock: half the 10-90 % range of the sustained-load GEMM rate after the first (warm-up)
+     window over its median (calibration/sources/measured/*/sustained.csv), the largest GPU's.
+2. The file is written with identity conformal factors (lower -1, upper 1: the interval is the
+   replays' range), and `trainsim validate --runs tests/validation/public-runs.csv` gives every
+   public row its predicted time t, the replays' range [t_fast, t_slow] and its measured time m.
+3. Split-conformal factors (Lei et al. 2018, normalized scores): score = ln(m/t) / ln(t_slow/t)
+   when m >= t, else ln(m/t) / ln(t/t_fast); lower = the floor((n+1)(1-c)/2)-th smallest score,
+   upper = the ceil((n+1)(1+c)/2)-th smallest (each tail (1-c)/2), and the file is rewritten.
+"""
+import argparse
+import csv
+import datetime
+import glob
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+OUT = os.path.join(ROOT, "calibration", "intervals", "intervals.textproto")
+PUBLIC = "tests/validation/public-runs.csv"
+
+
+def q80(values):
+    v = sorted(abs(x) for x in values)
+    if not v:
+        raise SystemExit("no values")
+    # numpy's default (linear interpolation between order statistics)
+    pos = 0.8 * (len(v) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def kernel_uncertainty(trainsim):
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "calibration", "*.textproto"))):
+        gpu = os.path.basename(path)[: -len(".textproto")]
+        run = subprocess.run([trainsim, "kernel", "--gpu", gpu, "--fit-report", "--format", "json"],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            print("skipped %s: %s" % (gpu, run.stderr.strip()[:200]), file=sys.stderr)
+            continue
+        points = [p for p in json.loads(run.stdout)["points"] if not p.get("check")]
+        entry = {"gpu": gpu}
+        for cls in ("gemm", "attention", "memory"):
+            errs = [p["fitted_error"] for p in points if p["family"].startswith(cls)]
+            entry[cls] = round(q80(errs), 4) if errs else None
+            entry[cls + "_n"] = len(errs)
+        if any(entry[c] is None for c in ("gemm", "attention", "memory")):
+            print("skipped %s: a kernel class without points" % gpu, file=sys.stderr)
+            continue
+        out.append(entry)
+    return out
+
+
+def collective_uncertainty(test_binary):
+    run = subprocess.run([test_binary, "calibrated model reproduces measured NCCL collectives"],
+                         capture_output=True, text=True, cwd=ROOT)
+    errs = [float(m.group(1)) / 100 for m in re.finditer(r"\s([+-]\d+\.\d)%\n", run.stdout)]
+    if len(errs) < 100:
+        raise SystemExit("expected the accuracy test's per-point table, got %d points" % len(errs))
+    return round(q80(errs), 4), len(errs)
+
+
+def clock_uncertainty():
+    spreads = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "calibration", "sources", "measured", "*", "sustained.csv"))):
+        with open(path) as f:
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+        rates = sorted(float(r["tflops"]) for r in rows[1:])  # the first window is the warm-up
+        n = len(rates)
+        pct = lambda q: rates[int(round(q * (n - 1)))]
+        median = pct(0.5)
+        spreads.append(((pct(0.9) - pct(0.1)) / 2 / median, os.path.relpath(path, ROOT)))
+    return max(spreads)
+
+
+def host_dispatch_uncertainty(trainsim, threads):
+    src = os.path.join(ROOT, "tests", "validation", "vtrain-single-node.csv")
+    with open(src, newline="") as f:
+        reader = csv.DictReader(f)
+        rows = [r for r in reader if r["hidden"] == "1024"]
+        fields = reader.fieldnames
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "hidden1024.csv")
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            w.writerows(rows)
+        run = subprocess.run([trainsim, "validate", "--runs", path, "--format", "json", "--no-intervals",
+                              "--threads", str(threads)], capture_output=True, text=True, check=True)
+    errs = [r["error"] for r in json.loads(run.stdout)["rows"] if r["error"] is not None]
+    return round(q80(errs), 4), len(errs)
+
+
+def write(kernels, collectives, host, clock, conformal):
+    def entry(k, name):
+        return ("%s {\n%s  gemm: %s\n  attention: %s\n  memory: %s\n"
+                "  source: \"80th percentile of |fitted error| over the non-check points of "
+                "`trainsim kernel --gpu %s --fit-report` (%d GEMM, %d attention, %d memory)\"\n}\n" % (
+                    name, '  gpu: "%s"\n' % k["gpu"] if name == "kernels" else "", k["gemm"], k["attention"],
+                    k["memory"], k["gpu"], k["gemm_n"], k["attention_n"], k["memory_n"]))
+    worst = {c: max(k[c] for k in kernels) for c in ("gemm", "attention", "memory")}
+    worst.update({c + "_n": 0 for c in ("gemm", "attention", "memory")})
+    lines = ["# Prediction intervals (docs/intervals.md; schema sim/schema/intervals.proto).",
+             "# Generated by tools/calibrate/fit_intervals.py; do not edit by hand.", ""]
+    text = "\n".join(lines)
+    for k in kernels:
+        text += entry(k, "kernels")
+    worst["gpu"] = "the largest of the GPUs above"
+    text += ("default_kernels {\n  gemm: %s\n  attention: %s\n  memory: %s\n"
+             "  source: \"the largest of the kernels entries above, per class\"\n}\n" % (
+                 worst["gemm"], worst["attention"], worst["memory"]))
+    text += "clock: %s\nclock_source: \"%s\"\n" % clock
+    text += "collectives: %s\ncollectives_source: \"%s\"\n" % collectives
+    text += "host_dispatch: %s\nhost_dispatch_source: \"%s\"\n" % host
+    text += "conformal {\n"
+    for key in ("lower", "upper", "coverage", "rows"):
+        text += "  %s: %s\n" % (key, conformal[key])
+    for key in ("fitted_on", "method", "date"):
+        text += "  %s: \"%s\"\n" % (key, conformal[key])
+    text += "}\n"
+    with open(OUT, "w") as f:
+        f.write(text)
+
+
+def public_rows(trainsim, threads):
+    run = subprocess.run([trainsim, "validate", "--runs", os.path.join(ROOT, PUBLIC), "--format", "json",
+                          "--threads", str(threads)], capture_output=True, text=True, check=True)
+    rows = []
+    for r in json.loads(run.stdout)["rows"]:
+        if r.get("input_interval") is None or r["metric"] is None:
+            continue
+        lo, hi = r["input_interval"]
+        p, m = r["predicted"], r["measured"]
+        if r["metric"] == "iteration_time":
+            t, fast, slow, meas = p, lo, hi, m
+        else:  # rates: time ∝ 1 / rate
+            t, fast, slow, meas = 1 / p, 1 / hi, 1 / lo, 1 / m
+        rows.append((t, fast, slow, meas))
+    return rows
+
+
+def scores(rows):
+    out = []
+    for t, fast, slow, m in rows:
+        r = math.log(m / t)
+        w = math.log(slow / t) if r >= 0 else math.log(t / fast)
+        out.append(r / max(w, 1e-9))
+    return sorted(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("trainsim")
+    ap.add_argument("network_accuracy_test")
+    ap.add_argument("--coverage", type=float, default=0.8)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    kernels = kernel_uncertainty(a.trainsim)
+    coll, coll_n = collective_uncertainty(a.network_accuracy_test)
+    collectives = (coll, "80th percentile of |model/measured - 1| of the calibrated network model over the %d "
+                         "measured NCCL points of calibration/network/measured_allreduce.csv "
+                         "(test_network_accuracy)" % coll_n)
+    h, h_n = host_dispatch_uncertainty(a.trainsim, a.threads)
+    host = (h, "80th percentile of |predicted/measured - 1| over the %d rows of the host dispatch fit's fitting half "
+               "(vTrain hidden-1024 rows of tests/validation/vtrain-single-node.csv, tools/calibrate/"
+               "fit_host_dispatch.py)" % h_n)
+    spread, path = clock_uncertainty()
+    clock = (round(spread, 4), "half the 10-90 %% range of the sustained 8192^3 bf16 GEMM rate after the "
+                               "warm-up window, over its median (%s; the largest of the measured GPUs)" % path)
+    identity = {"lower": -1, "upper": 1, "coverage": a.coverage, "rows": 1, "fitted_on": "none (identity)",
+                "method": "identity: the replays' range", "date": "-"}
+    write(kernels, collectives, host, clock, identity)
+    rows = public_rows(a.trainsim, a.threads)
+    s = scores(rows)
+    n = len(s)
+    tail = (1 - a.coverage) / 2
+    k_lo = max(1, int(math.floor((n + 1) * tail)))
+    k_hi = min(n, int(math.ceil((n + 1) * (1 - tail))))
+    inside = sum(1 for t, fast, slow, m in rows if fast <= m <= slow)
+    conformal = {"lower": round(s[k_lo - 1], 4), "upper": round(s[k_hi - 1], 4), "coverage": a.coverage, "rows": n,
+                 "fitted_on": PUBLIC,
+                 "method": "tools/calibrate/fit_intervals.py: normalized scores of the public rows; lower = score "
+                           "%d of %d, upper = score %d (replays' range alone covered %d of %d)" % (
+                               k_lo, n, k_hi, inside, n),
+                 "date": datetime.date.today().isoformat()}
+    write(kernels, collectives, host, clock, conformal)
+    print("rows %d, input-range coverage %.1f %%, lower %.4f, upper %.4f -> %s" % (
+        n, 100.0 * inside / n, conformal["lower"], conformal["upper"], os.path.relpath(OUT, ROOT)))
+
+
+if __name__ == "__main__":
+    main()
