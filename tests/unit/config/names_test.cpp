@@ -32,7 +32,7 @@ TEST_CASE("every spelling parses back to its value") {
   CHECK(name(ir::Dtype::kFp32) == "fp32");
   CHECK_FALSE(try_parse_dtype("fp32").has_value());  // not a training precision
   CHECK(name(parallel::Schedule::k1F1B) == "1f1b");
-  CHECK(schedule_choices() == "gpipe|1f1b|interleaved|zb-h1|dualpipev");
+  CHECK(schedule_choices() == "gpipe|1f1b|interleaved|zb-h1|dualpipev|zb-v");
 }
 
 TEST_CASE("flag parsers name the flag and list the choices") {
