@@ -40,7 +40,7 @@ TEST_CASE("flag parsers name the flag and list the choices") {
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].field == "--schedule");
   CHECK(ds[0].to_string() ==
-        "--schedule: unknown value 'zigzag' (expected gpipe|1f1b|interleaved|zb-h1|dualpipev)");
+        "--schedule: unknown value 'zigzag' (expected gpipe|1f1b|interleaved|zb-h1|dualpipev|zb-v)");
   CHECK(parse_recompute("full", "--recompute") == parallel::Recompute::kFull);
   CHECK(parse_optimizer_states("bf16", "--optimizer-states") == parallel::OptimizerStates::kBf16);
   CHECK(parse_optimizer_states("none", "--optimizer-states") == parallel::OptimizerStates::kNone);

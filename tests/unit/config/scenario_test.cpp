@@ -138,7 +138,7 @@ TEST_CASE("pp_layout in a scenario: read, and its errors at its line") {
   const auto* f = find_field(ds, "pp_layout");
   REQUIRE(f != nullptr);
   CHECK(f->line == 7);
-  CHECK(f->message.find("position 10") != std::string::npos);
+  CHECK(f->message.find("position 11") != std::string::npos);
 }
 
 TEST_CASE("scenario errors: own fields, referenced files and plan, all together") {
