@@ -314,7 +314,9 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
       } else if (stages > 0) {
         const std::string why =
             parallel::check_pp_layout(layout.stages, stages, m.num_layers, m.mtp_layers);
-        if (!why.empty()) fail("--pp-layout", "'" + p.pp_layout + "' " + why + "; stages: " + stage_words);
+        if (!why.empty()) {
+          fail("--pp-layout", "'" + p.pp_layout + "' " + why + "; stages: " + stage_words);
+        }
       }
     } else if (p.pp_layers.empty()) {
       if (m.num_layers > 0 && stages > 0 && m.num_layers % stages != 0) {

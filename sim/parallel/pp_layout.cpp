@@ -126,7 +126,9 @@ class LayoutParser {
       if (times == 0) return fail(star, "repeats zero times");
     }
     for (std::int64_t i = 0; i < times; ++i) {
-      if (out.size() + unit.size() > kMaxSymbols) return fail(start, "expands to over 2^20 symbols");
+      if (out.size() + unit.size() > kMaxSymbols) {
+        return fail(start, "expands to over 2^20 symbols");
+      }
       out.insert(out.end(), unit.begin(), unit.end());
     }
   }

@@ -202,7 +202,11 @@ Blocks dualpipev(std::int64_t p, std::int64_t m, std::int64_t s) {
 class ZbvScheduler {
  public:
   ZbvScheduler(std::int64_t p, std::int64_t m)
-      : p_(p), m_(m), ready_f_(cells(), kNever), ready_b_(cells(), kNever), ranks_(static_cast<std::size_t>(p)) {}
+      : p_(p),
+        m_(m),
+        ready_f_(cells(), kNever),
+        ready_b_(cells(), kNever),
+        ranks_(static_cast<std::size_t>(p)) {}
 
   std::vector<Blocks> run() {
     const std::int64_t total = 6 * m_ * p_;
