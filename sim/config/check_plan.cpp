@@ -7,6 +7,7 @@
 #include "sim/config/plan_rules.h"
 #include "sim/config/proto_reader.h"
 #include "sim/parallel/layout.h"
+#include "sim/parallel/pp_layout.h"
 
 namespace ts::config {
 namespace detail {
@@ -316,7 +317,20 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
         interleaved ? "pp·vpp = " + str(p.pp) + "·" + str(p.vpp) + " = " + str(stages) + " (interleaved)"
         : v_shape   ? "2·pp = " + str(stages) + " (" + std::string(name(p.schedule)) + ": two chunks per rank in a V)"
                     : "pp = " + str(p.pp);
-    if (p.pp_layers.empty()) {
+    if (!p.pp_layout.empty()) {
+      if (!p.pp_layers.empty()) fail("--pp-layout", "give --pp-layout or --pp-layers, not both");
+      const parallel::ParsedLayout layout = parallel::parse_pp_layout(p.pp_layout);
+      if (layout.error_position > 0) {
+        fail("--pp-layout", "'" + p.pp_layout + "' at position " + str(layout.error_position) +
+                                ": " + layout.error);
+      } else if (stages > 0) {
+        const std::string why =
+            parallel::check_pp_layout(layout.stages, stages, m.num_layers, m.mtp_layers);
+        if (!why.empty()) {
+          fail("--pp-layout", "'" + p.pp_layout + "' " + why + "; stages: " + stage_words);
+        }
+      }
+    } else if (p.pp_layers.empty()) {
       if (m.num_layers > 0 && stages > 0 && m.num_layers % stages != 0) {
         if (interleaved && m.num_layers % p.pp == 0) {
           fail("--vpp", "the interleaved schedule needs num_layers (" + str(m.num_layers) +

@@ -473,6 +473,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--recompute-layers", "recompute_layers"},
     {"--schedule", "schedule"},
     {"--pp-layers", "pp_layers"},
+    {"--pp-layout", "pp_layout"},
     {"--order", "order"},
     {"--cp-algo", "cp_algo"},
     {"--mst-chunks", "mst_chunks"},
@@ -640,6 +641,7 @@ Scenario load_scenario(const std::string& path) {
     });
   }
   plan.pp_layers.assign(msg.pp_layers().begin(), msg.pp_layers().end());
+  plan.pp_layout = msg.pp_layout();
   const auto set_spelled = [&](auto parsed, auto& out, std::string_view field) {
     if (parsed) {
       out = *parsed;

@@ -62,12 +62,13 @@ constexpr std::array<std::pair<std::string_view, parallel::Recompute>, 4> kRecom
     {"selective", parallel::Recompute::kSelective},
     {"selective-op", parallel::Recompute::kSelectiveOp},
     {"full", parallel::Recompute::kFull}}};
-constexpr std::array<std::pair<std::string_view, parallel::Schedule>, 5> kSchedules{{
+constexpr std::array<std::pair<std::string_view, parallel::Schedule>, 6> kSchedules{{
     {"gpipe", parallel::Schedule::kGpipe},
     {"1f1b", parallel::Schedule::k1F1B},
     {"interleaved", parallel::Schedule::kInterleaved},
     {"zb-h1", parallel::Schedule::kZbH1},
-    {"dualpipev", parallel::Schedule::kDualPipeV}}};
+    {"dualpipev", parallel::Schedule::kDualPipeV},
+    {"zb-v", parallel::Schedule::kZbV}}};
 constexpr std::array<std::pair<std::string_view, parallel::CpAlgo>, 3> kCpAlgos{{
     {"ring", parallel::CpAlgo::kRing},
     {"allgather", parallel::CpAlgo::kAllGather},

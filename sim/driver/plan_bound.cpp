@@ -19,7 +19,7 @@
 //     recompute and backward, so the last compute task of d to end is the backward of some
 //     (k, v ≥ d); k's gradient then goes through the backward passes of stages v − 1 … 0, each
 //     waiting for the one before: at least Σ_{v'<d} C_{v'} more. With a split backward (ZB-H1,
-//     DualPipeV) the last task may be a weight gradient that nothing waits for: no drain.
+//     DualPipeV, ZB-V) the last task may be a weight gradient that nothing waits for: no drain.
 // Tensor-parallel collectives count as well, except under DualPipeV (which overlaps one
 // micro-batch's communication with another's compute): one that waits for the compute task
 // before it on its device and that the compute task after it waits for keeps the compute stream
@@ -65,6 +65,7 @@ parallel::ParallelPlan sample_plan(const parallel::ParallelPlan& plan) {
   s.pp = 1;
   s.vpp = 1;
   s.pp_layers.clear();
+  s.pp_layout.clear();
   s.schedule = parallel::Schedule::k1F1B;
   s.dp = 1;
   s.zero_stage = 0;
@@ -120,7 +121,7 @@ PlanBounder::PlanBounder(ir::ModelSpec model, config::Cluster cluster, std::int6
 const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   const parallel::ParallelPlan sample = sample_plan(plan);
   // DualPipeV overlaps one micro-batch's communication with another's compute: compute only.
-  const std::size_t variant = plan.v_shape() ? 0 : 1;
+  const std::size_t variant = plan.schedule == parallel::Schedule::kDualPipeV ? 0 : 1;
   auto& bucket = memo_[hash_plan(sample)];
   for (const auto& [p, c] : bucket) {
     if (p == sample) return c[variant];
@@ -271,7 +272,7 @@ PlanBound PlanBounder::bound(const parallel::ParallelPlan& plan) {
   // and backward come later in the program. Each layer keeps at least layer_kept (whole layers
   // without recompute keep more). DualPipeV overlaps a forward with a backward, which may free
   // some of its micro-batch meanwhile: no activation bound there.
-  if (!plan.v_shape()) {
+  if (plan.schedule != parallel::Schedule::kDualPipeV) {
     const Bytes kept = kept_layer_activations(scenario_);
     const double fragmentation =
         resources_.memory_overheads(scenario_.cluster.gpu).allocator_fragmentation;

@@ -147,6 +147,7 @@ SweepOutcome search_plans(const SweepSpec& spec, const SweepOptions& options,
     p.recompute = parallel::Recompute::kNone;
     std::string key = sweep_plan_key(spec, p);
     for (auto n : p.pp_layers) key += "," + std::to_string(n);
+    key += p.pp_layout;
     return key;
   };
   std::set<std::string> fits;

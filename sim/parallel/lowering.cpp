@@ -4,11 +4,13 @@
 
 #include "sim/base/diagnostic.h"
 #include "sim/parallel/lowerer.h"
+#include "sim/parallel/pp_layout.h"
 
 namespace ts::parallel {
 
 std::vector<std::int64_t> virtual_stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model) {
   if (!plan.pp_layers.empty()) return plan.pp_layers;
+  if (!plan.pp_layout.empty()) return layout_stage_layers(parse_pp_layout(plan.pp_layout).stages);
   const std::int64_t stages = plan.pp * plan.model_chunks();
   return std::vector<std::int64_t>(static_cast<std::size_t>(stages), model.num_layers / stages);
 }

@@ -20,8 +20,9 @@ enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
 // (B) and weight-gradient (W) halves and the W's delayed into the bubbles; kDualPipeV: DeepSeek's
 // DualPipeV (deepseek-ai/DualPipe dualpipev.py), two model chunks per rank placed in a V (rank s
 // holds stages s and 2·pp − 1 − s) with the forward of one micro-batch overlapped with the
-// backward of another.
-enum class Schedule { kGpipe, k1F1B, kInterleaved, kZbH1, kDualPipeV };
+// backward of another; kZbV: zero-bubble V (Qi et al., ICLR 2024 and NeurIPS 2024), DualPipeV's
+// V placement with split backwards ordered by a list scheduler at 1F1B's activation memory.
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kZbH1, kDualPipeV, kZbV };
 enum class CpAlgo { kRing, kAllGather, kUlysses };
 // What the optimizer keeps per parameter: kFp32, mixed-precision Adam (fp32 master weights, m
 // and v); kBf16, pure bf16 Adam (the bf16 weights are the master copy, m and v in bf16); kNone, a
@@ -112,6 +113,9 @@ struct ParallelPlan {
   std::int64_t recompute_layers = 0;
   Schedule schedule = Schedule::k1F1B;
   std::vector<std::int64_t> pp_layers;  // explicit layers per stage; empty = even split
+  // Megatron-style layout string of the virtual stages (sim/parallel/pp_layout.h), in place of
+  // pp_layers; empty = none.
+  std::string pp_layout;
   std::vector<Axis> order = {Axis::kTp, Axis::kCp, Axis::kDp, Axis::kPp};  // innermost first
   CpAlgo cp_algo = CpAlgo::kRing;
   std::int64_t mst_chunks = 1;
@@ -182,10 +186,11 @@ struct ParallelPlan {
   bool interleaved() const { return schedule == Schedule::kInterleaved && vpp > 1; }
   // Two model chunks per rank in a V: virtual stage s on rank s, stage 2·pp − 1 − s on rank s
   // too (the first rank holds the embedding and the LM head, the last rank the turn).
-  bool v_shape() const { return schedule == Schedule::kDualPipeV; }
+  bool v_shape() const { return schedule == Schedule::kDualPipeV || schedule == Schedule::kZbV; }
   // Backward split into input-gradient (B) and weight-gradient (W) blocks.
   bool splits_backward() const {
-    return schedule == Schedule::kZbH1 || schedule == Schedule::kDualPipeV;
+    return schedule == Schedule::kZbH1 || schedule == Schedule::kDualPipeV ||
+           schedule == Schedule::kZbV;
   }
   std::int64_t model_chunks() const { return v_shape() ? 2 : interleaved() ? vpp : 1; }
   // Virtual stage of model chunk `chunk` on pipeline rank `stage`, and the rank that holds

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <utility>
 
 #include "sim/base/diagnostic.h"
@@ -180,6 +181,123 @@ Blocks dualpipev(std::int64_t p, std::int64_t m, std::int64_t s) {
   return out;
 }
 
+
+// ZB-V (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, and "Pipeline Parallelism
+// with Controllable Memory", NeurIPS 2024): two chunks per rank in a V, as DualPipeV places them,
+// the backward split into B and W, the W's filling the bubbles, and no rank holding more
+// activations than 1F1B's first (p micro-batches of a stage, 2p of a half-stage chunk). The
+// authors report zero bubble for equal F, B and W times at 1F1B's activation memory
+// (sail-sg's description of ZBV: bubble rate 0, activation memory 1x).
+//
+// This order comes from a list scheduler over unit-time F, B and W blocks, the papers'
+// assumption T_F = T_B = T_W: every rank, at every unit step, runs the first of
+//   1. a B whose inputs are there (lowest micro-batch first, then the upper chunk, the one
+//      nearer the loss): the input gradients are the critical path back;
+//   2. an F whose input is there, if the rank holds fewer than 2p chunk activations, counted
+//      from each F until its W (the W's inputs stay until the W runs), upper chunk first so
+//      that micro-batches reach the loss and their backwards start early;
+//   3. the oldest W still to run (the W's fill what is left).
+// With unit times each rank idles p − 1 steps, the last rank's wait for its first forward, and
+// the iteration takes 6m + p − 1 steps (tests/unit/parallel/schedule_test.cpp).
+class ZbvScheduler {
+ public:
+  ZbvScheduler(std::int64_t p, std::int64_t m)
+      : p_(p),
+        m_(m),
+        ready_f_(cells(), kNever),
+        ready_b_(cells(), kNever),
+        ranks_(static_cast<std::size_t>(p)) {}
+
+  std::vector<Blocks> run() {
+    const std::int64_t total = 6 * m_ * p_;
+    std::int64_t done = 0;
+    for (std::int64_t t = 0; done < total; ++t) {
+      SIM_ASSERT(t <= 6 * m_ * p_ + 2 * p_, "ZB-V's list scheduler made no progress");
+      for (std::int64_t r = 0; r < p_; ++r) {
+        if (rank(r).busy_until > t) continue;
+        if (step(r, t)) ++done;
+      }
+    }
+    std::vector<Blocks> out;
+    for (Rank& r : ranks_) out.push_back(std::move(r.blocks));
+    return out;
+  }
+
+ private:
+  static constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+  struct Rank {
+    std::int64_t next_f[2] = {0, 0};
+    std::int64_t next_b[2] = {0, 0};
+    std::int64_t held = 0;  // chunk activations from F until W
+    std::int64_t busy_until = 0;
+    std::deque<std::pair<std::int64_t, std::int64_t>> weights;  // (micro-batch, chunk)
+    Blocks blocks;
+  };
+
+  Rank& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
+  const Rank& rank(std::int64_t r) const { return ranks_[static_cast<std::size_t>(r)]; }
+  std::size_t cells() const { return static_cast<std::size_t>(2 * p_ * m_); }
+  std::size_t cell(std::int64_t mb, std::int64_t vs) const {
+    return static_cast<std::size_t>(mb * 2 * p_ + vs);
+  }
+  std::int64_t vstage(std::int64_t r, std::int64_t c) const { return c == 0 ? r : 2 * p_ - 1 - r; }
+
+  bool b_ready(std::int64_t r, std::int64_t c, std::int64_t t) const {
+    const std::int64_t mb = rank(r).next_b[c];
+    if (mb >= m_ || mb >= rank(r).next_f[c]) return false;
+    const std::int64_t vs = vstage(r, c);
+    if (ready_f_[cell(mb, vs)] > t) return false;
+    return vs == 2 * p_ - 1 || ready_b_[cell(mb, vs + 1)] <= t;
+  }
+  bool f_ready(std::int64_t r, std::int64_t c, std::int64_t t) const {
+    const std::int64_t mb = rank(r).next_f[c];
+    if (mb >= m_) return false;
+    const std::int64_t vs = vstage(r, c);
+    return vs == 0 || ready_f_[cell(mb, vs - 1)] <= t;
+  }
+
+  // Runs one block on rank r from step t if one can run; false if the rank waits.
+  bool step(std::int64_t r, std::int64_t t) {
+    Rank& k = rank(r);
+    std::int64_t bc = -1;
+    for (std::int64_t c : {0, 1}) {
+      if (!b_ready(r, c, t)) continue;
+      if (bc < 0 || k.next_b[c] < k.next_b[bc] || (k.next_b[c] == k.next_b[bc] && c > bc)) bc = c;
+    }
+    if (bc >= 0) {
+      const std::int64_t mb = k.next_b[bc]++;
+      ready_b_[cell(mb, vstage(r, bc))] = t + 1;
+      k.weights.emplace_back(mb, bc);
+      return run(k, block(PipelineKind::kInputGrad, mb, bc), t);
+    }
+    if (k.held < 2 * p_) {
+      for (std::int64_t c : {1, 0}) {
+        if (!f_ready(r, c, t)) continue;
+        const std::int64_t mb = k.next_f[c]++;
+        ready_f_[cell(mb, vstage(r, c))] = t + 1;
+        ++k.held;
+        return run(k, block(PipelineKind::kForward, mb, c), t);
+      }
+    }
+    if (!k.weights.empty()) {
+      const auto [mb, c] = k.weights.front();
+      k.weights.pop_front();
+      --k.held;
+      return run(k, block(PipelineKind::kWeightGrad, mb, c), t);
+    }
+    return false;
+  }
+  static bool run(Rank& k, PipelineBlock b, std::int64_t t) {
+    k.blocks.push_back(b);
+    k.busy_until = t + 1;
+    return true;
+  }
+
+  std::int64_t p_, m_;
+  std::vector<std::int64_t> ready_f_, ready_b_;  // step at which (micro-batch, vstage) is done
+  std::vector<Rank> ranks_;
+};
+
 }  // namespace
 
 std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_t stage) {
@@ -200,8 +318,15 @@ std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_
     case Schedule::kDualPipeV:
       SIM_ASSERT(m >= 2 * p, "DualPipeV needs at least 2·pp micro-batches");
       return dualpipev(p, m, stage);
+    case Schedule::kZbV:
+      return zb_v_blocks(p, m)[static_cast<std::size_t>(stage)];
   }
   return {};
+}
+
+std::vector<std::vector<PipelineBlock>> zb_v_blocks(std::int64_t pp, std::int64_t micro_batches) {
+  SIM_ASSERT(pp >= 1 && micro_batches >= 1, "ZB-V needs a rank and a micro-batch");
+  return ZbvScheduler(pp, micro_batches).run();
 }
 
 std::int64_t max_in_flight(const std::vector<PipelineBlock>& blocks) {

@@ -30,6 +30,9 @@ struct PipelineBlock {
 // gets one forward and either one whole backward or one B and one W.
 std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_t stage);
 
+// ZB-V's programs of all `pp` ranks at once (its list scheduler places every rank together).
+std::vector<std::vector<PipelineBlock>> zb_v_blocks(std::int64_t pp, std::int64_t micro_batches);
+
 // The most micro-batches (counted per model chunk) whose forward has run and whose B (or whole
 // backward) has not, over the rank's program: the activations it holds at once.
 std::int64_t max_in_flight(const std::vector<PipelineBlock>& blocks);

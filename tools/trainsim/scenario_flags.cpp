@@ -248,8 +248,11 @@ void add_scenario_flags(po::options_description& o) {
       ("recompute", po::value<std::string>()->default_value("none"), "none, selective, selective-op or full")
       ("recompute-layers", po::value<std::int64_t>()->default_value(0),
        "full recompute of only the first N layers of each model chunk (Megatron's block method); 0: all")
-      ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b, interleaved, zb-h1 or dualpipev")
+      ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b, interleaved, zb-h1, dualpipev or zb-v")
       ("pp-layers", po::value<std::string>(), "layers per pipeline stage, e.g. 15,16,16,15")
+      ("pp-layout", po::value<std::string>(),
+       "Megatron-style layout of the (virtual) stages, e.g. Et|(tt|)*30tL: E embedding, t layer, "
+       "m MTP layer, L loss, | between stages")
       ("cp-algo", po::value<std::string>()->default_value("ring"), "ring, allgather or ulysses")
       ("mst-chunks", po::value<std::int64_t>()->default_value(1), "Mini-Sequence Transformer chunks")
       ("ep", po::value<std::int64_t>()->default_value(1),
@@ -309,6 +312,7 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   problems.collect([&] {
     p.cross_entropy = config::parse_cross_entropy(vm["cross-entropy"].as<std::string>(), "--cross-entropy");
   });
+  if (vm.count("pp-layout")) p.pp_layout = vm["pp-layout"].as<std::string>();
   if (vm.count("pp-layers")) {
     problems.collect([&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }

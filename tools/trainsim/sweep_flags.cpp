@@ -49,7 +49,7 @@ void add_axis_flags(po::options_description& o, const AxisDefaults& d) {
        "model chunks per rank for the interleaved schedule (all: divisors >= 2 of layers/pp)")
       ("micro-batch", po::value<std::string>()->default_value(d.micro_batch),
        "micro-batch sizes (all: divisors of global_batch/dp)")
-      ("schedule", po::value<std::string>()->default_value(d.schedule), "pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, dualpipev, all")
+      ("schedule", po::value<std::string>()->default_value(d.schedule), "pipeline schedules: gpipe, 1f1b, interleaved, zb-h1, dualpipev, zb-v, all")
       ("zero", po::value<std::string>()->default_value(d.zero), "ZeRO stages 0-3 (all: 0,1,2,3)")
       ("zero-shard-group", po::value<std::string>()->default_value(d.zero_shard_group),
        "ZeRO-3 shard group sizes, FSDP HYBRID_SHARD (0: all data-parallel ranks; all: 0 and every "

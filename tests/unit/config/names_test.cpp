@@ -32,7 +32,7 @@ TEST_CASE("every spelling parses back to its value") {
   CHECK(name(ir::Dtype::kFp32) == "fp32");
   CHECK_FALSE(try_parse_dtype("fp32").has_value());  // not a training precision
   CHECK(name(parallel::Schedule::k1F1B) == "1f1b");
-  CHECK(schedule_choices() == "gpipe|1f1b|interleaved|zb-h1|dualpipev");
+  CHECK(schedule_choices() == "gpipe|1f1b|interleaved|zb-h1|dualpipev|zb-v");
 }
 
 TEST_CASE("flag parsers name the flag and list the choices") {
@@ -40,7 +40,7 @@ TEST_CASE("flag parsers name the flag and list the choices") {
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].field == "--schedule");
   CHECK(ds[0].to_string() ==
-        "--schedule: unknown value 'zigzag' (expected gpipe|1f1b|interleaved|zb-h1|dualpipev)");
+        "--schedule: unknown value 'zigzag' (expected gpipe|1f1b|interleaved|zb-h1|dualpipev|zb-v)");
   CHECK(parse_recompute("full", "--recompute") == parallel::Recompute::kFull);
   CHECK(parse_optimizer_states("bf16", "--optimizer-states") == parallel::OptimizerStates::kBf16);
   CHECK(parse_optimizer_states("none", "--optimizer-states") == parallel::OptimizerStates::kNone);

@@ -126,6 +126,21 @@ TEST_CASE("plan rules point at the scenario's fields and lines") {
   for (const auto& d : ds) CHECK(d.field.rfind("--", 0) != 0);  // no flags in a file's errors
 }
 
+TEST_CASE("pp_layout in a scenario: read, and its errors at its line") {
+  test::TempDir dir;
+  const std::string head = "model: \"llama3-8b\"\ncluster: \"dgx-h100\"\nnum_gpus: 8\ntp: 2\npp: 4\n"
+                           "global_batch: 8\n";
+  const auto good = dir.write("good.textproto", head + "pp_layout: \"E|t*12|t*10|t*10L\"\n");
+  CHECK(load_scenario(good).plan.pp_layout == "E|t*12|t*10|t*10L");
+  const auto bad = dir.write("bad.textproto", head + "pp_layout: \"E|t*12|t*1x|t*10L\"\n");
+  const auto ds = diagnostics_of([&] { load_scenario(bad); });
+  INFO(test::dump(ds));
+  const auto* f = find_field(ds, "pp_layout");
+  REQUIRE(f != nullptr);
+  CHECK(f->line == 7);
+  CHECK(f->message.find("position 11") != std::string::npos);
+}
+
 TEST_CASE("scenario errors: own fields, referenced files and plan, all together") {
   test::TempDir dir;
   dir.write("bad-model.textproto", test::replace_line(test::kValidModel, "num_layers:", "num_layers: 0"));

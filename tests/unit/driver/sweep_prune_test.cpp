@@ -27,7 +27,7 @@ driver::SweepSpec make(const char* model, const char* cluster, std::int64_t gpus
   s.base.seq_len = seq;
   s.axes.micro_batch = {1, 2, 4};
   s.axes.schedule = {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZbH1,
-                     Schedule::kDualPipeV};
+                     Schedule::kDualPipeV, Schedule::kZbV};
   s.axes.zero = {0, 1, 3};
   s.axes.sequence_parallel = {false, true};
   s.axes.recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};

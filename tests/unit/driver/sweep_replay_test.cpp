@@ -28,7 +28,7 @@ driver::SweepSpec spec() {
   s.axes.pp = {1, 2, 4};
   s.axes.micro_batch = {1, 2};
   s.axes.schedule = {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZbH1,
-                     Schedule::kDualPipeV};
+                     Schedule::kDualPipeV, Schedule::kZbV};
   s.axes.vpp = {2};
   s.axes.zero = {0, 1, 2, 3};
   s.axes.sequence_parallel = {false, true};

@@ -258,3 +258,30 @@ TEST_CASE("activations in flight: zero-bubble H1 as 1F1B, DualPipeV 2p + 1 chunk
   const auto dv = replay(model(2 * p), pipeline(p, m, parallel::Schedule::kDualPipeV));
   CHECK(dv.execution.memory[0].peak_dynamic.count() == 2 * p * 1000 + 500);
 }
+
+TEST_CASE("ZB-V in the replay: 1F1B's activation peak, less idle than ZB-H1") {
+  // Qi et al. (ICLR 2024; NeurIPS 2024): ZB-V keeps 1F1B's activation memory and, with F, B and
+  // W of similar length, idles less than ZB-H1. Free network, balanced stages: 2p virtual stages
+  // of `per_chunk` layers.
+  for (auto [p, m] : {std::pair{4, 8}, std::pair{4, 16}}) {
+    INFO("p=" << p << " m=" << m);
+    const auto base = replay(model(2 * p), pipeline(p, m, parallel::Schedule::k1F1B));
+    const auto zbv = replay(model(2 * p), pipeline(p, m, parallel::Schedule::kZbV));
+    std::int64_t base_peak = 0, zbv_peak = 0;
+    for (std::size_t s = 0; s < static_cast<std::size_t>(p); ++s) {
+      base_peak = std::max(base_peak, base.execution.memory[s].peak_dynamic.count());
+      zbv_peak = std::max(zbv_peak, zbv.execution.memory[s].peak_dynamic.count());
+    }
+    CHECK(zbv_peak <= base_peak);
+    const auto mdl = gemm_model(2 * p * 2);
+    const auto zb = replay(mdl, short_pipeline(p, m, parallel::Schedule::kZbH1));
+    const auto v = replay(mdl, short_pipeline(p, m, parallel::Schedule::kZbV));
+    double zb_idle = 0, v_idle = 0;
+    for (std::size_t s = 0; s < static_cast<std::size_t>(p); ++s) {
+      zb_idle = std::max(zb_idle, idle_of(zb, s));
+      v_idle = std::max(v_idle, idle_of(v, s));
+    }
+    CHECK(v_idle < zb_idle);
+    CHECK(v.execution.end < zb.execution.end);
+  }
+}
