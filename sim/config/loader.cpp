@@ -326,6 +326,22 @@ std::optional<DomainAndHost> convert_node(const sch::Cluster::Node& n, const Che
   return s;
 }
 
+// Why `used` GPUs of each scale-up domain cannot hold a job ("" when they can): at least one,
+// at most the domain, and whole hosts (a job takes a tray or a node entirely); 0 hosts means
+// the host size is not known yet. The cluster file's gpus_used_per_domain and the per-run
+// placement (--gpus-per-domain, validation overrides) share this rule.
+std::string per_domain_error(std::int64_t used, std::int64_t per_domain, std::int64_t per_host) {
+  if (used < 1 || used > per_domain) {
+    return "must be in [1, " + std::to_string(per_domain) +
+           "], the GPUs of one scale-up domain (got " + std::to_string(used) + ")";
+  }
+  if (per_host > 0 && used % per_host != 0) {
+    return "must be whole hosts: a multiple of " + std::to_string(per_host) + " GPUs (got " +
+           std::to_string(used) + ")";
+  }
+  return "";
+}
+
 std::optional<topology::ScaleUpSpec> convert_scale_up(const sch::Cluster::ScaleUp& d,
                                                       const Checker& c) {
   const std::size_t before = c.diagnostics().items().size();
@@ -334,11 +350,9 @@ std::optional<topology::ScaleUpSpec> convert_scale_up(const sch::Cluster::ScaleU
     c.fail("gpus_per_domain",
            "must be <= 1048576 (got " + std::to_string(d.gpus_per_domain()) + ")");
   }
-  if (d.has_gpus_used_per_domain() &&
-      (d.gpus_used_per_domain() <= 0 || d.gpus_used_per_domain() > d.gpus_per_domain())) {
-    c.fail("gpus_used_per_domain",
-           "must be in [1, gpus_per_domain = " + std::to_string(d.gpus_per_domain()) + "] (got " +
-               std::to_string(d.gpus_used_per_domain()) + ")");
+  if (d.has_gpus_used_per_domain()) {
+    const std::string why = per_domain_error(d.gpus_used_per_domain(), d.gpus_per_domain(), 0);
+    if (!why.empty()) c.fail("gpus_used_per_domain", why);
   }
   if (d.has_nvlink_generation() && d.nvlink_generation() < 1) {
     c.fail("nvlink_generation", "must be >= 1 (got " + std::to_string(d.nvlink_generation()) + ")");
@@ -420,11 +434,10 @@ std::optional<Cluster> convert_cluster(const sch::Cluster& m, const Checker& c) 
             .fail("gpus_per_domain",
                   "must be a multiple of host.gpus_per_host = " + std::to_string(per_host) +
                       " (got " + std::to_string(domain->gpus_per_domain) + ")");
-      } else if (domain->placed_per_domain() % per_host != 0) {
-        c.nested("scale_up")
-            .fail("gpus_used_per_domain",
-                  "must be a multiple of host.gpus_per_host = " + std::to_string(per_host) +
-                      " (got " + std::to_string(domain->gpus_used_per_domain) + ")");
+      } else if (const std::string why = per_domain_error(domain->placed_per_domain(),
+                                                          domain->gpus_per_domain, per_host);
+                 !why.empty()) {
+        c.nested("scale_up").fail("gpus_used_per_domain", why);
       } else {
         parts = DomainAndHost{*domain, *host};
       }
@@ -547,16 +560,9 @@ Cluster load_cluster(const std::string& name_or_path) {
 }
 
 std::string place_per_domain(topology::ClusterSpec& cluster, std::int64_t used) {
-  const std::int32_t domain = cluster.scale_up.gpus_per_domain;
-  const std::int32_t host = cluster.host.gpus_per_host;
-  if (used < 1 || used > domain) {
-    return "must be in [1, " + std::to_string(domain) + "], the GPUs of one " + cluster.name +
-           " scale-up domain (got " + std::to_string(used) + ")";
-  }
-  if (host > 0 && used % host != 0) {
-    return "must be whole hosts: a multiple of " + std::to_string(host) + " GPUs (got " +
-           std::to_string(used) + ")";
-  }
+  const std::string why =
+      per_domain_error(used, cluster.scale_up.gpus_per_domain, cluster.host.gpus_per_host);
+  if (!why.empty()) return why + " (cluster " + cluster.name + ")";
   cluster.scale_up.gpus_used_per_domain = static_cast<std::int32_t>(used);
   return "";
 }
