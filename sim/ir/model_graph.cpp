@@ -312,7 +312,14 @@ Block build_lm_head(const ModelSpec& model, const LayerShape& s) {
   const std::int64_t vocab = (model.vocab + s.tp - 1) / s.tp;  // vocab-parallel, padded
   Block b;
   b.forward.push_back(norm(model, s, "final_rmsnorm", "final_layernorm", sp_elems));
-  linear(b.forward, "lm_head", tokens, vocab, model.hidden, s);
+  // The output layer stays in bf16 under FP8 and FP4 recipes: Megatron-Core builds it as its own
+  // tensor_parallel.ColumnParallelLinear (megatron/core/models/gpt/gpt_model.py), outside the
+  // Transformer Engine modules that fp8_autocast quantizes, and torchtitan's Llama 3 training
+  // configs exclude it from float8 (`[float8] filter_fqns = ["output"]`,
+  // torchtitan/models/llama3/train_configs/llama3_70b.toml).
+  LayerShape head = s;
+  head.gemm_dtype = Dtype::kBf16;
+  linear(b.forward, "lm_head", tokens, vocab, model.hidden, head);
   // Vocab-parallel cross-entropy (Megatron): max, exp-sum and loss over the logits in fp32,
   // read about three times and written once.
   Op ce = memory("cross_entropy", 2 * 3 * tokens * vocab, 2 * tokens * vocab);

@@ -198,6 +198,32 @@ TEST_CASE("FP8 linear layers cast input and weight first: 4 bytes moved per elem
   for (const auto& op : build_layer(m, s).mlp.forward) CHECK(std::string(op.name) != "fp8_cast");
 }
 
+TEST_CASE("the LM head GEMM stays bf16 under FP8 and FP4 recipes") {
+  // Megatron-Core's output layer is not a Transformer Engine module; the layers' GEMMs are.
+  const ModelSpec m = llama3_8b();
+  LayerShape s;
+  s.seq = 4096;
+  s.full_seq = 4096;
+  for (const Dtype d : {Dtype::kFp8, Dtype::kMxfp8, Dtype::kNvfp4}) {
+    s.gemm_dtype = d;
+    int head_gemms = 0, layer_gemms = 0;
+    for (const auto& op : build_lm_head(m, s).forward) {
+      CHECK(std::string(op.name).find("quantize") == std::string::npos);
+      CHECK(std::string(op.name) != "fp8_cast");
+      if (op.kind != OpKind::kGemm) continue;
+      CHECK(op.dtype == Dtype::kBf16);
+      ++head_gemms;
+    }
+    for (const auto& op : build_layer(m, s).mlp.forward) {
+      if (op.kind != OpKind::kGemm) continue;
+      CHECK(op.dtype == d);
+      ++layer_gemms;
+    }
+    CHECK(head_gemms == 1);
+    CHECK(layer_gemms == 2);
+  }
+}
+
 TEST_CASE("torchtitan's op policy reruns every second matmul call and every non-matmul op") {
   LayerShape s;
   s.micro_batch = 1;
