@@ -279,6 +279,28 @@ std::vector<std::int64_t> powers_of_two_up_to(std::int64_t n) {
 
 }  // namespace
 
+const char* placement_name(Placement p) {
+  switch (p) {
+    case Placement::kFill:
+      return "fill";
+    case Placement::kSegment:
+      return "segment";
+  }
+  return "?";
+}
+
+std::int64_t segment_gpus(std::int64_t num_gpus, std::int64_t gpus_per_host,
+                          std::int64_t gpus_per_domain) {
+  SIM_ASSERT(gpus_per_host > 0 && gpus_per_domain % gpus_per_host == 0,
+             "a scale-up domain holds whole hosts");
+  if (num_gpus <= gpus_per_domain || num_gpus % gpus_per_host != 0) return gpus_per_domain;
+  const std::int64_t hosts = num_gpus / gpus_per_host;
+  for (std::int64_t fit = gpus_per_domain / gpus_per_host; fit > 1; --fit) {
+    if (hosts % fit == 0) return fit * gpus_per_host;
+  }
+  return gpus_per_host;
+}
+
 config::Cluster apply_fabric(config::Cluster c, const FabricOption& f) {
   if (f.nic_gbits) c.cluster.host.nic_bandwidth = Bandwidth::gbits_per_s(*f.nic_gbits);
   if (f.oversubscription) c.cluster.fabric.oversubscription = *f.oversubscription;
@@ -318,6 +340,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
       const config::Cluster cluster = apply_fabric(file_cluster, fab);
       ch.fabric = fabric_label(cluster);
       ch.gpus_per_node = cluster.cluster.host.gpus_per_host;
+      ch.gpus_per_domain = cluster.cluster.scale_up.gpus_per_domain;
       ch.usd_per_gpu_hour = offer.usd_per_gpu_hour;
       ch.power_watts = cluster.gpu.power_watts;
       const double peak = cluster.gpu.peak(spec.base.dtype).per_s();
@@ -337,9 +360,16 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
           ch.trials.push_back(trial);
           continue;
         }
+        config::Cluster placed = cluster;
+        if (spec.placement == Placement::kSegment && cluster.cluster.scale_up.gpus_used_per_domain == 0) {
+          const std::string why = config::place_per_domain(
+              placed.cluster, segment_gpus(n, per_node, cluster.cluster.scale_up.gpus_per_domain));
+          SIM_ASSERT(why.empty(), "a segment placement broke the domain rule: " + why);
+        }
+        trial.gpus_per_domain = placed.cluster.scale_up.placed_per_domain();
         SweepSpec ss;
         ss.model = spec.model;
-        ss.cluster = cluster;
+        ss.cluster = placed;
         ss.num_gpus = n;
         ss.base = spec.base;
         ss.axes = spec.axes;
@@ -347,7 +377,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         if (spec.batch_choices.size() > 1) ss.axes.batch_choices = spec.batch_choices;
         if (spec.batch_choices.size() == 1) ss.base.global_batch = spec.batch_choices.front();
         if (spec.tp_within_domain)
-          ss.axes.tp = powers_of_two_up_to(cluster.cluster.scale_up.placed_per_domain());
+          ss.axes.tp = powers_of_two_up_to(placed.cluster.scale_up.placed_per_domain());
         SweepOptions so;
         so.threads = spec.threads;
         so.compute_cache = cache;
@@ -370,7 +400,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         ts.days.reset();
         ts.tokens = spec.tokens;
         ts.usd_per_gpu_hour = offer.usd_per_gpu_hour;
-        QuickestPlan q = quickest_plan(spec, cluster, n, ranked, ts);
+        QuickestPlan q = quickest_plan(spec, placed, n, ranked, ts);
         const auto meets_deadline = [&](const QuickestPlan& p) {
           return p.train.feasible && p.train.wall_days <= spec.days;
         };
@@ -389,7 +419,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
             trial.plans += r.stats.simulated;
             const auto t = top_records(r.records, 0);
             if (t.empty()) break;
-            const QuickestPlan qs = quickest_plan(spec, cluster, n, t, ts);
+            const QuickestPlan qs = quickest_plan(spec, placed, n, t, ts);
             if (!meets_deadline(qs)) break;
             q = qs;
           }
@@ -541,6 +571,7 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
       x["num_gpus"] = tr.num_gpus;
       x["outcome"] = tr.outcome;
       x["plans_simulated"] = tr.plans;
+      if (tr.gpus_per_domain > 0) x["gpus_per_domain"] = tr.gpus_per_domain;
       if (tr.best_tokens_per_s > 0) {
         x["best_tokens_per_s"] = tr.best_tokens_per_s;
         x["training_days"] = std::isfinite(tr.days) ? ordered_json(tr.days) : ordered_json(nullptr);

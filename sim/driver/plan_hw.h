@@ -41,6 +41,18 @@ config::Cluster apply_fabric(config::Cluster cluster, const FabricOption& fabric
 // "400G x8, 1:1": NIC rate and count per node, oversubscription.
 std::string fabric_label(const config::Cluster& cluster);
 
+enum class Placement { kFill, kSegment };
+const char* placement_name(Placement p);  // "fill", "segment"
+
+// The GPUs per scale-up domain of a job of `num_gpus` GPUs in Slurm segments, as NVIDIA's
+// launchers place jobs on NVL72 racks (Megatron-Bridge scripts/performance/utils/executors.py:
+// a segment of the job's tray count, or of its largest divisor up to the trays of a rack; the
+// MLPerf Training v5.1 GB200/GB300 scripts set SEGMENT alike): `gpus_per_host` times the largest
+// divisor of the host count that fits one domain. A job of one domain or less, or of a broken
+// host, keeps the whole domain.
+std::int64_t segment_gpus(std::int64_t num_gpus, std::int64_t gpus_per_host,
+                          std::int64_t gpus_per_domain);
+
 struct SizingSpec {
   ir::ModelSpec model;
   double tokens = 0;  // training tokens
@@ -58,6 +70,11 @@ struct SizingSpec {
   // a job uses of one scale-up domain (1-8 on a DGX, 1-64 on an NVL72 rack), where TP's
   // all-reduces stay on NVLink.
   bool tp_within_domain = false;
+  // Where each size's GPUs sit in scale-up domains that hold several hosts (NVL72 racks of 4-GPU
+  // trays), unless the cluster file pins scale_up.gpus_used_per_domain: kSegment places the
+  // largest whole number of hosts per domain that divides the job's host count (segment_gpus);
+  // kFill fills every domain in turn.
+  Placement placement = Placement::kSegment;
   int threads = 0;
   // Time to train: checkpoints, restarts, stragglers, PUE (goal and price are set per choice).
   TrainSettings train;
@@ -78,6 +95,7 @@ struct SizeTrial {
   double ideal_days = 0;   // tokens / tokens per second of that plan, without interruptions
   std::int64_t global_batch = 0;  // of the best plan (the chosen one where the deadline is met)
   std::int64_t plans = 0;  // simulated, over every batch tried
+  std::int64_t gpus_per_domain = 0;  // GPUs the job uses of each scale-up domain
   SweepRecord best;        // the plan with the least wall time
   std::optional<TrainReport> train;
 };
@@ -96,6 +114,7 @@ struct SizingChoice {
   bool found = false;   // a candidate size meets the deadline
   std::int64_t num_gpus = 0;
   std::int64_t gpus_per_node = 0;
+  std::int64_t gpus_per_domain = 0;  // of the cluster's scale-up domain
   SweepRecord best;     // the best plan's sweep row at that size
   double tokens_per_s = 0;
   double mfu = 0;

@@ -154,6 +154,7 @@ expect 2 "--days: expected a positive finite number" plan --model llama3-8b --to
 expect 2 "--days" plan --model llama3-8b --tokens 1e12 --days 0
 expect 2 "--budget" plan --model llama3-8b --tokens 1e12 --days 1 --budget -5
 expect 2 "--gpus-from: unknown GPU kind" plan --model llama3-8b --tokens 1e12 --days 1 --gpus-from foo
+expect 2 "--placement: expected segment or fill" plan --model llama3-8b --tokens 1e12 --days 1 --placement spread
 expect 2 "--gpus" plan --model llama3-8b --tokens 1e12 --days 1 --gpus 256,-1
 head -c 2000 /dev/urandom > "$tmp/prices.csv"
 expect 2 "prices.csv" plan --model llama3-8b --tokens 1e12 --days 1 --prices "$tmp/prices.csv"

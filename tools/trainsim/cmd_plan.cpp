@@ -95,6 +95,9 @@ int cmd_plan(const Args& args) {
        "size the smallest batch of 2^k or 3·2^k sequences in it that meets the deadline")
       ("global-batch", po::value<std::int64_t>(), "sequences per iteration: pins the batch (instead of --batch-tokens)")
       ("dtype", po::value<std::string>()->default_value("bf16"), "GEMM precision: bf16, fp16, fp8, mxfp8 or nvfp4 (Blackwell)")
+      ("placement", po::value<std::string>()->default_value("segment"),
+       "GPUs per scale-up domain of several hosts (NVL72 racks): segment (the largest whole number of "
+       "hosts per domain that divides the job's, as NVIDIA's launchers place jobs) or fill (every GPU)")
       ("framework", po::value<std::string>(),
        "framework profile (frameworks/NAME.textproto or a path): its settings for every plan, its ZeRO "
        "stage, sequence parallelism and recompute modes as the axes whose flags are not given");
@@ -217,6 +220,16 @@ int cmd_plan(const Args& args) {
     });
   }
   problems.collect([&] { b.dtype = config::parse_dtype(vm["dtype"].as<std::string>(), "--dtype"); });
+  {
+    const std::string placement = vm["placement"].as<std::string>();
+    if (placement == "segment") {
+      spec.placement = driver::Placement::kSegment;
+    } else if (placement == "fill") {
+      spec.placement = driver::Placement::kFill;
+    } else {
+      problems.add({"", 0, "--placement", "expected segment or fill (got '" + placement + "')"});
+    }
+  }
   if (vm["tp"].as<std::string>() == "domain") {
     spec.tp_within_domain = true;
     vm.at("tp").value() = std::string("1");  // replaced per cluster by plan_hardware
@@ -286,6 +299,9 @@ int cmd_plan(const Args& args) {
     std::cout << "  " << c.kind << " [" << c.fabric << "]:";
     for (const auto& t : c.trials) {
       std::cout << "  " << t.num_gpus << " " << t.outcome;
+      if (t.gpus_per_domain > 0 && t.gpus_per_domain != c.gpus_per_domain) {
+        std::cout << " [" << t.gpus_per_domain << " of " << c.gpus_per_domain << " GPUs per domain]";
+      }
       if (t.best_tokens_per_s > 0) {
         char buf[64];
         if (std::isfinite(t.days)) {

@@ -246,3 +246,43 @@ TEST_CASE("plan: the chosen batch is the smallest that meets the deadline") {
   CHECK(c[0].trials.back().global_batch == 32);
   CHECK(c[0].trials.back().days == Approx(days[2]));
 }
+
+TEST_CASE("plan: a segment is the largest tray divisor that fits a rack") {
+  // NVL72 racks of 18 four-GPU trays.
+  CHECK(driver::segment_gpus(5120, 4, 72) == 64);  // 1,280 trays: 16 per rack
+  CHECK(driver::segment_gpus(512, 4, 72) == 64);
+  CHECK(driver::segment_gpus(144, 4, 72) == 72);   // 36 trays: 18 per rack
+  CHECK(driver::segment_gpus(80, 4, 72) == 40);    // 20 trays: 10 per rack
+  CHECK(driver::segment_gpus(68, 4, 72) == 72);    // within one rack: the rack
+  CHECK(driver::segment_gpus(4 * 19, 4, 72) == 4); // 19 trays, a prime: one tray per rack
+  CHECK(driver::segment_gpus(1024, 8, 8) == 8);    // 8-GPU nodes: the node
+}
+
+TEST_CASE("plan: segment placement uses 64 GPUs per NVL72 rack, fill 72") {
+  driver::SizingSpec s;
+  s.model = config::load_model("llama3-8b");
+  s.base.seq_len = 2048;
+  s.base.global_batch = 256;
+  s.axes.tp = {4};
+  s.axes.pp = {1};
+  s.axes.micro_batch = {1};
+  s.axes.zero = {1};
+  s.axes.sequence_parallel = {true};
+  s.axes.recompute = {Recompute::kSelective};
+  s.offers = {driver::GpuOffer{"gb200", "gb200-nvl72", 2.0, "test", "test"}};
+  s.cluster_sizes = {128};
+  s.tokens = 1e9;
+  s.days = 1e6;
+  s.threads = 2;
+  const auto segment = driver::plan_hardware(s);
+  s.placement = driver::Placement::kFill;
+  const auto fill = driver::plan_hardware(s);
+  REQUIRE(segment.at(0).trials.size() == 1);
+  REQUIRE(fill.at(0).trials.size() == 1);
+  CHECK(segment[0].trials[0].gpus_per_domain == 64);
+  CHECK(fill[0].trials[0].gpus_per_domain == 72);
+  // Two racks of 64 against 72 + 56: filled, the data-parallel rings change NIC rails between
+  // racks and share NICs (PXN), and the plan runs slower.
+  CHECK(segment[0].trials[0].best_tokens_per_s > fill[0].trials[0].best_tokens_per_s);
+  CHECK(driver::sizing_json(s, fill).find("\"gpus_per_domain\": 72") != std::string::npos);
+}
