@@ -2,7 +2,10 @@
 """Compute calibration/intervals/intervals.textproto: the input uncertainties of prediction intervals and
 their split-conformal factors (docs/intervals.md).
 
-Usage: fit_intervals.py TRAINSIM NETWORK_ACCURACY_TEST [--coverage 0.8] [--threads 2]
+Usage: fit_intervals.py TRAINSIM NETWORK_ACCURACY_TEST [--coverage 0.8] [--threads 2] [--split]
+       fit_intervals.py TRAINSIM --factors-only [--coverage 0.8] [--threads 2] [--split]
+(--factors-only keeps the file's input uncertainties and refits only the conformal factors: the
+replays' ranges do not depend on the factors.)
 
 TRAINSIM is build/tools/trainsim/trainsim, NETWORK_ACCURACY_TEST build/tools/bench_network/
 test_network_accuracy (it prints the collective model against every measured NCCL point).
@@ -24,6 +27,13 @@ test_network_accuracy (it prints the collective model against every measured NCC
 3. Split-conformal factors (Lei et al. 2018, normalized scores): score = ln(m/t) / ln(t_slow/t)
    when m >= t, else ln(m/t) / ln(t/t_fast); lower = the floor((n+1)(1-c)/2)-th smallest score,
    upper = the ceil((n+1)(1+c)/2)-th smallest (each tail (1-c)/2), and the file is rewritten.
+   `--grouped` fits source-grouped factors instead: each row weighs 1/(rows of its source), so
+   every public source counts once, and the factors are the weighted (1-c)/2 and (1+c)/2
+   quantiles (Dunn, Wasserman & Ramdas 2022, "Distribution-free prediction sets for two-layer
+   hierarchical models", JASA: pooled CDFs for a new group; with six sources their finite-sample
+   correction would make the interval infinite, so the plain weighted quantile is used). Either
+   way the leave-one-source-out coverage is printed: each source's rows against the factors
+   fitted on the other sources, an estimate of what a new source sees (docs/intervals.md).
 """
 import argparse
 import csv
@@ -159,26 +169,118 @@ def public_rows(trainsim, threads):
             t, fast, slow, meas = p, lo, hi, m
         else:  # rates: time ∝ 1 / rate
             t, fast, slow, meas = 1 / p, 1 / hi, 1 / lo, 1 / m
-        rows.append((t, fast, slow, meas))
+        rows.append((t, fast, slow, meas, r["source"]))
     return rows
 
 
+def score(row):
+    t, fast, slow, m = row[:4]
+    r = math.log(m / t)
+    w = math.log(slow / t) if r >= 0 else math.log(t / fast)
+    return r / max(w, 1e-9)
+
+
 def scores(rows):
-    out = []
-    for t, fast, slow, m in rows:
-        r = math.log(m / t)
-        w = math.log(slow / t) if r >= 0 else math.log(t / fast)
-        out.append(r / max(w, 1e-9))
-    return sorted(out)
+    return sorted(score(r) for r in rows)
+
+
+def grouped_factors(rows, coverage):
+    """Quantiles of the scores with every source weighing one (each row 1/rows of its source)."""
+    count = {}
+    for r in rows:
+        count[r[4]] = count.get(r[4], 0) + 1
+    weighted = sorted((score(r), 1.0 / count[r[4]]) for r in rows)
+    total = float(len(count))
+    tail = (1 - coverage) / 2
+
+    def quantile(q):
+        acc = 0.0
+        for s, w in weighted:
+            acc += w
+            if acc >= q * total - 1e-12:
+                return s
+        return weighted[-1][0]
+
+    return quantile(tail), quantile(1 - tail), len(count)
+
+
+def inside(row, lower, upper):
+    s = score(row)
+    return lower <= s <= upper
+
+
+def split_factors(rows, coverage):
+    s = scores(rows)
+    n = len(s)
+    tail = (1 - coverage) / 2
+    k_lo = max(1, int(math.floor((n + 1) * tail)))
+    k_hi = min(n, int(math.ceil((n + 1) * (1 - tail))))
+    return s[k_lo - 1], s[k_hi - 1], k_lo, k_hi
+
+
+def fit_factors(rows, a):
+    n = len(rows)
+    covered = sum(1 for t, fast, slow, m, _ in rows if fast <= m <= slow)
+    fit = (lambda rs: grouped_factors(rs, a.coverage)[:2]) if a.grouped else (
+        lambda rs: split_factors(rs, a.coverage)[:2])
+    loso = {}
+    for src in sorted(set(r[4] for r in rows)):
+        lo, hi = fit([r for r in rows if r[4] != src])
+        own = [r for r in rows if r[4] == src]
+        loso[src] = sum(1 for r in own if inside(r, lo, hi)), len(own)
+        print("leave out %-45s %3d of %3d inside (%5.1f %%), factors %.4f %.4f" % (
+            src[:45], loso[src][0], len(own), 100.0 * loso[src][0] / len(own), lo, hi))
+    hit = sum(v[0] for v in loso.values())
+    per_source = sum(v[0] / v[1] for v in loso.values()) / len(loso)
+    print("leave-one-source-out coverage: %d of %d rows (%.1f %%), %.1f %% averaged over %d sources" % (
+        hit, n, 100.0 * hit / n, 100.0 * per_source, len(loso)))
+    loso_text = "leave-one-source-out coverage %d of %d rows, %.1f %% averaged over %d sources" % (
+        hit, n, 100.0 * per_source, len(loso))
+    if a.grouped:
+        lower, upper, sources = grouped_factors(rows, a.coverage)
+        method = ("tools/calibrate/fit_intervals.py --grouped: normalized scores of the public rows, each "
+                  "weighing 1/(rows of its source), so each of the %d sources counts once; lower and upper = "
+                  "the weighted %g and %g quantiles (%s; replays' range alone covered %d of %d)" % (
+                      sources, (1 - a.coverage) / 2, (1 + a.coverage) / 2, loso_text, covered, n))
+    else:
+        lower, upper, k_lo, k_hi = split_factors(rows, a.coverage)
+        method = ("tools/calibrate/fit_intervals.py: normalized scores of the public rows; lower = score "
+                  "%d of %d, upper = score %d (replays' range alone covered %d of %d)" % (
+                      k_lo, n, k_hi, covered, n))
+    return {"lower": round(lower, 4), "upper": round(upper, 4), "coverage": a.coverage, "rows": n,
+            "fitted_on": PUBLIC, "method": method, "date": datetime.date.today().isoformat()}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trainsim")
-    ap.add_argument("network_accuracy_test")
+    ap.add_argument("network_accuracy_test", nargs="?")
+    ap.add_argument("--factors-only", action="store_true",
+                    help="keep the file's input uncertainties, refit only the conformal factors")
     ap.add_argument("--coverage", type=float, default=0.8)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--grouped", action="store_true",
+                    help="source-grouped factors (every public source weighs one) instead of split-conformal")
     a = ap.parse_args()
+    if not a.factors_only and not a.network_accuracy_test:
+        ap.error("NETWORK_ACCURACY_TEST is required unless --factors-only")
+    if a.factors_only:
+        rows = public_rows(a.trainsim, a.threads)
+        conformal = fit_factors(rows, a)
+        with open(OUT) as f:
+            text = f.read()
+        block = "conformal {\n"
+        for key in ("lower", "upper", "coverage", "rows"):
+            block += "  %s: %s\n" % (key, conformal[key])
+        for key in ("fitted_on", "method", "date"):
+            block += "  %s: \"%s\"\n" % (key, conformal[key])
+        block += "}\n"
+        text = re.sub(r"conformal \{\n.*?\n\}\n", lambda _: block, text, flags=re.S)
+        with open(OUT, "w") as f:
+            f.write(text)
+        print("rows %d, lower %.4f, upper %.4f -> %s" % (
+            conformal["rows"], conformal["lower"], conformal["upper"], os.path.relpath(OUT, ROOT)))
+        return
     kernels = kernel_uncertainty(a.trainsim)
     coll, coll_n = collective_uncertainty(a.network_accuracy_test)
     collectives = (coll, "80th percentile of |model/measured - 1| of the calibrated network model over the %d "
@@ -195,21 +297,12 @@ def main():
                 "method": "identity: the replays' range", "date": "-"}
     write(kernels, collectives, host, clock, identity)
     rows = public_rows(a.trainsim, a.threads)
-    s = scores(rows)
-    n = len(s)
-    tail = (1 - a.coverage) / 2
-    k_lo = max(1, int(math.floor((n + 1) * tail)))
-    k_hi = min(n, int(math.ceil((n + 1) * (1 - tail))))
-    inside = sum(1 for t, fast, slow, m in rows if fast <= m <= slow)
-    conformal = {"lower": round(s[k_lo - 1], 4), "upper": round(s[k_hi - 1], 4), "coverage": a.coverage, "rows": n,
-                 "fitted_on": PUBLIC,
-                 "method": "tools/calibrate/fit_intervals.py: normalized scores of the public rows; lower = score "
-                           "%d of %d, upper = score %d (replays' range alone covered %d of %d)" % (
-                               k_lo, n, k_hi, inside, n),
-                 "date": datetime.date.today().isoformat()}
+    conformal = fit_factors(rows, a)
+    n = conformal["rows"]
+    covered = sum(1 for t, fast, slow, m, _ in rows if fast <= m <= slow)
     write(kernels, collectives, host, clock, conformal)
     print("rows %d, input-range coverage %.1f %%, lower %.4f, upper %.4f -> %s" % (
-        n, 100.0 * inside / n, conformal["lower"], conformal["upper"], os.path.relpath(OUT, ROOT)))
+        n, 100.0 * covered / n, conformal["lower"], conformal["upper"], os.path.relpath(OUT, ROOT)))
 
 
 if __name__ == "__main__":
