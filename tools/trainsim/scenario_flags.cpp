@@ -68,6 +68,7 @@ void apply_framework(const po::variables_map& vm, const config::FrameworkProfile
   if (profile.source_of(S::kTpCommOverlap) != nullptr && given_flag(vm, S::kTpCommOverlap) == nullptr) {
     plan.tp_comm_overlap = plan.tp_comm_overlap && plan.sequence_parallel && plan.tp > 1;
   }
+  if (profile.recompute && !flag_given(vm, "recompute")) plan.recompute = *profile.recompute;
 }
 
 void apply_framework(const po::variables_map& vm, const config::FrameworkProfile& profile, driver::SweepAxes& axes) {
@@ -112,8 +113,12 @@ std::vector<SettingInEffect> settings_in_effect(const po::variables_map& vm, con
   SettingInEffect rc;
   rc.name = "recompute";
   rc.value = std::string(config::name(plan.recompute));
-  rc.origin = flag_given(vm, "recompute") ? "flag --recompute" : "default";
-  if (!profile.recompute_modes.empty()) {
+  rc.origin = flag_given(vm, "recompute") ? "flag --recompute"
+              : profile.recompute           ? "framework " + profile.name
+                                            : "default";
+  if (profile.recompute && !flag_given(vm, "recompute")) {
+    rc.source = profile.recompute_source;
+  } else if (!profile.recompute_modes.empty()) {
     std::string modes;
     for (auto m : profile.recompute_modes) modes += (modes.empty() ? "" : ", ") + std::string(config::name(m));
     rc.source = profile.name + " offers " + modes + ": " + profile.recompute_modes_source;
@@ -316,8 +321,12 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   if (vm.count("pp-layers")) {
     problems.collect([&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
+  std::optional<bool> dropout;  // the profile's, for the model
   problems.collect([&] {
-    if (const auto profile = framework_from_flags(vm)) apply_framework(vm, *profile, p);
+    if (const auto profile = framework_from_flags(vm)) {
+      apply_framework(vm, *profile, p);
+      dropout = profile->dropout;
+    }
   });
   sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= config::kMaxGpus ? gpus : 1);
   if (fixed.model && fixed.cluster) {
@@ -325,6 +334,7 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   }
   problems.throw_if_any();
   sc.model = std::move(*fixed.model);
+  if (dropout) sc.model.dropout = *dropout;
   sc.cluster = std::move(*fixed.cluster);
   return sc;
 }
