@@ -169,30 +169,15 @@ bool sgd_without_momentum(const PublishedRun& r) {
   return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
 }
 
-namespace {
-
-// PyTorch code bases without a profile whose attention is torch's scaled_dot_product_attention or
-// the flash-attn package: FlashAttention-2 on every GPU unless the row names another kernel, as
-// the profiles of torchtitan, FSDP and Hugging Face give it (their sources). SDPA's flash backend
-// is FlashAttention-2 (PyTorch 2.2 onward); its cuDNN backend, the FlashAttention-3-class kernel
-// on Hopper, was the H100 default only in PyTorch 2.5.0 (made opt-in again by pytorch#138522 for
-// 2.5.1, and preferred again only with cuDNN 9.15+), and FlashAttention-3 ships as its own
-// package. Tritonbench on H100 (pytorch#142132, 2024-12): SDPA 329 TFLOP/s against cuDNN 631 and
-// FlashAttention-3 632 at one shape. Transformer Engine frameworks (cuDNN fused attention), JAX
-// (cuDNN through XLA) and llm.c (cuDNN) keep the GPU's default kernel.
-bool pytorch_sdpa_attention(const PublishedRun& r) {
-  return any_of(framework_name(r), {"fms", "nanotron", "lit-gpt", "litgpt", "colossal", "accelerate"});
-}
-
-}  // namespace
-
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
 // FlashAttention-3, -2, -1 or the Triton FlashAttention (Triton's own fused-attention kernel,
 // triton.ops.flash_attention, the "Triton" of the FlashAttention-2 benchmarks). Otherwise the
 // kernel of the frameworks it names at the row's date (their profiles and eras: FlashAttention-1
 // for the flash-attention training code and llm-foundry before FlashAttention-2; Transformer
 // Engine's fused attention, the GPU's default, for NeMo and Megatron-Core; FlashAttention-2 for
-// PyTorch's SDPA). A row that says only "FlashAttention" gets FlashAttention-2, the version in
+// PyTorch's SDPA and flash-attn code bases: torchtitan, FSDP, fms-fsdp, Hugging Face, Accelerate,
+// nanotron, lit-gpt, Colossal-AI, XTuner; why not SDPA's cuDNN backend is in
+// frameworks/torchtitan.textproto). A row that says only "FlashAttention" gets FlashAttention-2, the version in
 // general use from its release (2023-07) until FlashAttention-3 (2024-07), rather than the newest
 // one; a row that names nothing gets the GPU's default. Empty = the GPU's default kernel.
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
@@ -236,7 +221,6 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
       })) {
     return p->values.attention_kernel;
   }
-  if (pytorch_sdpa_attention(r)) return "FlashAttention-2";
   if (any_of(all, {"flash"})) return "FlashAttention-2";
   return "";
 }
