@@ -149,7 +149,8 @@ void convert_settings(const sch::FrameworkProfile& m, const Checker& c, Framewor
   }
 }
 
-std::optional<YearMonth> read_month(const std::string& text, const Checker& n, std::string_view field) {
+std::optional<YearMonth> read_month(const std::string& text, const Checker& n,
+                                    std::string_view field) {
   const auto month = parse_year_month(text);
   if (!month) n.fail(field, "must be a month written YYYY-MM (got '" + text + "')");
   return month;
@@ -192,7 +193,8 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     const Checker sn = n.nested("settings");
     if (st.has_name() || st.has_title() || st.aliases_size() > 0 || st.spelled_size() > 0 ||
         st.has_released() || st.era_size() > 0) {
-      n.fail("settings", "an era gives settings only (no name, title, aliases, spelled, released or era)");
+      n.fail("settings",
+             "an era gives settings only (no name, title, aliases, spelled, released or era)");
     }
     FrameworkProfile settings;
     convert_settings(st, sn, settings);

@@ -177,8 +177,9 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const auto sp = parse_yes_no(r.sequence_parallel);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;
-  } else if (p.tp > 1 && !fw.gives(config::FrameworkSetting::kSequenceParallel,
-                                     [](const parallel::ParallelPlan& v) { return !v.sequence_parallel; })) {
+  } else if (p.tp > 1 &&
+             !fw.gives(config::FrameworkSetting::kSequenceParallel,
+                       [](const parallel::ParallelPlan& v) { return !v.sequence_parallel; })) {
     // Tensor parallelism shards the norms' and dropouts' activations along the sequence
     // (Korthikanti et al. 2022) in the frameworks of the runs published since: Megatron-Core and
     // NeMo (TP communication overlap requires it, and their recipes enable it with TP > 1),
@@ -204,7 +205,8 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     // The recompute a named framework's runs use unless told (its profile: XTuner's full).
     if (rc || !f.recompute) continue;
     rc = f.recompute;
-    notes.push_back("recompute " + std::string(config::name(*rc)) + " (" + f.recompute_source + ")");
+    notes.push_back("recompute " + std::string(config::name(*rc)) + " (" + f.recompute_source +
+                    ")");
   }
   out.recompute_given = rc.has_value();
   p.recompute = rc.value_or(parallel::Recompute::kNone);
@@ -253,8 +255,9 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // code's in-place one.
   for (const auto ce : {parallel::CrossEntropy::kBf16, parallel::CrossEntropy::kFp32Unfused,
                         parallel::CrossEntropy::kBf16InPlace}) {
-    if (const auto* f = fw.giving(config::FrameworkSetting::kCrossEntropy,
-                                  [&](const parallel::ParallelPlan& v) { return v.cross_entropy == ce; })) {
+    if (const auto* f =
+            fw.giving(config::FrameworkSetting::kCrossEntropy,
+                      [&](const parallel::ParallelPlan& v) { return v.cross_entropy == ce; })) {
       p.cross_entropy = ce;
       notes.push_back("cross-entropy " + std::string(config::name(ce)) + " (" + f->name + ")");
       break;

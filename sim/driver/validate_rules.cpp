@@ -177,9 +177,10 @@ bool sgd_without_momentum(const PublishedRun& r) {
 // Engine's fused attention, the GPU's default, for NeMo and Megatron-Core; FlashAttention-2 for
 // PyTorch's SDPA and flash-attn code bases: torchtitan, FSDP, fms-fsdp, Hugging Face, Accelerate,
 // nanotron, lit-gpt, Colossal-AI, XTuner; why not SDPA's cuDNN backend is in
-// frameworks/torchtitan.textproto). A row that says only "FlashAttention" gets FlashAttention-2, the version in
-// general use from its release (2023-07) until FlashAttention-3 (2024-07), rather than the newest
-// one; a row that names nothing gets the GPU's default. Empty = the GPU's default kernel.
+// frameworks/torchtitan.textproto). A row that says only "FlashAttention" gets FlashAttention-2,
+// the version in general use from its release (2023-07) until FlashAttention-3 (2024-07), rather
+// than the newest one; a row that names nothing gets the GPU's default. Empty = the GPU's default
+// kernel.
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
@@ -193,7 +194,8 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   };
   // A framework that ran FlashAttention-1 at the row's date (its profile or era), or llm-foundry's
   // flash_attn_triton module named (the flash-attention repository's Triton port of 2022, a
-  // FlashAttention-1-class kernel: frameworks/composer.textproto), unless FlashAttention-2 is named.
+  // FlashAttention-1-class kernel: frameworks/composer.textproto), unless FlashAttention-2 is
+  // named.
   if ((fw.gives(config::FrameworkSetting::kAttention, kernel_is("FlashAttention-1")) ||
        any_of(all, {"flash_attn_triton"})) &&
       !names_fa2) {
@@ -205,20 +207,22 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   static const std::regex kTritonAttention(
       R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
   if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
-  if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
+  if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"}))
+    return "FlashAttention-1";
   if (te_attention(r)) return "";
   // The kernel of the named frameworks: the GPU's default (Transformer Engine's) before a named
   // kernel, unless one of them runs the core unfused (its "default" is then another code path's).
   const bool unfused = fw.gives(config::FrameworkSetting::kAttention,
                                 [](const parallel::ParallelPlan& v) { return !v.flash_attention; });
-  if (!unfused && fw.gives(config::FrameworkSetting::kAttention, [](const parallel::ParallelPlan& v) {
+  if (!unfused &&
+      fw.gives(config::FrameworkSetting::kAttention, [](const parallel::ParallelPlan& v) {
         return v.flash_attention && v.attention_kernel.empty();
       })) {
     return "";
   }
-  if (const auto* p = fw.giving(config::FrameworkSetting::kAttention, [](const parallel::ParallelPlan& v) {
-        return !v.attention_kernel.empty();
-      })) {
+  if (const auto* p =
+          fw.giving(config::FrameworkSetting::kAttention,
+                    [](const parallel::ParallelPlan& v) { return !v.attention_kernel.empty(); })) {
     return p->values.attention_kernel;
   }
   if (any_of(all, {"flash"})) return "FlashAttention-2";

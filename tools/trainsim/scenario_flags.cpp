@@ -114,8 +114,8 @@ std::vector<SettingInEffect> settings_in_effect(const po::variables_map& vm, con
   rc.name = "recompute";
   rc.value = std::string(config::name(plan.recompute));
   rc.origin = flag_given(vm, "recompute") ? "flag --recompute"
-              : profile.recompute           ? "framework " + profile.name
-                                            : "default";
+              : profile.recompute         ? "framework " + profile.name
+                                          : "default";
   if (profile.recompute && !flag_given(vm, "recompute")) {
     rc.source = profile.recompute_source;
   } else if (!profile.recompute_modes.empty()) {
@@ -145,13 +145,15 @@ std::string settings_text(const config::FrameworkProfile& profile, const std::ve
 }
 
 void add_fixed_plan_flags(po::options_description& o) {
-  o.add_options()("framework", po::value<std::string>(),
-                  "framework profile (frameworks/NAME.textproto: megatron-lm, nemo, torchtitan, deepspeed, "
-                  "megatron-deepspeed, fsdp, composer, hf-trainer, or a path): its defaults for the settings "
-                  "whose flags are not given")(
-      "grad-bucket-params", po::value<std::int64_t>()->default_value(parallel::ParallelPlan{}.grad_bucket_params),
-      "parameters per data-parallel gradient bucket (1: one bucket per layer, as FSDP's units)")("model", po::value<std::string>()->required(),
-                  "model: zoo name (llama3-70b) or file path")(
+  o.add_options()(
+      "framework", po::value<std::string>(),
+      "framework profile (frameworks/NAME.textproto: megatron-lm, nemo, torchtitan, deepspeed, "
+      "megatron-deepspeed, fsdp, composer, hf-trainer, xtuner, …, or a path; NAME@YYYY-MM: as of "
+      "that month): its defaults for the settings whose flags are not given")(
+      "grad-bucket-params",
+      po::value<std::int64_t>()->default_value(parallel::ParallelPlan{}.grad_bucket_params),
+      "parameters per data-parallel gradient bucket (1: one bucket per layer, as FSDP's units)")(
+      "model", po::value<std::string>()->required(), "model: zoo name (llama3-70b) or file path")(
       "cluster", po::value<std::string>()->required(), "cluster: zoo name (dgx-h100) or file path")(
       "gpus", po::value<std::int64_t>()->required(), "number of GPUs")(
       "global-batch", po::value<std::int64_t>()->required(), "sequences per iteration")(

@@ -145,10 +145,10 @@ TEST_CASE("a framework month must be written YYYY-MM") {
 TEST_CASE("a broken era reports its month, source and non-settings") {
   TempDir dir;
   const std::string path = dir.write("mine.textproto",
-                                     "name: \"mine\"\n"                                         // 1
-                                     "title: \"Mine\"\n"                                        // 2
-                                     "era { before: \"2021\" settings { name: \"x\" } }\n"     // 3
-                                     "released { value: \"soon\" source: \"x\" }\n");         // 4
+                                     "name: \"mine\"\n"                                     // 1
+                                     "title: \"Mine\"\n"                                    // 2
+                                     "era { before: \"2021\" settings { name: \"x\" } }\n"  // 3
+                                     "released { value: \"soon\" source: \"x\" }\n");       // 4
   const auto ds = test::diagnostics_of([&] { load_framework(path); });
   INFO(test::dump(ds));
   CHECK(test::find_field(ds, "era[0].before"));

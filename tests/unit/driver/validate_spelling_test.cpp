@@ -453,9 +453,12 @@ TEST_CASE("spelling: frameworks decide the attention core") {
 
 TEST_CASE("spelling: a row's date picks its frameworks' era") {
   using config::YearMonth;
-  CHECK(driver::reading::stated_date("Korthikanti et al. 2022 (arXiv 2205.05198)") == YearMonth{2022, 1});
-  CHECK(driver::reading::stated_date("Narayanan et al. SC'21 (arXiv 2104.04473)") == YearMonth{2021, 1});
-  CHECK(driver::reading::stated_date("README (last edited 2024-04-22; tables added 2023-06..2024-01)") ==
+  CHECK(driver::reading::stated_date("Korthikanti et al. 2022 (arXiv 2205.05198)") ==
+        YearMonth{2022, 1});
+  CHECK(driver::reading::stated_date("Narayanan et al. SC'21 (arXiv 2104.04473)") ==
+        YearMonth{2021, 1});
+  CHECK(driver::reading::stated_date(
+            "README (last edited 2024-04-22; tables added 2023-06..2024-01)") ==
         YearMonth{2023, 6});
   CHECK_FALSE(driver::reading::stated_date("InternLM/xtuner (GitHub), commit 1cc5ef98cd7f05205"));
 
