@@ -47,20 +47,8 @@ class Reader {
   FrameworkProfile& out_;
 };
 
-FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file,
-                         const Checker& c) {
-  FrameworkProfile out;
-  out.file = file;
-  c.non_empty(m.has_name(), m.name(), "name");
-  c.non_empty(m.has_title(), m.title(), "title");
-  out.name = m.name();
-  out.title = m.title();
-  if (m.has_name() && fs::path(file).stem().string() != m.name()) {
-    c.fail("name",
-           "must be the file's name without extension ('" + fs::path(file).stem().string() + "')");
-  }
-  for (const auto& a : m.aliases()) out.aliases.push_back(to_lower(a));
-  for (const auto& s : m.spelled()) out.spelled.push_back(to_lower(s));
+// The settings fields of `m` (a profile's, or an era's) into `out`.
+void convert_settings(const sch::FrameworkProfile& m, const Checker& c, FrameworkProfile& out) {
   auto& v = out.values;
   Reader r(c, out);
   r.setting(m.has_zero_stage(), m.zero_stage(), FrameworkSetting::kZeroStage, "zero_stage",
@@ -141,6 +129,84 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     }
     out.recompute_modes_source = m.recompute_modes().source();
   }
+  if (m.has_recompute()) {
+    const Checker n = c.nested("recompute");
+    n.non_empty(m.recompute().has_source(), m.recompute().source(), "source");
+    if (n.require(m.recompute().has_value(), "value")) {
+      out.recompute = try_parse_recompute(m.recompute().value());
+      if (!out.recompute) {
+        n.fail("value", "unknown recompute mode '" + m.recompute().value() + "' (one of " +
+                            recompute_choices() + ")");
+      }
+    }
+    out.recompute_source = m.recompute().source();
+  }
+  if (m.has_dropout()) {
+    const Checker n = c.nested("dropout");
+    n.non_empty(m.dropout().has_source(), m.dropout().source(), "source");
+    if (n.require(m.dropout().has_value(), "value")) out.dropout = m.dropout().value();
+    out.dropout_source = m.dropout().source();
+  }
+}
+
+std::optional<YearMonth> read_month(const std::string& text, const Checker& n,
+                                    std::string_view field) {
+  const auto month = parse_year_month(text);
+  if (!month) n.fail(field, "must be a month written YYYY-MM (got '" + text + "')");
+  return month;
+}
+
+FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file,
+                         const Checker& c) {
+  FrameworkProfile out;
+  out.file = file;
+  c.non_empty(m.has_name(), m.name(), "name");
+  c.non_empty(m.has_title(), m.title(), "title");
+  out.name = m.name();
+  out.title = m.title();
+  if (m.has_name() && fs::path(file).stem().string() != m.name()) {
+    c.fail("name",
+           "must be the file's name without extension ('" + fs::path(file).stem().string() + "')");
+  }
+  for (const auto& a : m.aliases()) out.aliases.push_back(to_lower(a));
+  for (const auto& s : m.spelled()) out.spelled.push_back(to_lower(s));
+  convert_settings(m, c, out);
+  if (m.has_released()) {
+    const Checker n = c.nested("released");
+    n.non_empty(m.released().has_source(), m.released().source(), "source");
+    if (n.require(m.released().has_value(), "value")) {
+      out.released = read_month(m.released().value(), n, "value");
+    }
+    out.released_source = m.released().source();
+  }
+  for (int i = 0; i < m.era_size(); ++i) {
+    const auto& e = m.era(i);
+    const Checker n = c.nested("era[" + std::to_string(i) + "]");
+    n.non_empty(e.has_source(), e.source(), "source");
+    FrameworkProfile::Era era;
+    if (n.require(e.has_before(), "before")) {
+      if (const auto month = read_month(e.before(), n, "before")) era.before = *month;
+    }
+    era.source = e.source();
+    for (const auto& w : e.spelled()) era.spelled.push_back(to_lower(w));
+    const auto& st = e.settings();
+    const Checker sn = n.nested("settings");
+    if (st.has_name() || st.has_title() || st.aliases_size() > 0 || st.spelled_size() > 0 ||
+        st.has_released() || st.era_size() > 0) {
+      n.fail("settings",
+             "an era gives settings only (no name, title, aliases, spelled, released or era)");
+    }
+    FrameworkProfile settings;
+    convert_settings(st, sn, settings);
+    if (!settings.recompute_modes.empty()) sn.fail("recompute_modes", "not an era's setting");
+    era.given = std::move(settings.given);
+    era.values = settings.values;
+    era.recompute = settings.recompute;
+    era.dropout = settings.dropout;
+    out.eras.push_back(std::move(era));
+  }
+  std::stable_sort(out.eras.begin(), out.eras.end(),
+                   [](const auto& a, const auto& b) { return a.before > b.before; });
   return out;
 }
 
@@ -280,6 +346,51 @@ void FrameworkProfile::apply(parallel::ParallelPlan& plan) const {
   for (const auto& g : given) copy_setting(g.setting, values, plan);
 }
 
+std::optional<YearMonth> parse_year_month(std::string_view text) {
+  if (text.size() != 7 || text[4] != '-') return std::nullopt;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i != 4 && (text[i] < '0' || text[i] > '9')) return std::nullopt;
+  }
+  const int year = std::stoi(std::string(text.substr(0, 4)));
+  const int month = std::stoi(std::string(text.substr(5, 2)));
+  if (month < 1 || month > 12) return std::nullopt;
+  return YearMonth{year, month};
+}
+
+std::string format_year_month(YearMonth m) {
+  return std::to_string(m.year) + (m.month < 10 ? "-0" : "-") + std::to_string(m.month);
+}
+
+FrameworkProfile FrameworkProfile::as_of(std::optional<YearMonth> month,
+                                         const std::string* column) const {
+  FrameworkProfile out = *this;
+  out.eras.clear();
+  for (const auto& era : eras) {  // latest first: the earliest applies last and wins
+    if (month && !(*month < era.before)) continue;
+    if (column != nullptr && !era.spelled.empty() &&
+        std::none_of(era.spelled.begin(), era.spelled.end(),
+                     [&](const std::string& w) { return column->find(w) != std::string::npos; })) {
+      continue;
+    }
+    for (const auto& g : era.given) {
+      copy_setting(g.setting, era.values, out.values);
+      auto it = std::find_if(out.given.begin(), out.given.end(),
+                             [&](const Given& x) { return x.setting == g.setting; });
+      const std::string source = g.source + " (before " + format_year_month(era.before) + ")";
+      if (it == out.given.end()) {
+        out.given.push_back({g.setting, source});
+      } else {
+        it->source = source;
+      }
+    }
+    if (era.recompute) out.recompute = era.recompute;
+    if (era.dropout) out.dropout = era.dropout;
+  }
+  std::sort(out.given.begin(), out.given.end(),
+            [](const auto& a, const auto& b) { return a.setting < b.setting; });
+  return out;
+}
+
 fs::path frameworks_dir() {
   return data_dir() / "frameworks";
 }
@@ -294,7 +405,19 @@ std::vector<std::string> framework_names() {
   return {names.begin(), names.end()};
 }
 
-FrameworkProfile load_framework(const std::string& name_or_path, std::string_view flag) {
+FrameworkProfile load_framework(const std::string& spec, std::string_view flag) {
+  // NAME@YYYY-MM: the profile as of that month.
+  if (const auto at = spec.rfind('@'); at != std::string::npos) {
+    const auto month = parse_year_month(std::string_view(spec).substr(at + 1));
+    if (!month) {
+      throw InputError(Diagnostic{"", 0, std::string(flag),
+                                  "'" + spec + "': the month after '@' must be written YYYY-MM"});
+    }
+    FrameworkProfile p = load_framework(spec.substr(0, at), flag).as_of(*month);
+    p.name += "@" + format_year_month(*month);
+    return p;
+  }
+  const std::string& name_or_path = spec;
   if (name_or_path.find('/') != std::string::npos || is_profile_file(name_or_path)) {
     return read_profile(name_or_path, name_or_path);
   }

@@ -2,6 +2,7 @@
 // otherwise, each with its source.
 #pragma once
 
+#include <compare>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -38,6 +39,16 @@ std::string setting_value(FrameworkSetting s, const parallel::ParallelPlan& plan
 void copy_setting(FrameworkSetting s, const parallel::ParallelPlan& from,
                   parallel::ParallelPlan& to);
 
+// A month of a framework's history ("2024-06"), ordered.
+struct YearMonth {
+  int year = 0;
+  int month = 1;  // 1-12
+  auto operator<=>(const YearMonth&) const = default;
+};
+// "YYYY-MM"; nullopt for anything else.
+std::optional<YearMonth> parse_year_month(std::string_view text);
+std::string format_year_month(YearMonth m);
+
 struct FrameworkProfile {
   std::string name;   // the file's stem, what --framework takes
   std::string title;  // "Megatron-LM / Megatron-Core"
@@ -54,18 +65,40 @@ struct FrameworkProfile {
   parallel::ParallelPlan values;
   std::vector<parallel::Recompute> recompute_modes;  // empty: not given
   std::string recompute_modes_source;
+  std::optional<parallel::Recompute> recompute;  // what its runs use unless told
+  std::string recompute_source;
+  std::optional<bool> dropout;  // whether its models train with dropout
+  std::string dropout_source;
+  std::optional<YearMonth> released;  // its first release
+  std::string released_source;
+  // Settings of earlier times (FrameworkEra in sim/schema/framework.proto), latest `before` first.
+  struct Era {
+    YearMonth before;
+    std::string source;
+    std::vector<std::string> spelled;  // lower case; empty: any row naming the profile
+    std::vector<Given> given;
+    parallel::ParallelPlan values;
+    std::optional<parallel::Recompute> recompute;
+    std::optional<bool> dropout;
+  };
+  std::vector<Era> eras;
 
   // The source of `s`, or nullptr when the profile does not give it.
   const std::string* source_of(FrameworkSetting s) const;
   // `plan` with every setting the profile gives.
   void apply(parallel::ParallelPlan& plan) const;
+  // The profile as a run of `month` got it: every era whose `before` is later applied, the
+  // earliest last (no month: every era). With `column` (a validation row's normalised framework
+  // column), an era with `spelled` words applies only when the column contains one of them.
+  FrameworkProfile as_of(std::optional<YearMonth> month, const std::string* column = nullptr) const;
 };
 
 // data_dir()/frameworks.
 std::filesystem::path frameworks_dir();
 // The profiles' names (file stems under frameworks_dir()), sorted.
 std::vector<std::string> framework_names();
-// A profile by name or alias (case-insensitive), or by path to a .textproto/.json file. Throws
+// A profile by name or alias (case-insensitive), or by path to a .textproto/.json file, with
+// "@YYYY-MM" after it for the profile as of that month (FrameworkProfile::as_of). Throws
 // InputError naming `flag` for an unknown name (listing the known ones), and listing every
 // problem of the file with its line and field: a value without its source, an unknown spelling,
 // a value out of range.

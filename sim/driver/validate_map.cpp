@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "sim/base/format.h"
+#include "sim/config/names.h"
 #include "sim/driver/validate.h"
 #include "sim/driver/validate_rules.h"
 #include "sim/driver/validate_text.h"
@@ -61,11 +62,13 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
       return skip("the row's expert counts differ from the zoo model " + r.zoo_model);
     }
   }
-  if (llm_foundry_mpt(r)) {
-    // MPTConfig (llm-foundry llmfoundry/models/mpt/configuration_mpt.py) defaults attn_pdrop,
-    // resid_pdrop and emb_pdrop to 0, and the MPT pretrain yamls keep them.
-    model->dropout = false;
-    notes.push_back("no dropout (MPT)");
+  for (const auto& f : fw.named) {
+    // A framework whose models train without dropout (its profile: llm-foundry's MPT).
+    if (f.dropout && !*f.dropout) {
+      model->dropout = false;
+      notes.push_back("no dropout (" + f.name + ")");
+      break;
+    }
   }
   auto cluster = build_cluster(r, vocabulary, notes, reason);
   if (!cluster) return skip(reason);
@@ -174,13 +177,15 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   const auto sp = parse_yes_no(r.sequence_parallel);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;
-  } else if (p.tp > 1 && !pre_2022_code_base(r)) {
+  } else if (p.tp > 1 &&
+             !fw.gives(config::FrameworkSetting::kSequenceParallel,
+                       [](const parallel::ParallelPlan& v) { return !v.sequence_parallel; })) {
     // Tensor parallelism shards the norms' and dropouts' activations along the sequence
     // (Korthikanti et al. 2022) in the frameworks of the runs published since: Megatron-Core and
     // NeMo (TP communication overlap requires it, and their recipes enable it with TP > 1),
     // torchtitan (its TP plan puts SequenceParallel on the norms) and the 4D-parallel training
-    // of Llama 3. Not in the code bases whose published runs predate it: Megatron-LM's 2021
-    // configurations, DeepSpeed and its forks (Megatron-DeepSpeed, GPT-NeoX), metaseq/fairseq.
+    // of Llama 3. Not where a framework the row names ran without it at the row's date (its
+    // profile or era: Megatron-LM's legacy models, DeepSpeed and its forks, metaseq).
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (tp > 1 in a framework that shards activations with it)");
   } else if (p.tp > 1 && has(to_lower(r.notes), "tp-comm-overlap")) {
@@ -196,9 +201,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     notes.push_back("TP communication overlapped with GEMMs (--tp-comm-overlap)");
   }
   auto rc = parse_recompute(r.recompute);
-  if (!rc && xtuner(r)) {
-    rc = parallel::Recompute::kFull;
-    notes.push_back("recompute full (XTuner's SupervisedFinetune default, use_activation_checkpointing=True)");
+  for (const auto& f : fw.named) {
+    // The recompute a named framework's runs use unless told (its profile: XTuner's full).
+    if (rc || !f.recompute) continue;
+    rc = f.recompute;
+    notes.push_back("recompute " + std::string(config::name(*rc)) + " (" + f.recompute_source +
+                    ")");
   }
   out.recompute_given = rc.has_value();
   p.recompute = rc.value_or(parallel::Recompute::kNone);
@@ -242,24 +250,18 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     notes.push_back(stateless ? "no optimizer state (SGD without momentum on bf16 weights)"
                               : "bf16 optimizer states (pure bf16 parameters)");
   }
-  if (llm_foundry_mpt(r)) {
-    // MPT's loss_fn `fused_crossentropy` is flash_attn.losses.cross_entropy.CrossEntropyLoss:
-    // the loss of the bf16 logits without an fp32 copy, with a bf16 gradient.
-    p.cross_entropy = parallel::CrossEntropy::kBf16;
-    notes.push_back("bf16 fused cross-entropy (MPT fused_crossentropy)");
-  } else if (fw.gives(config::FrameworkSetting::kCrossEntropy, [](const parallel::ParallelPlan& v) {
-               return v.cross_entropy == parallel::CrossEntropy::kFp32Unfused;
-             })) {
-    // HuggingFace causal LMs and torchtitan: F.cross_entropy on logits.float() (their profiles).
-    p.cross_entropy = parallel::CrossEntropy::kFp32Unfused;
-    notes.push_back(fw.find("torchtitan") ? "PyTorch cross-entropy on fp32 logits (torchtitan)"
-                                          : "PyTorch cross-entropy on fp32 logits (HuggingFace)");
-  } else if (fw.gives(config::FrameworkSetting::kCrossEntropy, [](const parallel::ParallelPlan& v) {
-               return v.cross_entropy == parallel::CrossEntropy::kBf16InPlace;
-             })) {
-    // The flash-attention training code's CrossEntropyLossApex with inplace_backward (its profile).
-    p.cross_entropy = parallel::CrossEntropy::kBf16InPlace;
-    notes.push_back("fused cross-entropy with its gradient in place (flash-attention training code)");
+  // The loss of the named frameworks (their profiles): MPT's bf16 fused cross-entropy before
+  // PyTorch's on fp32 logits (Hugging Face, torchtitan) before the flash-attention training
+  // code's in-place one.
+  for (const auto ce : {parallel::CrossEntropy::kBf16, parallel::CrossEntropy::kFp32Unfused,
+                        parallel::CrossEntropy::kBf16InPlace}) {
+    if (const auto* f =
+            fw.giving(config::FrameworkSetting::kCrossEntropy,
+                      [&](const parallel::ParallelPlan& v) { return v.cross_entropy == ce; })) {
+      p.cross_entropy = ce;
+      notes.push_back("cross-entropy " + std::string(config::name(ce)) + " (" + f->name + ")");
+      break;
+    }
   }
   if (eager_elementwise(r, fw)) {
     p.elementwise = parallel::Elementwise::kEager;
@@ -295,7 +297,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.dtype = ir::Dtype::kBf16;
   }
   apply_gradient_reduction(r, p, notes);
-  if (!flash_attention(r)) {
+  if (!flash_attention(r, fw)) {
     p.flash_attention = false;
     notes.push_back("attention core unfused (" + r.framework + " without FlashAttention)");
   } else if (const std::string k = attention_kernel(r, fw); !k.empty()) {

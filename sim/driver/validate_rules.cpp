@@ -30,10 +30,10 @@ std::string framework_name(const PublishedRun& r) {
   return f;
 }
 
-// Megatron-Core, NeMo (and its Megatron-Bridge) and Transformer Engine run Transformer Engine's
-// fused attention.
+// A row that names Transformer Engine, or Megatron-Core (whose layers are Transformer Engine's),
+// names TE's fused attention, as naming FlashAttention names that kernel.
 bool te_attention(const PublishedRun& r) {
-  return any_of(framework_name(r), {"megatron-core", "nemo", "megatron-bridge", "transformer engine"});
+  return any_of(framework_name(r), {"megatron-core", "transformer engine"});
 }
 
 // The ZeRO stage a text names, by the spellings of DeepSpeed (ZeRO-1/2/3, "stage 2"), PyTorch
@@ -72,9 +72,8 @@ std::optional<int> zero_stage_named(std::string_view text) {
 }  // namespace
 
 bool RowFrameworks::offers(parallel::Recompute m) const {
-  for (const auto* p : named) {
-    if (std::find(p->recompute_modes.begin(), p->recompute_modes.end(), m) !=
-        p->recompute_modes.end())
+  for (const auto& p : named) {
+    if (std::find(p.recompute_modes.begin(), p.recompute_modes.end(), m) != p.recompute_modes.end())
       return true;
   }
   return false;
@@ -82,29 +81,46 @@ bool RowFrameworks::offers(parallel::Recompute m) const {
 
 std::vector<parallel::Recompute> RowFrameworks::recompute_modes() const {
   std::set<parallel::Recompute> modes = {parallel::Recompute::kNone, parallel::Recompute::kFull};
-  for (const auto* p : named) modes.insert(p->recompute_modes.begin(), p->recompute_modes.end());
+  for (const auto& p : named) modes.insert(p.recompute_modes.begin(), p.recompute_modes.end());
   return {modes.begin(), modes.end()};
+}
+
+std::optional<config::YearMonth> stated_date(const std::string& text) {
+  // A year 19xx/20xx not inside a longer number or word (arXiv numbers, commit hashes), with its
+  // month when written "YYYY-MM"; a venue's "'21" (SC'21, MICRO'24).
+  static const std::regex kYear(R"((^|[^0-9A-Za-z])((19|20)\d\d)(-(0[1-9]|1[0-2]))?(?![0-9]))");
+  static const std::regex kVenue(R"([A-Za-z]'(\d\d)(?![0-9]))");
+  std::optional<config::YearMonth> out;
+  const auto keep = [&](config::YearMonth m) {
+    if (!out || m < *out) out = m;
+  };
+  for (std::sregex_iterator it(text.begin(), text.end(), kYear), end; it != end; ++it) {
+    const auto& m = *it;
+    keep({std::stoi(m[2].str()), m[5].matched ? std::stoi(m[5].str()) : 1});
+  }
+  for (std::sregex_iterator it(text.begin(), text.end(), kVenue), end; it != end; ++it) {
+    keep({2000 + std::stoi((*it)[1].str()), 1});
+  }
+  return out;
 }
 
 RowFrameworks named_frameworks(const PublishedRun& r,
                                const std::vector<config::FrameworkProfile>& profiles) {
   RowFrameworks out;
   const std::string f = framework_name(r);
+  std::vector<const config::FrameworkProfile*> named;
+  out.date = stated_date(r.source);
   for (const auto& p : profiles) {
     if (std::any_of(p.spelled.begin(), p.spelled.end(),
                     [&](const std::string& w) { return has(f, w); })) {
-      out.named.push_back(&p);
+      named.push_back(&p);
+      // A run that names a framework is no older than its first release.
+      if (p.released && (!out.date || *out.date < *p.released)) out.date = p.released;
     }
   }
+  for (const auto* p : named) out.named.push_back(p->as_of(out.date, &f));
   return out;
 }
-
-// XTuner (InternLM), which fine-tunes HuggingFace models through its SupervisedFinetune wrapper:
-// that wrapper turns gradient checkpointing on unless told otherwise
-// (`use_activation_checkpointing=True`, xtuner/model/sft.py) and loads every Llama-family model
-// with attn_implementation 'flash_attention_2' when flash-attn 2 is installed, else 'sdpa'
-// (`_prepare_for_flash_attn`), both FlashAttention-2 kernels on A100 and H100.
-bool xtuner(const PublishedRun& r) { return has(framework_name(r), "xtuner"); }
 
 // Frameworks whose profile runs a layer's elementwise ops as PyTorch's eager ops (torchtitan,
 // Hugging Face models, Composer's llm-foundry: their sources in frameworks/), unless the step is
@@ -118,22 +134,12 @@ bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw) {
   });
 }
 
-// The code bases whose published runs of 2021–2022 predate FlashAttention and sequence
-// parallelism: Megatron-LM, DeepSpeed and its forks (Megatron-DeepSpeed, GPT-NeoX),
-// metaseq/fairseq.
-bool pre_2022_code_base(const PublishedRun& r) {
-  return any_of(framework_name(r), {"megatron-lm", "deepspeed", "neox", "metaseq", "fairseq"});
-}
-
-// Whether the run used FlashAttention. A row that names it (framework, precision or notes) did;
-// otherwise Megatron-LM, Megatron-DeepSpeed and DeepSpeed ran their own attention core (QKᵀ,
-// fused softmax, dropout, ·V as separate kernels) unless --use-flash-attn was given, which their
-// published configurations of 2021–2022 predate; so did GPT-NeoX, whose attention_config
-// defaults to "global" (the unfused core; "flash" must be asked for, configs/neox_arguments.md),
-// and metaseq/fairseq (OPT), whose ModelParallelMultiheadAttention computes QKᵀ, softmax and ·V
-// as separate kernels. Megatron-Core's Transformer Engine, NeMo, torchtitan, Composer/MPT and
-// Hugging Face (SDPA) use fused attention by default.
-bool flash_attention(const PublishedRun& r) {
+// Whether the run used a fused attention kernel. A row that names one (framework, precision or
+// notes: FlashAttention, SDPA, cuDNN, Transformer Engine) did; otherwise it did unless a framework
+// it names ran the core unfused at the row's date (attention "unfused" in the profile or one of
+// its eras: Megatron-LM's legacy models, Megatron-DeepSpeed, DeepSpeed before FlashAttention-2,
+// GPT-NeoX, metaseq; their sources in frameworks/).
+bool flash_attention(const PublishedRun& r, const RowFrameworks& fw) {
   const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
   // "no flash attention", "without FlashAttention", "flash-attn not supported", "FA disabled" in
   // the columns that describe the run's own stack (notes may compare with other runs: "without
@@ -142,12 +148,9 @@ bool flash_attention(const PublishedRun& r) {
       R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
   if (std::regex_search(to_lower(r.framework + " " + r.precision), kNoFlash)) return false;
   if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
-  return te_attention(r) || xtuner(r) || !pre_2022_code_base(r);
-}
-
-// MosaicML's MPT models trained with its own stack (Composer, llm-foundry).
-bool llm_foundry_mpt(const PublishedRun& r) {
-  return any_of(to_lower(r.model), {"mpt"}) && any_of(to_lower(r.framework), {"composer", "llm-foundry", "mpt"});
+  return te_attention(r) ||
+         !fw.gives(config::FrameworkSetting::kAttention,
+                   [](const parallel::ParallelPlan& v) { return !v.flash_attention; });
 }
 
 // Pure 16-bit training: the model's parameters themselves are bf16 (Lightning's "bf16-true" /
@@ -166,38 +169,18 @@ bool sgd_without_momentum(const PublishedRun& r) {
   return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
 }
 
-namespace {
-
-// PyTorch frameworks whose attention is torch's scaled_dot_product_attention or the flash-attn
-// package: FlashAttention-2 on every GPU unless the row names another kernel (the profiles that
-// give it: torchtitan, FSDP, Hugging Face; and the code bases below without a profile). SDPA's
-// flash backend is FlashAttention-2 (PyTorch 2.2 onward); its cuDNN backend, the
-// FlashAttention-3-class kernel
-// on Hopper, was the H100 default only in PyTorch 2.5.0 (made opt-in again by pytorch#138522 for
-// 2.5.1, and preferred again only with cuDNN 9.15+), and FlashAttention-3 ships as its own
-// package. Tritonbench on H100 (pytorch#142132, 2024-12): SDPA 329 TFLOP/s against cuDNN 631 and
-// FlashAttention-3 632 at one shape. Transformer Engine frameworks (cuDNN fused attention), JAX
-// (cuDNN through XLA) and llm.c (cuDNN) keep the GPU's default kernel.
-bool pytorch_sdpa_attention(const PublishedRun& r, const RowFrameworks& fw) {
-  const bool profile = fw.gives(
-      config::FrameworkSetting::kAttention,
-      [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-2"; });
-  return profile || xtuner(r) ||
-         any_of(framework_name(r),
-                {"fms", "composer", "nanotron", "lit-gpt", "litgpt", "colossal", "accelerate"});
-}
-
-}  // namespace
-
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
 // FlashAttention-3, -2, -1 or the Triton FlashAttention (Triton's own fused-attention kernel,
-// triton.ops.flash_attention, the "Triton" of the FlashAttention-2 benchmarks). Megatron-Core,
-// NeMo and Transformer Engine run their fused attention (cuDNN on Hopper, FlashAttention-3
-// class): the GPU's default. PyTorch frameworks run FlashAttention-2 (pytorch_sdpa_attention);
-// MosaicML's MPT rows and the flash-attention repository's training code, FlashAttention-1 unless
-// a version is named. A row that says only "FlashAttention" gets FlashAttention-2, the version in
-// general use from its release (2023-07) until FlashAttention-3 (2024-07), rather than the newest
-// one; a row that names nothing gets the GPU's default. Empty = the GPU's default kernel.
+// triton.ops.flash_attention, the "Triton" of the FlashAttention-2 benchmarks). Otherwise the
+// kernel of the frameworks it names at the row's date (their profiles and eras: FlashAttention-1
+// for the flash-attention training code and llm-foundry before FlashAttention-2; Transformer
+// Engine's fused attention, the GPU's default, for NeMo and Megatron-Core; FlashAttention-2 for
+// PyTorch's SDPA and flash-attn code bases: torchtitan, FSDP, fms-fsdp, Hugging Face, Accelerate,
+// nanotron, lit-gpt, Colossal-AI, XTuner; why not SDPA's cuDNN backend is in
+// frameworks/torchtitan.textproto). A row that says only "FlashAttention" gets FlashAttention-2,
+// the version in general use from its release (2023-07) until FlashAttention-3 (2024-07), rather
+// than the newest one; a row that names nothing gets the GPU's default. Empty = the GPU's default
+// kernel.
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
   if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
@@ -206,14 +189,16 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   const bool names_fa2 = any_of(all, {"flashattention-2", "flashattention 2", "flash attention 2",
                                       "flash-attention 2", "flash-attention-2", "fa2", "flash_attn_2",
                                       "flash-attn 2"});
-  // MosaicML's MPT configurations (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml, on which
-  // its published benchmarks are based) set attn_config.attn_impl: triton, llm-foundry's
-  // flash_attn_triton.py: the flash-attention repository's Triton port (2022, run by the
-  // triton-pre-mlir compiler), the kernel that supports MPT's ALiBi bias. Its docstring: "Overall
-  // Triton forward + backward is slightly slower than CUDA forward + backward", the CUDA version
-  // being FlashAttention-1 then; it is not Triton's own kernel of the FlashAttention-2 benchmarks.
-  // A row naming that module gets the same reading.
-  if ((llm_foundry_mpt(r) || any_of(all, {"flash_attn_triton"})) && !names_fa2) {
+  const auto kernel_is = [](const char* k) {
+    return [k](const parallel::ParallelPlan& v) { return v.attention_kernel == k; };
+  };
+  // A framework that ran FlashAttention-1 at the row's date (its profile or era), or llm-foundry's
+  // flash_attn_triton module named (the flash-attention repository's Triton port of 2022, a
+  // FlashAttention-1-class kernel: frameworks/composer.textproto), unless FlashAttention-2 is
+  // named.
+  if ((fw.gives(config::FrameworkSetting::kAttention, kernel_is("FlashAttention-1")) ||
+       any_of(all, {"flash_attn_triton"})) &&
+      !names_fa2) {
     return "FlashAttention-1";
   }
   if (names_fa2) return "FlashAttention-2";
@@ -222,15 +207,24 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   static const std::regex kTritonAttention(
       R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
   if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
-  if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"})) return "FlashAttention-1";
-  // A framework whose profile gives FlashAttention-1, version unnamed in the row (the
-  // flash-attention repository's GPT training code, whose published speeds were measured with it).
-  if (fw.gives(config::FrameworkSetting::kAttention,
-               [](const parallel::ParallelPlan& v) { return v.attention_kernel == "FlashAttention-1"; })) {
+  if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"}))
     return "FlashAttention-1";
-  }
   if (te_attention(r)) return "";
-  if (pytorch_sdpa_attention(r, fw)) return "FlashAttention-2";
+  // The kernel of the named frameworks: the GPU's default (Transformer Engine's) before a named
+  // kernel, unless one of them runs the core unfused (its "default" is then another code path's).
+  const bool unfused = fw.gives(config::FrameworkSetting::kAttention,
+                                [](const parallel::ParallelPlan& v) { return !v.flash_attention; });
+  if (!unfused &&
+      fw.gives(config::FrameworkSetting::kAttention, [](const parallel::ParallelPlan& v) {
+        return v.flash_attention && v.attention_kernel.empty();
+      })) {
+    return "";
+  }
+  if (const auto* p =
+          fw.giving(config::FrameworkSetting::kAttention,
+                    [](const parallel::ParallelPlan& v) { return !v.attention_kernel.empty(); })) {
+    return p->values.attention_kernel;
+  }
   if (any_of(all, {"flash"})) return "FlashAttention-2";
   return "";
 }

@@ -19,32 +19,41 @@
 namespace ts::driver::reading {
 
 // The framework profiles (frameworks/*.textproto) a row's framework column names: each with a
-// word of its `spelled` list in the normalised column (framework_name). A column may
-// name several ("NeMo (Megatron-Core)", "HuggingFace Transformers + DeepSpeed"); what the rules
-// take from them is what any of them gives.
+// word of its `spelled` list in the normalised column (framework_name), as of the row's date
+// (FrameworkProfile::as_of: the earliest date its source column states, or the latest first
+// release of the frameworks it names; a row with neither gets every era). A column may name
+// several ("NeMo (Megatron-Core)", "HuggingFace Transformers + DeepSpeed"); what the rules take
+// from them is what any of them gives.
 struct RowFrameworks {
-  std::vector<const config::FrameworkProfile*> named;
+  std::vector<config::FrameworkProfile> named;
+  std::optional<config::YearMonth> date;
 
   const config::FrameworkProfile* find(std::string_view name) const {
-    for (const auto* p : named) {
-      if (p->name == name) return p;
+    for (const auto& p : named) {
+      if (p.name == name) return &p;
     }
     return nullptr;
   }
   // A named framework implements this recompute mode.
   bool offers(parallel::Recompute m) const;
-  // A named framework gives setting `s` and its value satisfies `test`.
+  // The first named framework that gives setting `s` with a value that satisfies `test`.
+  template <class Test>
+  const config::FrameworkProfile* giving(config::FrameworkSetting s, Test&& test) const {
+    for (const auto& p : named) {
+      if (p.source_of(s) != nullptr && test(p.values)) return &p;
+    }
+    return nullptr;
+  }
   template <class Test>
   bool gives(config::FrameworkSetting s, Test&& test) const {
-    for (const auto* p : named) {
-      if (p->source_of(s) != nullptr && test(p->values)) return true;
-    }
-    return false;
+    return giving(s, test) != nullptr;
   }
   // The recompute modes the named frameworks implement (in enum order); none and full, which
   // every PyTorch code base can run (torch.utils.checkpoint), when the column names none.
   std::vector<parallel::Recompute> recompute_modes() const;
 };
+// The earliest month a text states: "2024-04-22" → 2024-04, "2022" → 2022-01, "SC'21" → 2021-01.
+std::optional<config::YearMonth> stated_date(const std::string& text);
 RowFrameworks named_frameworks(const PublishedRun& r,
                                const std::vector<config::FrameworkProfile>& profiles);
 
@@ -60,11 +69,8 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r,
                                              std::vector<std::string>& notes, std::string& reason);
 
 // Framework and plan rules (validate_rules.cpp).
-bool xtuner(const PublishedRun& r);
 bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw);
-bool pre_2022_code_base(const PublishedRun& r);
-bool flash_attention(const PublishedRun& r);
-bool llm_foundry_mpt(const PublishedRun& r);
+bool flash_attention(const PublishedRun& r, const RowFrameworks& fw);
 bool pure_bf16(const PublishedRun& r);
 bool sgd_without_momentum(const PublishedRun& r);
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw);

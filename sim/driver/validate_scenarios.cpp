@@ -42,7 +42,8 @@ void row_text(std::string& out, const PublishedRun& r, const RowMapping& m,
   out += "row {\n";
   field(out, "  ", "run_id", quoted(r.run_id));
   field(out, "  ", "line", std::to_string(r.line));
-  for (const auto* p : fw.named) field(out, "  ", "framework", quoted(p->name));
+  for (const auto& p : fw.named) field(out, "  ", "framework", quoted(p.name));
+  if (fw.date) field(out, "  ", "date", quoted(config::format_year_month(*fw.date)));
   if (!m.scenario) {
     field(out, "  ", "skip_reason", quoted(m.skip_reason));
   } else {

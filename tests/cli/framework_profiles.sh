@@ -83,7 +83,7 @@ grep -q "zero3" "$tmp/plan.txt" || fail "plan did not take composer's ZeRO-3: $(
 # Bad input: an unknown name lists the known ones; a bad switch value names its flag.
 "$bin" run "${base[@]}" --framework maxtext > /dev/null 2> "$tmp/err"
 [ $? -eq 2 ] || fail "unknown framework did not exit 2"
-grep -q -- "--framework: unknown framework 'maxtext' (known: composer, deepspeed" "$tmp/err" || fail "$(cat "$tmp/err")"
+grep -q -- "--framework: unknown framework 'maxtext' (known: accelerate, colossal-ai, composer, deepspeed" "$tmp/err" || fail "$(cat "$tmp/err")"
 "$bin" run "${base[@]}" --sequence-parallel=maybe > /dev/null 2> "$tmp/err"
 [ $? -eq 2 ] || fail "--sequence-parallel=maybe did not exit 2"
 grep -q -- "--sequence-parallel" "$tmp/err" || fail "$(cat "$tmp/err")"

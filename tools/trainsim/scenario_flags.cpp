@@ -68,6 +68,7 @@ void apply_framework(const po::variables_map& vm, const config::FrameworkProfile
   if (profile.source_of(S::kTpCommOverlap) != nullptr && given_flag(vm, S::kTpCommOverlap) == nullptr) {
     plan.tp_comm_overlap = plan.tp_comm_overlap && plan.sequence_parallel && plan.tp > 1;
   }
+  if (profile.recompute && !flag_given(vm, "recompute")) plan.recompute = *profile.recompute;
 }
 
 void apply_framework(const po::variables_map& vm, const config::FrameworkProfile& profile, driver::SweepAxes& axes) {
@@ -112,8 +113,12 @@ std::vector<SettingInEffect> settings_in_effect(const po::variables_map& vm, con
   SettingInEffect rc;
   rc.name = "recompute";
   rc.value = std::string(config::name(plan.recompute));
-  rc.origin = flag_given(vm, "recompute") ? "flag --recompute" : "default";
-  if (!profile.recompute_modes.empty()) {
+  rc.origin = flag_given(vm, "recompute") ? "flag --recompute"
+              : profile.recompute         ? "framework " + profile.name
+                                          : "default";
+  if (profile.recompute && !flag_given(vm, "recompute")) {
+    rc.source = profile.recompute_source;
+  } else if (!profile.recompute_modes.empty()) {
     std::string modes;
     for (auto m : profile.recompute_modes) modes += (modes.empty() ? "" : ", ") + std::string(config::name(m));
     rc.source = profile.name + " offers " + modes + ": " + profile.recompute_modes_source;
@@ -140,13 +145,15 @@ std::string settings_text(const config::FrameworkProfile& profile, const std::ve
 }
 
 void add_fixed_plan_flags(po::options_description& o) {
-  o.add_options()("framework", po::value<std::string>(),
-                  "framework profile (frameworks/NAME.textproto: megatron-lm, nemo, torchtitan, deepspeed, "
-                  "megatron-deepspeed, fsdp, composer, hf-trainer, or a path): its defaults for the settings "
-                  "whose flags are not given")(
-      "grad-bucket-params", po::value<std::int64_t>()->default_value(parallel::ParallelPlan{}.grad_bucket_params),
-      "parameters per data-parallel gradient bucket (1: one bucket per layer, as FSDP's units)")("model", po::value<std::string>()->required(),
-                  "model: zoo name (llama3-70b) or file path")(
+  o.add_options()(
+      "framework", po::value<std::string>(),
+      "framework profile (frameworks/NAME.textproto: megatron-lm, nemo, torchtitan, deepspeed, "
+      "megatron-deepspeed, fsdp, composer, hf-trainer, xtuner, …, or a path; NAME@YYYY-MM: as of "
+      "that month): its defaults for the settings whose flags are not given")(
+      "grad-bucket-params",
+      po::value<std::int64_t>()->default_value(parallel::ParallelPlan{}.grad_bucket_params),
+      "parameters per data-parallel gradient bucket (1: one bucket per layer, as FSDP's units)")(
+      "model", po::value<std::string>()->required(), "model: zoo name (llama3-70b) or file path")(
       "cluster", po::value<std::string>()->required(), "cluster: zoo name (dgx-h100) or file path")(
       "gpus", po::value<std::int64_t>()->required(), "number of GPUs")(
       "global-batch", po::value<std::int64_t>()->required(), "sequences per iteration")(
@@ -316,8 +323,12 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   if (vm.count("pp-layers")) {
     problems.collect([&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
+  std::optional<bool> dropout;  // the profile's, for the model
   problems.collect([&] {
-    if (const auto profile = framework_from_flags(vm)) apply_framework(vm, *profile, p);
+    if (const auto profile = framework_from_flags(vm)) {
+      apply_framework(vm, *profile, p);
+      dropout = profile->dropout;
+    }
   });
   sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= config::kMaxGpus ? gpus : 1);
   if (fixed.model && fixed.cluster) {
@@ -325,6 +336,7 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   }
   problems.throw_if_any();
   sc.model = std::move(*fixed.model);
+  if (dropout) sc.model.dropout = *dropout;
   sc.cluster = std::move(*fixed.cluster);
   return sc;
 }

@@ -91,5 +91,71 @@ TEST_CASE("a broken framework profile reports every problem with its line and fi
   for (const auto& d : ds) CHECK(d.file == path);
 }
 
+TEST_CASE("a profile's eras give its settings as of a month") {
+  const auto mlm = load_framework("megatron-lm");
+  REQUIRE(mlm.eras.size() == 2);
+  CHECK(mlm.eras[0].before > mlm.eras[1].before);  // latest first
+  // Today's recipe: no era applies after the last one.
+  const auto now = mlm.as_of(YearMonth{2025, 1});
+  CHECK(now.values.sequence_parallel);
+  CHECK(now.values.flash_attention);
+  CHECK(now.values.zero_stage == 1);
+  // Mid-2023: the legacy models (unfused core, no sequence parallelism), the distributed
+  // optimizer already there.
+  const auto y2023 = mlm.as_of(YearMonth{2023, 6});
+  CHECK_FALSE(y2023.values.sequence_parallel);
+  CHECK_FALSE(y2023.values.flash_attention);
+  CHECK(y2023.values.zero_stage == 1);
+  REQUIRE(y2023.source_of(FrameworkSetting::kAttention) != nullptr);
+  CHECK(y2023.source_of(FrameworkSetting::kAttention)->find("before 2024-06") != std::string::npos);
+  // 2021: both eras; the earlier one wins where both give a setting.
+  const auto y2021 = load_framework("Megatron-LM@2021-06");
+  CHECK(y2021.name == "megatron-lm@2021-06");
+  CHECK(y2021.values.zero_stage == 0);
+  CHECK_FALSE(y2021.values.sequence_parallel);
+  CHECK(y2021.eras.empty());
+  // The month `before` itself is the new era's.
+  CHECK(mlm.as_of(YearMonth{2024, 6}).values.sequence_parallel);
+  // A validation row's column must name the era's code path when the era lists one.
+  const std::string core = "megatron-core r0.5";
+  CHECK(mlm.as_of(YearMonth{2023, 6}, &core).values.sequence_parallel);
+  const std::string legacy = "megatron-lm (ptd-p)";
+  CHECK_FALSE(mlm.as_of(std::nullopt, &legacy).values.sequence_parallel);
+
+  const auto composer = load_framework("composer");
+  CHECK(composer.as_of(YearMonth{2023, 6}).values.attention_kernel == "FlashAttention-1");
+  CHECK(composer.as_of(YearMonth{2023, 7}).values.attention_kernel == "FlashAttention-2");
+  REQUIRE(composer.dropout.has_value());
+  CHECK_FALSE(*composer.dropout);
+  const auto xt = load_framework("xtuner");
+  CHECK(xt.recompute == parallel::Recompute::kFull);
+  CHECK(xt.released == YearMonth{2023, 8});
+}
+
+TEST_CASE("a framework month must be written YYYY-MM") {
+  CHECK(parse_year_month("2024-06") == YearMonth{2024, 6});
+  CHECK_FALSE(parse_year_month("2024-13"));
+  CHECK_FALSE(parse_year_month("2024-6"));
+  CHECK_FALSE(parse_year_month("June 2024"));
+  const auto d = test::first_diagnostic([] { load_framework("megatron-lm@2021"); });
+  CHECK(d.field == "--framework");
+  CHECK(d.message.find("YYYY-MM") != std::string::npos);
+}
+
+TEST_CASE("a broken era reports its month, source and non-settings") {
+  TempDir dir;
+  const std::string path = dir.write("mine.textproto",
+                                     "name: \"mine\"\n"                                     // 1
+                                     "title: \"Mine\"\n"                                    // 2
+                                     "era { before: \"2021\" settings { name: \"x\" } }\n"  // 3
+                                     "released { value: \"soon\" source: \"x\" }\n");       // 4
+  const auto ds = test::diagnostics_of([&] { load_framework(path); });
+  INFO(test::dump(ds));
+  CHECK(test::find_field(ds, "era[0].before"));
+  CHECK(test::find_field(ds, "era[0].source"));
+  CHECK(test::find_field(ds, "era[0].settings"));
+  CHECK(test::find_field(ds, "released.value"));
+}
+
 }  // namespace
 }  // namespace ts::config

@@ -18,6 +18,7 @@
 #include "sim/config/names.h"
 #include "sim/driver/csv.h"
 #include "sim/driver/validate.h"
+#include "sim/driver/validate_rules.h"
 #include "tests/unit/config/config_test_util.h"
 #include "tests/unit/driver/published_rows.h"
 
@@ -414,11 +415,13 @@ TEST_CASE("spelling: frameworks decide the attention core") {
   }
   CHECK(plan_of("MCore").attention_kernel.empty());  // the GPU's default fused kernel
   // PyTorch frameworks run SDPA's or flash-attn's FlashAttention-2 unless a row names another kernel.
+  row["source"] = "a benchmark page of 2024-02";  // Composer after FlashAttention-2 (its era)
   for (const char* f : {"torchtitan", "HuggingFace transformers", "PyTorch FSDP (fms-fsdp)", "nanotron",
                         "Composer"}) {
     INFO(f);
     CHECK(plan_of(f).attention_kernel == "FlashAttention-2");
   }
+  row.erase("source");
   row["gpu"] = "H100-SXM5-80GB";  // FlashAttention-3 is calibrated on Hopper only
   CHECK(plan_of("torchtitan").attention_kernel == "FlashAttention-2");
   CHECK(plan_of("torchtitan with FlashAttention-3").attention_kernel == "FlashAttention-3");
@@ -446,6 +449,48 @@ TEST_CASE("spelling: frameworks decide the attention core") {
   CHECK(plan_of("lit-gpt; torch.compile (Inductor); pytorch-triton 2.1.0").attention_kernel ==
         "FlashAttention-2");
   CHECK(plan_of("HF + Liger (Triton kernels) with FlashAttention-2").attention_kernel == "FlashAttention-2");
+}
+
+TEST_CASE("spelling: a row's date picks its frameworks' era") {
+  using config::YearMonth;
+  CHECK(driver::reading::stated_date("Korthikanti et al. 2022 (arXiv 2205.05198)") ==
+        YearMonth{2022, 1});
+  CHECK(driver::reading::stated_date("Narayanan et al. SC'21 (arXiv 2104.04473)") ==
+        YearMonth{2021, 1});
+  CHECK(driver::reading::stated_date(
+            "README (last edited 2024-04-22; tables added 2023-06..2024-01)") ==
+        YearMonth{2023, 6});
+  CHECK_FALSE(driver::reading::stated_date("InternLM/xtuner (GitHub), commit 1cc5ef98cd7f05205"));
+
+  auto row = base_row();
+  row["tp"] = "8";
+  row["recompute"] = "full";
+  const auto plan_of = [&](const std::string& framework, const std::string& source) {
+    row["framework"] = framework;
+    row["source"] = source;
+    return scenario_of(row).plan;
+  };
+  // Megatron-LM's legacy models (no sequence parallelism, the core unfused) until mid-2024, and
+  // for a row without a date; a row naming Megatron-Core ran the new ones whatever its date.
+  for (const char* src : {"Shoeybi et al. 2019", "Jiang et al. 2024", ""}) {
+    INFO(src);
+    CHECK_FALSE(plan_of("Megatron-LM", src).sequence_parallel);
+    CHECK_FALSE(plan_of("Megatron-LM", src).flash_attention);
+  }
+  CHECK(plan_of("Megatron-LM", "NVIDIA blog, 2025-03").sequence_parallel);
+  CHECK(plan_of("Megatron-LM", "NVIDIA blog, 2025-03").flash_attention);
+  CHECK(plan_of("Megatron-Core", "2023-09").sequence_parallel);
+  // Composer's FlashAttention-1 before FlashAttention-2's release, -2 after.
+  CHECK(plan_of("Composer", "llm-foundry README 2023-05").attention_kernel == "FlashAttention-1");
+  CHECK(plan_of("Composer", "llm-foundry README 2023-08").attention_kernel == "FlashAttention-2");
+  // DeepSpeed's model code ran the core unfused before FlashAttention-2; a run naming XTuner is
+  // no older than XTuner's first release (2023-08), so its FlashAttention-2 holds.
+  CHECK_FALSE(plan_of("DeepSpeed ZeRO-2", "2022").flash_attention);
+  CHECK_FALSE(plan_of("DeepSpeed ZeRO-2", "").flash_attention);
+  CHECK(plan_of("DeepSpeed ZeRO-2", "2024-03").flash_attention);
+  CHECK(plan_of("XTuner (DeepSpeed)", "").attention_kernel == "FlashAttention-2");
+  row["recompute"] = "";
+  CHECK(plan_of("XTuner (DeepSpeed)", "").recompute == parallel::Recompute::kFull);
 }
 
 TEST_CASE("spelling: pure bf16 parameters keep bf16 optimizer states and plain SGD none") {
