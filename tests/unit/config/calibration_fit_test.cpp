@@ -153,6 +153,7 @@ TEST_CASE("grouped expert GEMMs: the dense fit is fast on small groups, the grou
     CHECK(r.fitted.grouped.memory_bps < 0.9 * r.fitted.memory.achievable_bps);
     CHECK(r.fitted.grouped.memory_bps > 0.3 * r.fitted.memory.achievable_bps);
     std::vector<double> dense_small, dense_large, grouped_small, grouped_large, held;
+    std::vector<double> grouped_small_signed;
     for (const auto& t : cal->gemm) {
       if (t.kernel != GemmKernel::kGrouped || t.derived) continue;
       for (const auto& pt : t.points) {
@@ -165,6 +166,7 @@ TEST_CASE("grouped expert GEMMs: the dense fit is fast on small groups, the grou
         const bool large = std::min({pt.m, pt.n, pt.k}) >= 2048;
         (large ? dense_large : dense_small).push_back(dense);
         (large ? grouped_large : grouped_small).push_back(std::fabs(grouped));
+        if (!large) grouped_small_signed.push_back(grouped);
       }
     }
     for (const auto& p : r.points) {
@@ -176,7 +178,10 @@ TEST_CASE("grouped expert GEMMs: the dense fit is fast on small groups, the grou
     for (double e : dense_large) abs_large.push_back(std::fabs(e));
     CHECK(median(abs_large) <= 0.10);
     CHECK(median(dense_small) < -0.10);  // the dense fit's time is shorter than measured
-    CHECK(median(grouped_small) <= 0.10);
+    // Unbiased on small groups (the dense fit: -13 % to -44 % by size and dtype), with a spread
+    // of about 10 % per point.
+    CHECK(std::fabs(median(grouped_small_signed)) <= 0.05);
+    CHECK(median(grouped_small) <= 0.12);
     CHECK(median(grouped_large) <= 0.10);
     REQUIRE(held.size() >= 30);
     CHECK(median(held) <= 0.12);
