@@ -27,8 +27,19 @@ const char* memory_pattern_name(MemoryPattern p) {
       return "norm_forward";
     case MemoryPattern::kNormForwardBackward:
       return "norm_forward_backward";
+    case MemoryPattern::kMoeGather: return "moe_gather";
+    case MemoryPattern::kMoeCombine: return "moe_combine";
+    case MemoryPattern::kMoeRouter: return "moe_router";
   }
   return "?";
+}
+
+bool is_moe_pattern(MemoryPattern p) {
+  return p == MemoryPattern::kMoeGather || p == MemoryPattern::kMoeCombine || p == MemoryPattern::kMoeRouter;
+}
+
+std::size_t moe_kernel(MemoryPattern p) {
+  return p == MemoryPattern::kMoeGather ? 0 : p == MemoryPattern::kMoeCombine ? 1 : 2;
 }
 
 bool is_norm_pattern(MemoryPattern p) {
@@ -41,6 +52,9 @@ double MemoryParams::bps(MemoryKernel kernel) const {
       return achievable_bps;
     case MemoryKernel::kNativeNormForward: return native_norm_fwd_bps;
     case MemoryKernel::kNativeNormBackward: return native_norm_bwd_bps;
+    case MemoryKernel::kMoeGather: return moe_gather_bps;
+    case MemoryKernel::kMoeCombine: return moe_combine_bps;
+    case MemoryKernel::kMoeRouter: return moe_router_bps;
   }
   return achievable_bps;
 }
@@ -53,6 +67,9 @@ double MemoryParams::predicted_bps(MemoryPattern pattern) const {
       // 5 passes in the time of the forward's 2 and the backward's 3.
       return 5.0 / (2.0 / bps(MemoryKernel::kNativeNormForward) +
                     3.0 / bps(MemoryKernel::kNativeNormBackward));
+    case MemoryPattern::kMoeGather: return bps(MemoryKernel::kMoeGather);
+    case MemoryPattern::kMoeCombine: return bps(MemoryKernel::kMoeCombine);
+    case MemoryPattern::kMoeRouter: return bps(MemoryKernel::kMoeRouter);
     case MemoryPattern::kLoadStore:
     case MemoryPattern::kLoad:
     case MemoryPattern::kStore:
@@ -82,6 +99,14 @@ const char* gemm_class_name(GemmClass c) {
     case GemmClass::k16Bit: return "bf16/fp16";
     case GemmClass::kFp8: return "fp8";
     case GemmClass::kFp32: return "fp32";
+  }
+  return "?";
+}
+
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::kDense: return "dense";
+    case GemmKernel::kGrouped: return "grouped";
   }
   return "?";
 }
@@ -124,6 +149,13 @@ GemmPrediction predict_gemm(const GemmParams& p, const GpuSpec& gpu, const std::
     out.memory_bound = true;
   }
   return out;
+}
+
+GemmPrediction predict_gemm(const FittedModel& f, const Calibration& cal, const GemmShape& shape) {
+  if (shape.grouped && f.grouped.fitted) {
+    return predict_gemm(f.grouped.gemm, cal.gpu, cal.gemm_tiles, f.grouped.memory_bps, shape);
+  }
+  return predict_gemm(f.gemm, cal.gpu, cal.gemm_tiles, f.memory.achievable_bps, shape);
 }
 
 namespace {
@@ -214,7 +246,7 @@ GemmPrediction CalibratedModel::gemm_detail(const GemmShape& shape) const {
                                 cal.gpu.name + " has no " + ir::dtype_name(shape.dtype) +
                                     " tensor cores (its datasheet peak is 0)"});
   }
-  return predict_gemm(fitted_.gemm, cal.gpu, cal.gemm_tiles, fitted_.memory.achievable_bps, shape);
+  return predict_gemm(fitted_, cal, shape);
 }
 
 Duration CalibratedModel::gemm(const GemmShape& shape) const {

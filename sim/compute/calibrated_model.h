@@ -92,14 +92,34 @@ struct MemoryParams {
   double native_norm_fwd_bps = 0;
   double native_norm_bwd_bps = 0;
   std::size_t native_norm_points = 0;
+  // Eager MoE permutation and router kernels (bytes/s over bench_moe.py's byte counts): the
+  // mean of their points; without points (moe_points 0) the streaming rate.
+  double moe_gather_bps = 0;
+  double moe_combine_bps = 0;
+  double moe_router_bps = 0;
+  std::size_t moe_points = 0;
 
   // The rate a kernel of `pattern` is modeled to reach (load_store, load and store: streaming).
   double predicted_bps(MemoryPattern pattern) const;
   double bps(MemoryKernel kernel) const;
 };
 
+// The grouped GEMM kernel (GemmKernel::kGrouped): the GEMM model's form with its own a, b, c and
+// its own HBM floor. A grouped GEMM of few rows per group is weight-streaming: every group
+// reads its expert's full weight matrix for a thin slab of tokens, in one or a few tiles per
+// SM, and the measured kernels reach well below the streaming kernels' bandwidth there
+// (torch._grouped_mm on the H100: 1.7 TB/s at 128 rows per group against 3.0 TB/s streaming).
+// `memory_bps` is fitted with the rest: the share of the streaming rate with the smallest
+// squared relative error, on a grid of 1 % steps.
+struct GroupedGemmParams {
+  GemmParams gemm;
+  double memory_bps = 0;
+  bool fitted = false;  // false: the GPU has no grouped points; grouped GEMMs use the dense fit
+};
+
 struct FittedModel {
   GemmParams gemm;
+  GroupedGemmParams grouped;
   std::vector<AttentionParams> attention;  // one per kernel with fit points
   MemoryParams memory;
   const AttentionParams* find_attention(const std::string& kernel) const;
@@ -131,6 +151,9 @@ struct GemmPrediction {
 GemmPrediction predict_gemm(const GemmParams& p, const GpuSpec& gpu,
                             const std::vector<GemmTile>& tiles, double memory_bps,
                             const GemmShape& shape);
+// A GEMM priced by the fitted model: a grouped shape by the grouped kernel's fit where there is
+// one, every other shape (and a grouped one without it) by the dense fit.
+GemmPrediction predict_gemm(const FittedModel& f, const Calibration& cal, const GemmShape& shape);
 double predict_attention(const AttentionParams& p, const AttentionShape& shape);
 // Forward+backward of one shape (shape.direction is ignored).
 double predict_attention_fwd_bwd(const AttentionParams& p, const AttentionShape& shape);

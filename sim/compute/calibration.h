@@ -40,9 +40,15 @@ struct GemmPoint {
   PointOrigin origin;
 };
 
+// The GEMM kernel a table measures: a plain (or batched) GEMM, or a grouped GEMM of equal groups
+// (the expert GEMMs of a mixture of experts; calibrated_model.h fits it apart).
+enum class GemmKernel { kDense, kGrouped };
+const char* gemm_kernel_name(GemmKernel k);  // "dense", "grouped"
+
 struct GemmTable {
   std::string name;
   TableRole role = TableRole::kFit;
+  GemmKernel kernel = GemmKernel::kDense;
   Provenance provenance;
   bool derived = false;  // points moved from another GPU generation: derived, not measured
   std::vector<GemmPoint> points;
@@ -80,7 +86,25 @@ struct AttentionTable {
 // The norm patterns are PyTorch's native LayerNorm (compute::MemoryKernel), its GB/s counted over
 // the op's streaming traffic: the forward reads x and writes y (2 passes of the activation), the
 // backward reads dy and x and writes dx (3 passes), forward+backward 5.
-enum class MemoryPattern { kLoadStore, kLoad, kStore, kNormForward, kNormForwardBackward };
+// The moe patterns are eager PyTorch's MoE token permutation kernels (compute::MemoryKernel), GB/s
+// over the bytes tools/calibrate/bench_moe.py counts: the dispatch gather (index_select) reads
+// each token once and writes its top-k copies, the combine (the routing weights' multiply, then
+// index_add_) reads and writes the weighted copies and read-modify-writes the output rows (5
+// passes of the copies), the router (softmax, then top-k over fp32 scores) 3 passes of the
+// scores.
+enum class MemoryPattern {
+  kLoadStore,
+  kLoad,
+  kStore,
+  kNormForward,
+  kNormForwardBackward,
+  kMoeGather,
+  kMoeCombine,
+  kMoeRouter
+};
+bool is_moe_pattern(MemoryPattern p);
+// 0, 1, 2 for the gather, combine and router patterns (the index of the kernel's own count).
+std::size_t moe_kernel(MemoryPattern p);
 bool is_norm_pattern(MemoryPattern p);
 const char* memory_pattern_name(MemoryPattern p);
 

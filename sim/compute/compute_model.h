@@ -15,6 +15,9 @@ struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t batch = 1;
   ir::Dtype dtype = ir::Dtype::kBf16;
+  // A grouped GEMM of `batch` equal groups (MoE expert GEMMs), priced by the grouped kernel's
+  // fit where the GPU has one, else as a batched GEMM.
+  bool grouped = false;
 
   Flops flops() const {
     return Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) *
@@ -52,7 +55,18 @@ struct AttentionShape {
 // the GPU's streaming rate. PyTorch's native LayerNorm (ATen, what eager PyTorch code runs)
 // reaches a lower rate, measured forward and forward+backward (calibration patterns
 // norm_forward and norm_forward_backward).
-enum class MemoryKernel { kStreaming, kNativeNormForward, kNativeNormBackward };
+// Eager PyTorch's MoE token permutation (Megatron-Core moe_utils permute/unpermute without
+// moe_permute_fusion; bench_moe.py): the gather of token copies into expert order (index_select),
+// the weighted scatter-add back (index_add_), and the router's softmax and top-k; measured far
+// below the streaming rate (calibration patterns moe_gather, moe_combine, moe_router).
+enum class MemoryKernel {
+  kStreaming,
+  kNativeNormForward,
+  kNativeNormBackward,
+  kMoeGather,
+  kMoeCombine,
+  kMoeRouter
+};
 
 class ComputeModel {
  public:

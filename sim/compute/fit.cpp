@@ -190,6 +190,38 @@ GemmParams fit_gemm(const Calibration& cal, const std::vector<GemmRow>& rows, do
   return best;
 }
 
+// The grouped kernel: the GEMM fit at each HBM floor `share` × the streaming rate, on a grid
+// of 5 % steps from 20 % to 100 %, then of 1 % steps around the best; the floor and parameters
+// with the smallest squared relative error win (the floor enters the model through a max, so
+// it is searched, not solved).
+GroupedGemmParams fit_grouped_gemm(const Calibration& cal, const std::vector<GemmRow>& rows,
+                                   double streaming_bps) {
+  GroupedGemmParams best;
+  double best_obj = std::numeric_limits<double>::infinity();
+  const auto consider = [&](int percent) {
+    const double bps = streaming_bps * percent / 100.0;
+    const GemmParams p = fit_gemm(cal, rows, bps);
+    const double obj = gemm_objective(p, cal, bps, rows);
+    if (obj < best_obj) {
+      best_obj = obj;
+      best = GroupedGemmParams{p, bps, true};
+    }
+    return obj;
+  };
+  int best_percent = 100;
+  double coarse_best = std::numeric_limits<double>::infinity();
+  for (int percent = 20; percent <= 100; percent += 5) {
+    if (const double obj = consider(percent); obj < coarse_best) {
+      coarse_best = obj;
+      best_percent = percent;
+    }
+  }
+  for (int percent = std::max(20, best_percent - 4); percent <= std::min(100, best_percent + 4); ++percent) {
+    if (percent != best_percent) consider(percent);
+  }
+  return best;
+}
+
 // --- attention ------------------------------------------------------------------------------
 
 struct AttentionRow {
@@ -333,10 +365,16 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
   {
     double sum = 0, fwd_sum = 0, full_sum = 0;
     std::size_t n = 0, n_fwd = 0, n_full = 0, index = 0;
+    // Eager MoE kernels: gather, combine, router (MemoryKernel order from kMoeGather).
+    std::array<double, 3> moe_sum{};
+    std::array<std::size_t, 3> moe_n{}, moe_index{};
     for (const auto& t : cal.memory) {
       if (t.role != TableRole::kFit) continue;
       for (const auto& pt : t.points) {
-        if (is_held_out(index++, options.holdout_every)) continue;
+        // The eager MoE kernels count their held-out points per kernel (their tables cycle
+        // through the three kernels, and a shared count would hold out all of one).
+        std::size_t& counter = is_moe_pattern(pt.pattern) ? moe_index[moe_kernel(pt.pattern)] : index;
+        if (is_held_out(counter++, options.holdout_every)) continue;
         if (pt.pattern == MemoryPattern::kLoadStore) {
           sum += pt.gbps * 1e9;
           ++n;
@@ -346,12 +384,25 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
         } else if (pt.pattern == MemoryPattern::kNormForwardBackward) {
           full_sum += pt.gbps * 1e9;
           ++n_full;
+        } else if (is_moe_pattern(pt.pattern)) {
+          const std::size_t k = moe_kernel(pt.pattern);
+          moe_sum[k] += pt.gbps * 1e9;
+          ++moe_n[k];
         }
       }
     }
     if (n == 0) fit_error(cal, "memory", "no load_store memory point to set the achievable HBM bandwidth");
     out.memory.achievable_bps = sum / static_cast<double>(n);
     out.memory.num_points = n;
+    // Each eager MoE kernel at the mean of its points (the least-squares rate, as above), or
+    // at the streaming rate without points.
+    const auto moe_rate = [&](std::size_t k) {
+      return moe_n[k] > 0 ? moe_sum[k] / static_cast<double>(moe_n[k]) : out.memory.achievable_bps;
+    };
+    out.memory.moe_gather_bps = moe_rate(0);
+    out.memory.moe_combine_bps = moe_rate(1);
+    out.memory.moe_router_bps = moe_rate(2);
+    out.memory.moe_points = moe_n[0] + moe_n[1] + moe_n[2];
     if ((n_fwd == 0) != (n_full == 0)) {
       fit_error(cal, "memory",
                 "native LayerNorm points need both norm_forward and norm_forward_backward");
@@ -373,22 +424,27 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
     }
   }
 
-  // GEMM.
+  // GEMM: the dense kernel, and the grouped kernel where the file has grouped points (each
+  // family counts its own held-out points).
   {
-    std::vector<GemmRow> rows;
-    std::size_t index = 0;
+    std::array<std::vector<GemmRow>, 2> rows;
+    std::array<std::size_t, 2> index{};
     for (const auto& t : cal.gemm) {
       if (t.role != TableRole::kFit) continue;
+      const auto kind = static_cast<std::size_t>(t.kernel);
       for (const auto& pt : t.points) {
-        if (is_held_out(index++, options.holdout_every)) continue;
+        if (is_held_out(index[kind]++, options.holdout_every)) continue;
         GemmRow r;
         r.shape = GemmShape{pt.m, pt.n, pt.k, pt.batch, pt.dtype};
         r.measured_s = r.shape.flops().value() / (pt.tflops * 1e12);
-        rows.push_back(r);
+        rows[kind].push_back(r);
       }
     }
-    if (rows.empty()) fit_error(cal, "gemm", "no GEMM fit point");
-    out.gemm = fit_gemm(cal, rows, out.memory.achievable_bps);
+    const auto& dense = rows[static_cast<std::size_t>(GemmKernel::kDense)];
+    if (dense.empty()) fit_error(cal, "gemm", "no GEMM fit point");
+    out.gemm = fit_gemm(cal, dense, out.memory.achievable_bps);
+    const auto& grouped = rows[static_cast<std::size_t>(GemmKernel::kGrouped)];
+    if (!grouped.empty()) out.grouped = fit_grouped_gemm(cal, grouped, out.memory.achievable_bps);
   }
 
   if (cal.launch_overhead) {

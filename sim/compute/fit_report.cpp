@@ -2,6 +2,7 @@
 #include "sim/compute/fit_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -24,7 +25,7 @@ std::string origin_of(const PointOrigin& o) {
 }
 
 double gemm_seconds(const Calibration& cal, const FittedModel& f, const GemmShape& s) {
-  return predict_gemm(f.gemm, cal.gpu, cal.gemm_tiles, f.memory.achievable_bps, s).seconds;
+  return predict_gemm(f, cal, s).seconds;
 }
 
 double attention_seconds(const AttentionParams& p, const AttentionPoint& pt) {
@@ -43,14 +44,17 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
   std::optional<FittedModel> partial;
   if (holdout_every > 0) partial = fit(cal, FitOptions{holdout_every});
 
-  // GEMM
-  std::size_t index = 0;
+  // GEMM (a grouped table's points priced by the grouped kernel's fit, with its own family and
+  // held-out count; without grouped fit points, by the dense fit)
+  std::array<std::size_t, 2> gemm_index{};
   for (const auto& t : cal.gemm) {
+    const bool grouped = t.kernel == GemmKernel::kGrouped;
     for (const auto& pt : t.points) {
-      const GemmShape s{pt.m, pt.n, pt.k, pt.batch, pt.dtype};
+      GemmShape s{pt.m, pt.n, pt.k, pt.batch, pt.dtype};
+      s.grouped = grouped;
       const double measured_s = s.flops().value() / (pt.tflops * 1e12);
       PointError e;
-      e.family = std::string("gemm ") + gemm_class_name(gemm_class(pt.dtype));
+      e.family = std::string(grouped ? "gemm grouped " : "gemm ") + gemm_class_name(gemm_class(pt.dtype));
       e.table = t.name;
       e.derived = t.derived;
       e.label = std::to_string(pt.m) + "x" + std::to_string(pt.n) + "x" + std::to_string(pt.k) +
@@ -60,7 +64,7 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       e.check = t.role == TableRole::kCheck;
       e.fitted_error = gemm_seconds(cal, r.fitted, s) / measured_s - 1.0;
       if (!e.check) {
-        e.held_out = is_held_out(index++, holdout_every);
+        e.held_out = is_held_out(gemm_index[static_cast<std::size_t>(t.kernel)]++, holdout_every);
         if (e.held_out) e.held_out_error = gemm_seconds(cal, *partial, s) / measured_s - 1.0;
       }
       r.points.push_back(e);
@@ -96,7 +100,8 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
 
   // Memory: the model predicts load+store streaming kernels and the native LayerNorm; load-only
   // and store-only points are listed as checks.
-  index = 0;
+  std::size_t index = 0;
+  std::array<std::size_t, 3> moe_index{};  // per eager MoE kernel, as fit() counts them
   for (const auto& t : cal.memory) {
     for (const auto& pt : t.points) {
       PointError e;
@@ -107,11 +112,13 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       e.origin = origin_of(pt.origin);
       e.measured = pt.gbps;
       e.check = t.role == TableRole::kCheck ||
-                (pt.pattern != MemoryPattern::kLoadStore && !is_norm_pattern(pt.pattern));
+                (pt.pattern != MemoryPattern::kLoadStore && !is_norm_pattern(pt.pattern) &&
+                 !is_moe_pattern(pt.pattern));
       // time ∝ 1/bandwidth, so predicted/measured time = measured/predicted bandwidth.
       e.fitted_error = pt.gbps * 1e9 / r.fitted.memory.predicted_bps(pt.pattern) - 1.0;
       if (t.role == TableRole::kFit) {
-        e.held_out = is_held_out(index++, holdout_every) && !e.check;
+        std::size_t& counter = is_moe_pattern(pt.pattern) ? moe_index[moe_kernel(pt.pattern)] : index;
+        e.held_out = is_held_out(counter++, holdout_every) && !e.check;
         if (e.held_out)
           e.held_out_error = pt.gbps * 1e9 / partial->memory.predicted_bps(pt.pattern) - 1.0;
       }

@@ -130,6 +130,13 @@ void convert_gemm(const sch::Calibration& m, const Checker& root, Calibration& c
     c.non_empty(t.has_name(), t.name(), "name");
     table.name = t.name();
     table.role = parse_role(t.has_role(), t.role(), c).value_or(compute::TableRole::kFit);
+    if (t.has_kernel()) {
+      if (t.kernel() == "grouped") {
+        table.kernel = compute::GemmKernel::kGrouped;
+      } else if (t.kernel() != "dense") {
+        c.fail("kernel", "unknown GEMM kernel '" + t.kernel() + "' (known: dense, grouped)");
+      }
+    }
     table.provenance = convert_provenance(t.has_provenance(), t.provenance(), c);
     if (t.point_size() == 0) c.fail("point", "a table needs at least one point");
     for (int j = 0; j < t.point_size(); ++j) {
@@ -247,6 +254,9 @@ std::optional<compute::MemoryPattern> parse_pattern(const std::string& s) {
   if (s == "store") return compute::MemoryPattern::kStore;
   if (s == "norm_forward") return compute::MemoryPattern::kNormForward;
   if (s == "norm_forward_backward") return compute::MemoryPattern::kNormForwardBackward;
+  if (s == "moe_gather") return compute::MemoryPattern::kMoeGather;
+  if (s == "moe_combine") return compute::MemoryPattern::kMoeCombine;
+  if (s == "moe_router") return compute::MemoryPattern::kMoeRouter;
   return std::nullopt;
 }
 
@@ -272,7 +282,7 @@ void convert_memory(const sch::Calibration& m, const Checker& root, Calibration&
         } else {
           pc.fail("pattern",
                   "unknown pattern '" + p.pattern() +
-                      "' (known: load_store, load, store, norm_forward, norm_forward_backward)");
+                      "' (known: load_store, load, store, norm_forward, norm_forward_backward, moe_gather, moe_combine, moe_router)");
         }
       }
       // Streaming kernels can slightly exceed the spec (H100 PCIe store-only: 100.8%), never by 10%.
@@ -483,7 +493,7 @@ class Resolver {
           compute::Provenance prov = with_note(t.provenance);
           if (!ceiling.empty())
             prov.notes += "; peak ratio times published ceiling ratio, " + ceiling_note;
-          compute::GemmTable nt{t.name + suffix, t.role, prov, derived, {}};
+          compute::GemmTable nt{t.name + suffix, t.role, t.kernel, prov, derived, {}};
           for (auto pt : t.points) {
             if (!only.empty() && only.count(pt.dtype) == 0) continue;
             if (!cal.gpu.supports(pt.dtype)) continue;

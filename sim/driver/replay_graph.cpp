@@ -344,7 +344,7 @@ class Importer {
     std::string key;
     for (const auto& op : ops) {
       key += std::to_string(static_cast<int>(op.kind)) + ":" + std::to_string(static_cast<int>(op.dtype)) +
-             (op.backward ? "b" : "f") + ":" + std::to_string(op.gemm.m) + "," + std::to_string(op.gemm.n) + "," +
+             (op.backward ? "b" : "f") + (op.grouped ? "g" : "") + ":" + std::to_string(op.gemm.m) + "," + std::to_string(op.gemm.n) + "," +
              std::to_string(op.gemm.k) + "," + std::to_string(op.gemm.batch) + "," + std::to_string(op.attn.batch) +
              "," + std::to_string(op.attn.heads) + "," + std::to_string(op.attn.kv_heads) + "," +
              std::to_string(op.attn.seq_q) + "," + std::to_string(op.attn.seq_kv) + "," +

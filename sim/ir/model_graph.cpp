@@ -175,6 +175,7 @@ void grouped_linear(std::vector<Op>& ops, const char* name, std::int64_t groups,
     Op& op = ops[i];
     if (op.kind == OpKind::kGemm) {
       op.gemm.batch = groups;
+      op.grouped = true;
       op.flops = op.flops * static_cast<double>(groups);
     } else {
       op.moved = Bytes(op.moved.count() * groups);
@@ -207,9 +208,21 @@ MoeOps build_moe(const ModelSpec& model, const LayerShape& s, const MoeShape& e)
   // the score function and top-k over tokens × experts (4-byte reads and writes).
   Op router = gemm("router", tokens, moe.num_experts, h, Dtype::kBf16);
   r.push_back(router);
-  r.push_back(memory("router_topk", 2 * tokens * moe.num_experts, 2 * tokens * moe.top_k));
+  // Eager PyTorch (--elementwise eager; Megatron-Core without moe_permute_fusion) runs the
+  // score function, top-k, permutation and unpermutation as separate ATen kernels that reach far
+  // below the streaming rate; they are priced at their measured rates over the byte counts of
+  // those measurements (tools/calibrate/bench_moe.py: router 3 passes of fp32 scores, combine 5
+  // passes of the copies). Fused (Transformer Engine's moe_permute and the fused router, which
+  // the Megatron-Bridge recipes enable) they stream.
+  const bool eager = s.eager_elementwise;
+  Op topk = eager ? streaming("router_topk", Bytes(12 * tokens * moe.num_experts))
+                  : memory("router_topk", 2 * tokens * moe.num_experts, 2 * tokens * moe.top_k);
+  if (eager) topk.eager_moe = EagerMoeKernel::kRouterTopk;
+  r.push_back(topk);
   // Permutation: gathers each token's copies into expert order.
-  r.push_back(memory("permute", tokens * h, routed * h));
+  Op permute = memory("permute", tokens * h, routed * h);
+  if (eager) permute.eager_moe = EagerMoeKernel::kGather;
+  r.push_back(permute);
   if (moe.shared_experts > 0) {
     auto& sh = out.shared.forward;
     const std::int64_t f = moe.shared_experts * moe.shared_ffn_hidden;
@@ -232,9 +245,23 @@ MoeOps build_moe(const ModelSpec& model, const LayerShape& s, const MoeShape& e)
   auto& u = out.unpermute.forward;
   // Unpermutation with the routing weights: reads every copy, writes each token once; then the
   // residual add.
-  u.push_back(memory("unpermute", routed * h, tokens * h));
+  Op unpermute = eager ? streaming("unpermute", Bytes(5 * routed * h * kActBytes))
+                       : memory("unpermute", routed * h, tokens * h);
+  if (eager) unpermute.eager_moe = EagerMoeKernel::kScatterAdd;
+  u.push_back(unpermute);
   u.push_back(memory("residual", 2 * tokens * h, tokens * h));
   for (Block* b : {&out.router, &out.shared, &out.experts, &out.unpermute}) b->backward = backward_of(b->forward);
+  // Autograd's backward of a gather is a scatter-add and the other way round (index_select's
+  // backward is index_add_; the weighted index_add_'s is a gather of the output gradient rows).
+  for (Block* b : {&out.router, &out.unpermute}) {
+    for (Op& op : b->backward) {
+      if (op.eager_moe == EagerMoeKernel::kGather) {
+        op.eager_moe = EagerMoeKernel::kScatterAdd;
+      } else if (op.eager_moe == EagerMoeKernel::kScatterAdd) {
+        op.eager_moe = EagerMoeKernel::kGather;
+      }
+    }
+  }
   return out;
 }
 

@@ -12,6 +12,10 @@ namespace ts::ir {
 
 enum class OpKind { kGemm, kAttention, kMemoryBound };
 
+// Eager MoE permutation kernels: the gather of token copies (index_select), the weighted
+// scatter-add (index_add_), the router's softmax and top-k.
+enum class EagerMoeKernel : std::uint8_t { kNone, kGather, kScatterAdd, kRouterTopk };
+
 // Y[m,n] = X[m,k] · W[k,n], `batch` independent products.
 struct GemmDims {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -36,9 +40,16 @@ struct Op {
   // kMemoryBound: a LayerNorm run by PyTorch's native kernel (eager PyTorch code), which
   // reaches a lower, measured share of the streaming rate (compute::MemoryKernel).
   bool native_norm = false;
+  // kMemoryBound: one of eager PyTorch's MoE token permutation kernels (Megatron-Core's
+  // permute/unpermute without moe_permute_fusion), priced at its measured rate
+  // (compute::MemoryKernel); kNone: a streaming kernel.
+  EagerMoeKernel eager_moe = EagerMoeKernel::kNone;
   // A backward GEMM that computes a weight gradient (dW = Xᵀ·dY), not an input gradient: the
   // work zero-bubble schedules run apart from the rest of the backward.
   bool weight_grad = false;
+  // kGemm: a grouped GEMM of gemm.batch equal groups (MoE expert GEMMs: Megatron-Core
+  // GroupedMLP, TE GroupedLinear), priced by the grouped kernel's calibration.
+  bool grouped = false;
   Flops flops;         // arithmetic of this op (GEMM and attention; 0 for memory-bound ops)
 };
 

@@ -23,7 +23,7 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
   for (const auto& op : ops) {
     switch (op.kind) {
       case ir::OpKind::kGemm:
-        total += model.gemm({op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.dtype});
+        total += model.gemm({op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.batch, op.dtype, op.grouped});
         break;
       case ir::OpKind::kAttention: {
         compute::AttentionShape a;
@@ -43,9 +43,15 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
       }
       case ir::OpKind::kMemoryBound: {
         using compute::MemoryKernel;
-        const MemoryKernel kernel = !op.native_norm ? MemoryKernel::kStreaming
-                                    : op.backward   ? MemoryKernel::kNativeNormBackward
-                                                    : MemoryKernel::kNativeNormForward;
+        MemoryKernel kernel = !op.native_norm ? MemoryKernel::kStreaming
+                              : op.backward   ? MemoryKernel::kNativeNormBackward
+                                              : MemoryKernel::kNativeNormForward;
+        switch (op.eager_moe) {
+          case ir::EagerMoeKernel::kNone: break;
+          case ir::EagerMoeKernel::kGather: kernel = MemoryKernel::kMoeGather; break;
+          case ir::EagerMoeKernel::kScatterAdd: kernel = MemoryKernel::kMoeCombine; break;
+          case ir::EagerMoeKernel::kRouterTopk: kernel = MemoryKernel::kMoeRouter; break;
+        }
         total += model.memory_bound(op.moved, kernel);
         break;
       }

@@ -9,7 +9,9 @@ G equal groups (local experts of one expert-parallel rank) of M tokens each:
   wgrad     dW_g[K, N] = X_g^T[K, M] dY_g[M, N] (2-D x 2-D, offsets along the contraction)
 for the expert MLP's up (gate+up fused, N = 2 x expert FFN width, K = hidden) and down
 (N = hidden, K = expert FFN width) projections. TFLOP/s = 2 M N K G / time. Written as `gemm`
-tables with `batch: G` and role "check": equal groups do the work of G independent products.
+tables with `batch: G` and `kernel: "grouped"`: equal groups do the work of G independent
+products, and the simulator fits the grouped kernel apart from the dense GEMMs (its own a, b, c
+and HBM floor) for the MoE expert GEMMs.
 
 Expert shapes (Hugging Face config.json of each model): DeepSeek-V3 and Kimi-K2 hidden 7168,
 moe_intermediate_size 2048; Qwen3-235B-A22B 4096 / 1536; Qwen3-30B-A3B 2048 / 768; GPT-OSS-120B
@@ -17,8 +19,9 @@ moe_intermediate_size 2048; Qwen3-235B-A22B 4096 / 1536; Qwen3-30B-A3B 2048 / 76
 
 Token permutation (memory-bound, bf16 rows of `hidden`): dispatch gather (index_select of T x
 top-k rows), combine (index_add_ of the weighted expert outputs back to T rows) and the router
-(fp32 logits [T, E], softmax + top-k). Written as a `memory` table with role "check", GB/s over
-the algorithmic bytes.
+(fp32 logits [T, E], softmax + top-k). Written as a `memory` table with the patterns moe_gather,
+moe_combine and moe_router, GB/s over the algorithmic bytes: the rates at which the simulator
+prices eager (unfused) permutation.
 
 Usage: bench_moe.py [--quick] [--budget-s 240] [--out FILE]
 """
@@ -173,18 +176,18 @@ def permutation_points(quick):
             gather = common.time_kernel(lambda: torch.index_select(x, 0, idx), graph=True)
             # each source row is read once from HBM (its top-k copies hit L2), each copy written once
             pts.append((label, "dispatch gather (index_select) %d tokens top-%d" % (tokens, topk),
-                        "load_store", (moved + moved // topk) / gather))
+                        "moe_gather", (moved + moved // topk) / gather))
             y = torch.randn(tokens * topk, hidden, device=dev, dtype=dt)
             w = torch.rand(tokens * topk, 1, device=dev, dtype=dt)
             out = torch.zeros(tokens, hidden, device=dev, dtype=dt)
             combine = common.time_kernel(lambda: out.index_add_(0, idx, y * w), graph=True)
             # reads y and w-scaled copy (write + read), read-modify-write of the output rows
             pts.append((label, "combine (weighted index_add_) %d tokens top-%d" % (tokens, topk),
-                        "load_store", (3 * moved + 2 * moved) / combine))
+                        "moe_combine", (3 * moved + 2 * moved) / combine))
             logits = torch.randn(tokens, experts, device=dev, dtype=torch.float32)
             router = common.time_kernel(lambda: torch.topk(torch.softmax(logits, -1), topk, -1), graph=True)
             pts.append((label, "router softmax+top-%d %d tokens %d experts" % (topk, tokens, experts),
-                        "load_store", 3 * tokens * experts * 4 / router))
+                        "moe_router", 3 * tokens * experts * 4 / router))
             del x, idx, y, w, out, logits
             common.free_memory()
     return pts
@@ -198,7 +201,7 @@ def run(quick=False, budget_s=240.0, fp8=True):
     pts = grouped_points(quick, deadline)
     if pts:
         lines += ["gemm {", "  name: " + common.quote("grouped expert GEMMs bf16 (torch._grouped_mm)"),
-                  "  role: \"check\""]
+                  "  kernel: \"grouped\""]
         lines += common.provenance(2, common.this_source(__file__), method,
                                    "batch = experts per rank (equal groups); m, n, k of one group's product")
         lines += pts + ["}"]
@@ -206,15 +209,14 @@ def run(quick=False, budget_s=240.0, fp8=True):
         pts = fp8_points(quick, deadline + budget_s / 2)
         if pts:
             lines += ["gemm {", "  name: " + common.quote("grouped expert GEMMs fp8 (torch._scaled_grouped_mm)"),
-                      "  role: \"check\""]
+                      "  kernel: \"grouped\""]
             lines += common.provenance(2, common.this_source(__file__), method.replace(
                 "torch._grouped_mm (bf16 out)", "torch._scaled_grouped_mm (e4m3, row-wise unit scales, bf16 out)"),
                 "forward only; batch = experts per rank (equal groups)")
             lines += pts + ["}"]
     perm = permutation_points(quick)
     if perm:
-        lines += ["memory {", "  name: " + common.quote("MoE token permutation and router (eager PyTorch)"),
-                  "  role: \"check\""]
+        lines += ["memory {", "  name: " + common.quote("MoE token permutation and router (eager PyTorch)")]
         lines += common.provenance(2, common.this_source(__file__), common.TIMING_METHOD + common.GRAPH_METHOD,
                                    "GB/s over algorithmic bytes (the gather counts each source row once: its "
                                    "top-k copies hit L2); the combine counts the weighting multiply's write and read")

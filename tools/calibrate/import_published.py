@@ -780,9 +780,8 @@ def measured_tables(gpu):
         text = open(path).read()
         text = re.sub(r"^launch_overhead \{.*?^\}\n", "", text, flags=re.S | re.M)
         out[family] = text.rstrip().splitlines()
-    # bench_moe.py's grouped expert GEMMs and token permutation: role "check" tables, compared
-    # with the dense fit (the fit report's error on them is how far expert GEMMs priced from the
-    # dense fit can be off), never fitted.
+    # bench_moe.py's grouped expert GEMMs (`kernel: "grouped"` tables: the grouped kernel's own
+    # fit, used for MoE expert GEMMs) and token permutation and router kernels.
     path = os.path.join(MEASURED_DIR, gpu, "moe.textproto")
     if os.path.exists(path):
         text = open(path).read()

@@ -152,6 +152,22 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
                 g.inv_efficiency[c], 100.0 / g.inv_efficiency[c], g.fitted[c] ? "" : "  (no points: bf16 value)");
   }
   std::printf("  b = %.3f us per wave of 128x128 tiles, c = %.3f us\n", g.fill_s * 1e6, g.fixed_s * 1e6);
+  const auto& gg = r.fitted.grouped;
+  if (gg.fitted) {
+    std::printf("GEMM grouped (MoE experts)  same form, own a, b, c and B_grouped, %zu points\n",
+                gg.gemm.num_points);
+    for (std::size_t c = 0; c < compute::kNumGemmClasses; ++c) {
+      if (!gg.gemm.fitted[c]) continue;
+      std::printf("  a[%s] = %.4f (%.1f%% of peak)\n",
+                  compute::gemm_class_name(static_cast<compute::GemmClass>(c)), gg.gemm.inv_efficiency[c],
+                  100.0 / gg.gemm.inv_efficiency[c]);
+    }
+    std::printf("  b = %.3f us per wave of 128x128 tiles, c = %.3f us, B_grouped = %.1f GB/s (%.0f%% of B_hbm)\n",
+                gg.gemm.fill_s * 1e6, gg.gemm.fixed_s * 1e6, gg.memory_bps * 1e-9,
+                100 * gg.memory_bps / r.fitted.memory.achievable_bps);
+  } else {
+    std::printf("GEMM grouped (MoE experts): no grouped points, priced by the dense fit\n");
+  }
   std::printf("memory  B_hbm = %.1f GB/s (%.1f%% of %.0f), launch %.3f us (%s)\n",
               r.fitted.memory.achievable_bps * 1e-9,
               100 * r.fitted.memory.achievable_bps / cal.gpu.memory_bandwidth.bytes_per_s(),

@@ -138,29 +138,92 @@ TEST_CASE("GEMM model against DeepGEMM's batched (grouped) FP8 GEMMs on H800, no
   CHECK(n == 4);
 }
 
-// Grouped expert GEMMs measured with tools/calibrate/bench_moe.py (torch._grouped_mm, bf16) on
-// the H100 and the H200, compared with the dense fit and not fitted. Groups of at least 2,048
-// rows (every dimension >= 2048) run as the dense fit predicts; smaller groups (128-1,536 tokens
-// per expert) run slower than it predicts (memory-bound tiles that cannot fill the GPU), which
-// is what expert GEMMs priced from the dense fit leave out.
-TEST_CASE("grouped expert GEMMs: large groups within 10% of the dense fit, small ones slower") {
+// Grouped expert GEMMs measured with tools/calibrate/bench_moe.py (torch._grouped_mm bf16,
+// torch._scaled_grouped_mm fp8) on the H100 and the H200. Priced by the dense fit, groups of at
+// least 2,048 rows (every dimension >= 2048) run as it predicts, smaller groups (128-1,536
+// tokens per expert) slower than it predicts (memory-bound tiles that cannot pull the
+// streaming bandwidth). The grouped kernel's own fit (its a, b, c and HBM floor) follows both.
+TEST_CASE("grouped expert GEMMs: the dense fit is fast on small groups, the grouped fit is not") {
+  for (const char* gpu : {"H100-SXM5-80GB", "H200-SXM-141GB"}) {
+    INFO(gpu);
+    const auto cal = config::load_calibration(gpu);
+    const auto r = evaluate_fit(*cal, kHoldoutEvery);
+    REQUIRE(r.fitted.grouped.fitted);
+    // The grouped floor sits below the streaming rate (the mechanism), not at an extreme.
+    CHECK(r.fitted.grouped.memory_bps < 0.9 * r.fitted.memory.achievable_bps);
+    CHECK(r.fitted.grouped.memory_bps > 0.3 * r.fitted.memory.achievable_bps);
+    std::vector<double> dense_small, dense_large, grouped_small, grouped_large, held;
+    std::vector<double> grouped_small_signed;
+    for (const auto& t : cal->gemm) {
+      if (t.kernel != GemmKernel::kGrouped || t.derived) continue;
+      for (const auto& pt : t.points) {
+        GemmShape s{pt.m, pt.n, pt.k, pt.batch, pt.dtype};
+        const double measured_s = s.flops().value() / (pt.tflops * 1e12);
+        const double dense = predict_gemm(r.fitted.gemm, cal->gpu, cal->gemm_tiles,
+                                          r.fitted.memory.achievable_bps, s).seconds / measured_s - 1.0;
+        s.grouped = true;
+        const double grouped = predict_gemm(r.fitted, *cal, s).seconds / measured_s - 1.0;
+        const bool large = std::min({pt.m, pt.n, pt.k}) >= 2048;
+        (large ? dense_large : dense_small).push_back(dense);
+        (large ? grouped_large : grouped_small).push_back(std::fabs(grouped));
+        if (!large) grouped_small_signed.push_back(grouped);
+      }
+    }
+    for (const auto& p : r.points) {
+      if (p.family.rfind("gemm grouped", 0) == 0 && p.held_out) held.push_back(std::fabs(p.held_out_error));
+    }
+    REQUIRE(dense_large.size() >= 50);
+    REQUIRE(dense_small.size() >= 50);
+    std::vector<double> abs_large;
+    for (double e : dense_large) abs_large.push_back(std::fabs(e));
+    CHECK(median(abs_large) <= 0.10);
+    CHECK(median(dense_small) < -0.10);  // the dense fit's time is shorter than measured
+    // Unbiased on small groups (the dense fit: -13 % to -44 % by size and dtype), with a spread
+    // of about 10 % per point.
+    CHECK(std::fabs(median(grouped_small_signed)) <= 0.05);
+    CHECK(median(grouped_small) <= 0.12);
+    CHECK(median(grouped_large) <= 0.10);
+    REQUIRE(held.size() >= 30);
+    CHECK(median(held) <= 0.12);
+  }
+}
+
+// A GPU without grouped measurements prices grouped GEMMs by the dense fit (A100); Blackwell
+// takes the H100's grouped points as derived (its imports move every GEMM table).
+TEST_CASE("grouped GEMMs without grouped points use the dense fit; Blackwell derives them") {
+  const auto a100 = config::load_calibration("A100-SXM4-80GB");
+  const FittedModel fa = fit(*a100);
+  CHECK_FALSE(fa.grouped.fitted);
+  GemmShape s{256, 1536, 4096, 16, ir::Dtype::kBf16};
+  const double dense = predict_gemm(fa, *a100, s).seconds;
+  s.grouped = true;
+  CHECK(predict_gemm(fa, *a100, s).seconds == dense);
+  const auto b200 = config::load_calibration("B200-SXM-180GB");
+  const FittedModel fb = fit(*b200);
+  CHECK(fb.grouped.fitted);
+  bool derived = false;
+  for (const auto& t : b200->gemm) derived = derived || (t.kernel == GemmKernel::kGrouped && t.derived);
+  CHECK(derived);
+}
+
+// Eager MoE permutation kernels (bench_moe.py; index_select, index_add_, softmax + top-k) run far
+// below the streaming rate; their fitted rates are the means of their points.
+TEST_CASE("eager MoE permutation and router rates sit below the streaming rate") {
   for (const char* gpu : {"H100-SXM5-80GB", "H200-SXM-141GB"}) {
     INFO(gpu);
     const auto r = evaluate_fit(*config::load_calibration(gpu), kHoldoutEvery);
-    std::vector<double> large;
-    std::vector<double> small;
+    const auto& m = r.fitted.memory;
+    CHECK(m.moe_points >= 24);
+    CHECK(m.moe_gather_bps < m.achievable_bps);
+    CHECK(m.moe_combine_bps < 0.5 * m.achievable_bps);
+    CHECK(m.moe_router_bps < 0.15 * m.achievable_bps);
     for (const auto& p : r.points) {
-      if (!p.check || p.table.find("torch._grouped_mm") == std::string::npos) continue;
-      long long m = 0, n = 0, k = 0;
-      REQUIRE(std::sscanf(p.label.c_str(), "%lldx%lldx%lld", &m, &n, &k) == 3);
-      (std::min({m, n, k}) >= 2048 ? large : small).push_back(p.fitted_error);
+      if (p.family.rfind("memory moe_", 0) == 0) {
+        INFO(p.label);
+        CHECK_FALSE(p.check);
+        CHECK(std::fabs(p.fitted_error) <= 0.20);
+      }
     }
-    REQUIRE(large.size() >= 50);
-    REQUIRE(small.size() >= 50);
-    std::vector<double> abs_large;
-    for (double e : large) abs_large.push_back(std::fabs(e));
-    CHECK(median(abs_large) <= 0.10);
-    CHECK(median(small) < -0.05);  // predicted time shorter than measured
   }
 }
 

@@ -297,6 +297,7 @@ TEST_CASE("every problem of a calibration file is reported at once, with line an
   replace("  provenance { source: \"s\" date: \"d\" software: \"w\" method: \"m\" }\n  point { m: 1024",
           "  provenance { source: \"s\" software: \"w\" method: \"m\" }\n  point { m: 1024");  // line 13
   replace("name: \"a\" kernel: \"k\"", "name: \"a\" kernel: \"k\" colour: \"red\"");          // line 22
+  replace("  name: \"t\"\n", "  name: \"t\" kernel: \"ragged\"\n");                      // line 12
   const auto path = dir.write("BAD.textproto", text);
   const auto ds = diagnostics_of([&] { load_calibration(path); });
   INFO(test::dump(ds));
@@ -312,6 +313,8 @@ TEST_CASE("every problem of a calibration file is reported at once, with line an
   CHECK(d->line == 13);
   REQUIRE((d = find_field(ds, "attention.colour")) != nullptr);
   CHECK(d->line == 22);
+  REQUIRE((d = find_field(ds, "gemm[0].kernel")) != nullptr);
+  CHECK(d->message.find("known: dense, grouped") != std::string::npos);
   for (const auto& x : ds) CHECK(ends_with(x.file, "BAD.textproto"));
 }
 

@@ -331,3 +331,69 @@ TEST_CASE("eager elementwise ops: RMSNorm, rotary and SwiGLU move what PyTorch's
   // A Llama layer's eager RMSNorm is the op-by-op composition above, streaming.
   for (const auto& op : eager.attention.forward) CHECK_FALSE(op.native_norm);
 }
+
+namespace {
+
+// Qwen3-30B-A3B's MoE block (HF config.json: hidden 2048, 128 experts of 768, top-8).
+ModelSpec qwen3_moe() {
+  ModelSpec m = llama3_8b();
+  m.name = "qwen3-30b-a3b";
+  m.hidden = 2048;
+  m.num_heads = 32;
+  m.num_kv_heads = 4;
+  m.moe = MoeSpec{128, 8, 768, 0, 0, 0, RouterScore::kSoftmax, 0, 0};
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("MoE expert GEMMs are grouped in forward, dgrad and wgrad; nothing else is") {
+  LayerShape s;
+  s.micro_batch = 1;
+  s.seq = 4096;
+  s.full_seq = 4096;
+  const MoeOps ops = build_moe(qwen3_moe(), s, MoeShape{8, 1, 1.0});
+  int grouped = 0;
+  for (const auto& op : ops.experts.forward) grouped += op.grouped ? 1 : 0;
+  for (const auto& op : ops.experts.backward) grouped += op.grouped ? 1 : 0;
+  CHECK(grouped == 6);  // gate_up and down: forward, dgrad, wgrad each
+  for (const Block* b : {&ops.router, &ops.shared, &ops.unpermute}) {
+    for (const auto& op : b->forward) CHECK_FALSE(op.grouped);
+  }
+  // 4096 tokens · top-8 over 16 local experts: 2048 rows each; the wgrad contracts over them.
+  for (const auto& op : ops.experts.backward) {
+    if (op.kind == OpKind::kGemm && op.weight_grad) CHECK(op.gemm.k == 2048);
+  }
+}
+
+TEST_CASE("eager MoE permutation: measured kernels with bench_moe.py's byte counts") {
+  LayerShape s;
+  s.micro_batch = 1;
+  s.seq = 4096;
+  s.full_seq = 4096;
+  const auto find = [](const std::vector<Op>& ops, const std::string& name) {
+    for (const auto& op : ops) {
+      if (name == op.name) return op;
+    }
+    FAIL("no op " << name);
+    return Op{};
+  };
+  const MoeOps fused = build_moe(qwen3_moe(), s, MoeShape{8, 1, 1.0});
+  CHECK(find(fused.router.forward, "permute").eager_moe == EagerMoeKernel::kNone);
+  CHECK(find(fused.unpermute.forward, "unpermute").eager_moe == EagerMoeKernel::kNone);
+  s.eager_elementwise = true;
+  const MoeOps eager = build_moe(qwen3_moe(), s, MoeShape{8, 1, 1.0});
+  const std::int64_t t = 4096, h = 2048, k = 8, e = 128;
+  const Op topk = find(eager.router.forward, "router_topk");
+  CHECK(topk.eager_moe == EagerMoeKernel::kRouterTopk);
+  CHECK(topk.moved.count() == 3 * t * e * 4);  // fp32 scores: read, softmax write, top-k read
+  const Op permute = find(eager.router.forward, "permute");
+  CHECK(permute.eager_moe == EagerMoeKernel::kGather);
+  CHECK(permute.moved.count() == (t + t * k) * h * 2);  // each token read once, copies written
+  const Op unpermute = find(eager.unpermute.forward, "unpermute");
+  CHECK(unpermute.eager_moe == EagerMoeKernel::kScatterAdd);
+  CHECK(unpermute.moved.count() == 5 * t * k * h * 2);
+  // The backward of the gather scatters, and the other way round.
+  CHECK(find(eager.router.backward, "permute").eager_moe == EagerMoeKernel::kScatterAdd);
+  CHECK(find(eager.unpermute.backward, "unpermute").eager_moe == EagerMoeKernel::kGather);
+}
