@@ -40,8 +40,9 @@
 // chunk, so that a layer without recompute is among them; one more again, an MoE one, for a
 // mixture of experts whose first layers are dense: sample_model): neither the pipeline nor data
 // parallelism changes a layer's kernels, which depend on the micro-batch shape alone (tp, cp,
-// ep, etp, sequence parallelism, recompute, micro-batch, sequence, precision, kernels). tests/unit/driver/sweep_prune_test.cpp checks the bound against the
-// replay of every plan of several sweeps.
+// ep, etp, sequence parallelism, recompute, micro-batch, sequence, precision, kernels).
+// tests/unit/driver/sweep_prune_test.cpp checks the bound against the replay of every plan of
+// several sweeps.
 #include "sim/driver/plan_bound.h"
 
 #include <algorithm>
@@ -86,8 +87,8 @@ parallel::ParallelPlan sample_plan(const parallel::ParallelPlan& plan) {
 ir::ModelSpec sample_model(const ir::ModelSpec& full, const parallel::ParallelPlan& plan) {
   ir::ModelSpec model = full;
   const std::int64_t keep = plan.recompute_layers > 0 ? plan.recompute_layers + 1 : 2;
-  const bool mixed = model.moe && model.moe->dense_layers > 0 &&
-                     model.moe->dense_layers < model.num_layers;
+  const bool mixed =
+      model.moe && model.moe->dense_layers > 0 && model.moe->dense_layers < model.num_layers;
   if (mixed && model.num_layers > keep) {
     // Layers 0 … keep − 1 dense (keep − 1 without recompute), layer keep a mixture of experts.
     model.num_layers = keep + 1;

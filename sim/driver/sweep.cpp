@@ -110,7 +110,8 @@ class ReasonCounter {
   }
   // Adds the groups of `other`, counted after this one's (its first examples come later).
   void merge(const ReasonCounter& other) {
-    for (const RejectReason& r : other.reasons_) reasons_[group(r.rule, r.example)].count += r.count;
+    for (const RejectReason& r : other.reasons_)
+      reasons_[group(r.rule, r.example)].count += r.count;
   }
   std::vector<RejectReason> sorted() const {
     auto out = reasons_;
