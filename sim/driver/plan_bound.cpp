@@ -34,18 +34,21 @@
 // layers, embedding and head, the slowdown of compute under communication, idle time of d
 // beyond the fill and drain, and the difference between a layer's or micro-batch's compute and
 // the least one (f, b and c are minima over the layers and micro-batches of a lowered sample).
-// The sample: the plan with pp = 1 and dp = 1 (ZeRO off) over 3 micro-batches (the first and
-// last may differ: FP8 weight casts, gradient hooks) and a model cut to 2 layers (or one more
-// than the recomputed layers of a chunk, so that a layer without recompute is among them):
-// neither the pipeline nor data parallelism changes a layer's kernels, which depend on the
-// micro-batch shape alone (tp, cp, sequence parallelism, recompute, micro-batch, sequence,
-// precision, kernels). tests/unit/driver/sweep_prune_test.cpp checks the bound against the
-// replay of every plan of several sweeps.
+// The sample: the plan with pp = 1 and dp = 1 (ZeRO off; with experts, the fewest data-parallel
+// ranks that hold ep·etp) over 3 micro-batches (the first and last may differ: FP8 weight casts,
+// gradient hooks) and a model cut to 2 layers (or one more than the recomputed layers of a
+// chunk, so that a layer without recompute is among them; one more again, an MoE one, for a
+// mixture of experts whose first layers are dense: sample_model): neither the pipeline nor data
+// parallelism changes a layer's kernels, which depend on the micro-batch shape alone (tp, cp,
+// ep, etp, sequence parallelism, recompute, micro-batch, sequence, precision, kernels).
+// tests/unit/driver/sweep_prune_test.cpp checks the bound against the replay of every plan of
+// several sweeps.
 #include "sim/driver/plan_bound.h"
 
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <numeric>
 #include <optional>
 
 #include "sim/driver/simulate.h"
@@ -67,11 +70,33 @@ parallel::ParallelPlan sample_plan(const parallel::ParallelPlan& plan) {
   s.pp_layers.clear();
   s.pp_layout.clear();
   s.schedule = parallel::Schedule::k1F1B;
-  s.dp = 1;
+  // The fewest data-parallel ranks that hold the expert grid (ep·etp must divide tp·cp·dp): 1
+  // for a dense model; data parallelism changes no layer's kernels, only gradient reductions.
+  s.dp = plan.ep * plan.etp / std::gcd(plan.tp * plan.cp, plan.ep * plan.etp);
   s.zero_stage = 0;
   s.zero_shard_group = 0;
-  s.global_batch = kSampleMicroBatches * s.micro_batch;
+  s.global_batch = kSampleMicroBatches * s.micro_batch * s.dp;
   return s;
+}
+
+// The model cut to the layers the sample lowers: 2 (or one more than the recomputed layers of a
+// chunk, so that a layer without recompute is among them). A mixture of experts whose first
+// layers keep a dense MLP (DeepSeek-V3, Kimi-K2) keeps one layer more, a dense one and an MoE
+// one past the recomputed layers: the least layer is then no more than the least of either kind
+// (recompute only adds work), whichever kinds a stage of the real plan holds.
+ir::ModelSpec sample_model(const ir::ModelSpec& full, const parallel::ParallelPlan& plan) {
+  ir::ModelSpec model = full;
+  const std::int64_t keep = plan.recompute_layers > 0 ? plan.recompute_layers + 1 : 2;
+  const bool mixed =
+      model.moe && model.moe->dense_layers > 0 && model.moe->dense_layers < model.num_layers;
+  if (mixed && model.num_layers > keep) {
+    // Layers 0 … keep − 1 dense (keep − 1 without recompute), layer keep a mixture of experts.
+    model.num_layers = keep + 1;
+    model.moe->dense_layers = keep;
+  } else {
+    model.num_layers = std::min(model.num_layers, keep);
+  }
+  return model;
 }
 
 std::uint64_t hash_plan(const parallel::ParallelPlan& p) {
@@ -126,9 +151,7 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   for (const auto& [p, c] : bucket) {
     if (p == sample) return c[variant];
   }
-  ir::ModelSpec model = scenario_.model;
-  const std::int64_t keep = plan.recompute_layers > 0 ? plan.recompute_layers + 1 : 2;
-  model.num_layers = std::min(model.num_layers, keep);
+  const ir::ModelSpec model = sample_model(scenario_.model, plan);
   parallel::LoweringOptions lo;  // memory sizes do not change the kernels
   const parallel::TaskGraph g = parallel::lower(model, sample, lo);
   const compute::ComputeModel& cm = resources_.compute(scenario_.cluster.gpu, sample);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "sim/driver/sweep_csv.h"
 
@@ -88,9 +89,29 @@ std::string rule_of(const Diagnostic& d) {
 class ReasonCounter {
  public:
   void add(const std::string& rule, const std::string& example) {
-    auto [it, inserted] = index_.try_emplace(rule, reasons_.size());
-    if (inserted) reasons_.push_back(RejectReason{rule, 0, example});
+    ++reasons_[group(rule, example)].count;
+  }
+  // A diagnostic of check_plan. Its group is found by its field and message: millions of
+  // rejected combinations repeat a few thousand messages, and grouping each anew (rule_of,
+  // Diagnostic::to_string) took most of the enumeration's time.
+  void add(const Diagnostic& d) {
+    key_.assign(d.file);
+    key_ += '\n';
+    key_ += std::to_string(d.line);
+    key_ += '\n';
+    key_ += d.field;
+    key_ += '\n';
+    key_ += d.message;
+    auto it = by_message_.find(key_);
+    if (it == by_message_.end()) {
+      it = by_message_.emplace(key_, group(rule_of(d), d.to_string())).first;
+    }
     ++reasons_[it->second].count;
+  }
+  // Adds the groups of `other`, counted after this one's (its first examples come later).
+  void merge(const ReasonCounter& other) {
+    for (const RejectReason& r : other.reasons_)
+      reasons_[group(r.rule, r.example)].count += r.count;
   }
   std::vector<RejectReason> sorted() const {
     auto out = reasons_;
@@ -100,7 +121,15 @@ class ReasonCounter {
   }
 
  private:
+  // The index of the group of `rule`, made with `example` if new.
+  std::size_t group(const std::string& rule, const std::string& example) {
+    auto [it, inserted] = index_.try_emplace(rule, reasons_.size());
+    if (inserted) reasons_.push_back(RejectReason{rule, 0, example});
+    return it->second;
+  }
   std::map<std::string, std::size_t> index_;
+  std::unordered_map<std::string, std::size_t> by_message_;  // whole diagnostic → group
+  std::string key_;
   std::vector<RejectReason> reasons_;
 };
 
@@ -156,7 +185,7 @@ EndStageCosts end_stage_costs(const ir::ModelSpec& model, const compute::GpuSpec
           block_seconds(ir::build_lm_head(model, shape)) / per_layer};
 }
 
-Enumeration enumerate_plans(const SweepSpec& spec) {
+Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
   const std::int64_t n = spec.num_gpus;
   if (n <= 0) bad_flag("--gpus", "must be > 0 (got " + std::to_string(n) + ")");
   const auto& ax = spec.axes;
@@ -244,19 +273,26 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
     return out;
   };
 
-  Enumeration en;
-  ReasonCounter reasons;
-  const auto reject = [&](const std::string& rule, const std::string& example) {
-    ++en.rejected;
-    reasons.add(rule, example);
+  // The plans of one tensor-parallel degree, with their counts and rejections: the degrees are
+  // enumerated on `threads` threads and joined in order, which gives the sequential result.
+  struct Part {
+    Enumeration en;
+    ReasonCounter reasons;
   };
   const std::int64_t layers = spec.model.num_layers;
-  parallel::ParallelPlan p = spec.base;
-  for (const auto tp : tps) {
+  const auto enumerate_tp = [&](const std::int64_t tp, Part& part) {
+    Enumeration& en = part.en;
+    ReasonCounter& reasons = part.reasons;
+    const auto reject = [&](const std::string& rule, const std::string& example) {
+      ++en.rejected;
+      reasons.add(rule, example);
+    };
+    parallel::ParallelPlan p = spec.base;
     for (const auto pp : pps) {
       for (const auto cp : cps) {
         std::int64_t mp = 0;
-        if (__builtin_mul_overflow(tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) || n % mp != 0) {
+        if (__builtin_mul_overflow(tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) ||
+            n % mp != 0) {
           ++en.combinations;
           reject("--gpus: tp·pp·cp must divide the number of GPUs",
                  "tp·pp·cp = " + std::to_string(tp) + "·" + std::to_string(pp) + "·" +
@@ -313,53 +349,56 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
                       for (const auto recompute : recomputes) {
                         for (const auto cp_algo : cp_algos) {
                           for (const auto mst : msts) {
-                          for (const auto ep : eps) {
-                          for (const auto etp : etps) {
-                            ++en.combinations;
-                            // Axes without effect on this plan take their first value only.
-                            if ((dp == 1 && zero != zeros.front()) || same_group || same_split ||
-                                (tp == 1 && sp != sps.front()) ||
-                                (cp == 1 && cp_algo != cp_algos.front()) ||
-                                (!spec.model.moe && (ep != eps.front() || etp != etps.front()))) {
-                              ++en.equivalent;
-                              continue;
+                            for (const auto ep : eps) {
+                              for (const auto etp : etps) {
+                                ++en.combinations;
+                                // Axes without effect on this plan take their first value only.
+                                if ((dp == 1 && zero != zeros.front()) || same_group ||
+                                    same_split || (tp == 1 && sp != sps.front()) ||
+                                    (cp == 1 && cp_algo != cp_algos.front()) ||
+                                    (!spec.model.moe &&
+                                     (ep != eps.front() || etp != etps.front()))) {
+                                  ++en.equivalent;
+                                  continue;
+                                }
+                                p.ep = ep;
+                                p.etp = etp;
+                                p.tp = tp;
+                                p.pp = pp;
+                                p.cp = cp;
+                                p.dp = dp;
+                                p.micro_batch = mb;
+                                p.global_batch = batch;
+                                p.schedule = schedule;
+                                p.vpp = vpp;
+                                if (!stage_split) {
+                                  reject(
+                                      "--pp-split: a balanced split needs a layer per pipeline "
+                                      "stage",
+                                      std::to_string(stages) + " stages for " +
+                                          std::to_string(layers) + " layers");
+                                  continue;
+                                }
+                                p.pp_layers = *stage_split;
+                                p.zero_stage = zero;
+                                p.zero_shard_group = group;
+                                p.sequence_parallel = sp;
+                                // TP overlap pipelines sequence parallelism's collectives: plans
+                                // without them run as they are.
+                                p.tp_comm_overlap = spec.base.tp_comm_overlap && sp && tp > 1;
+                                p.recompute = recompute;
+                                p.cp_algo = cp_algo;
+                                p.mst_chunks = mst;
+                                const auto diags =
+                                    config::check_plan(p, spec.model, spec.cluster, n);
+                                if (diags.empty()) {
+                                  en.plans.push_back(p);
+                                  continue;
+                                }
+                                ++en.rejected;
+                                for (const auto& d : diags) reasons.add(d);
+                              }
                             }
-                            p.ep = ep;
-                            p.etp = etp;
-                            p.tp = tp;
-                            p.pp = pp;
-                            p.cp = cp;
-                            p.dp = dp;
-                            p.micro_batch = mb;
-                            p.global_batch = batch;
-                            p.schedule = schedule;
-                            p.vpp = vpp;
-                            if (!stage_split) {
-                              reject(
-                                  "--pp-split: a balanced split needs a layer per pipeline stage",
-                                  std::to_string(stages) + " stages for " + std::to_string(layers) +
-                                      " layers");
-                              continue;
-                            }
-                            p.pp_layers = *stage_split;
-                            p.zero_stage = zero;
-                            p.zero_shard_group = group;
-                            p.sequence_parallel = sp;
-                            // TP overlap pipelines sequence parallelism's collectives: plans
-                            // without them run as they are.
-                            p.tp_comm_overlap = spec.base.tp_comm_overlap && sp && tp > 1;
-                            p.recompute = recompute;
-                            p.cp_algo = cp_algo;
-                            p.mst_chunks = mst;
-                            const auto diags = config::check_plan(p, spec.model, spec.cluster, n);
-                            if (diags.empty()) {
-                              en.plans.push_back(p);
-                              continue;
-                            }
-                            ++en.rejected;
-                            for (const auto& d : diags) reasons.add(rule_of(d), d.to_string());
-                          }
-                          }
                           }
                         }
                       }
@@ -372,6 +411,40 @@ Enumeration enumerate_plans(const SweepSpec& spec) {
         }
       }
     }
+  };
+  std::vector<Part> parts(tps.size());
+  const std::size_t workers =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), tps.size());
+  if (workers <= 1) {
+    for (std::size_t i = 0; i < tps.size(); ++i) enumerate_tp(tps[i], parts[i]);
+  } else {
+    std::atomic<std::size_t> next{0};
+    std::vector<std::exception_ptr> errors(workers);
+    std::vector<std::thread> pool;
+    for (std::size_t w = 0; w < workers; ++w) {
+      pool.emplace_back([&, w] {
+        try {
+          for (std::size_t i = next.fetch_add(1); i < tps.size(); i = next.fetch_add(1))
+            enumerate_tp(tps[i], parts[i]);
+        } catch (...) {
+          errors[w] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : pool) t.join();
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+  }
+  Enumeration en;
+  ReasonCounter reasons;
+  for (Part& part : parts) {
+    en.combinations += part.en.combinations;
+    en.equivalent += part.en.equivalent;
+    en.rejected += part.en.rejected;
+    en.plans.insert(en.plans.end(), std::make_move_iterator(part.en.plans.begin()),
+                    std::make_move_iterator(part.en.plans.end()));
+    reasons.merge(part.reasons);
   }
   en.reasons = reasons.sorted();
   return en;
@@ -440,7 +513,11 @@ struct Slot {
 
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   SweepOutcome out;
-  if (!options.enumeration) out.enumeration = enumerate_plans(spec);
+  if (!options.enumeration) {
+    out.enumeration = enumerate_plans(
+        spec, options.threads > 0 ? options.threads
+                                  : static_cast<int>(std::thread::hardware_concurrency()));
+  }
   const auto& plans = options.enumeration ? options.enumeration->plans : out.enumeration.plans;
   const auto total = static_cast<std::int64_t>(plans.size());
   if (options.shard.count < 1 || options.shard.index < 0 || options.shard.index >= options.shard.count) {

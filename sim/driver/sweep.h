@@ -104,7 +104,8 @@ struct Enumeration {
 // (with vpp), pp_split, zero, zero_shard_group, sequence_parallel, recompute, cp_algo,
 // mst_chunks, outermost first, each list in ascending order. Throws InputError (naming the flag)
 // for an empty enumerated list or a non-positive value.
-Enumeration enumerate_plans(const SweepSpec& spec);
+// `threads` > 1 enumerates the tensor-parallel degrees on that many threads (the same result).
+Enumeration enumerate_plans(const SweepSpec& spec, int threads = 1);
 
 // Every divisor of n, ascending.
 std::vector<std::int64_t> divisors(std::int64_t n);

@@ -24,13 +24,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, std::size_t k) {
   SweepOutcome all;
-  all.enumeration = enumerate_plans(spec);
-  const auto& plans = all.enumeration.plans;
-  PruneStats prune;
-  const auto t0 = std::chrono::steady_clock::now();
   int threads = options.threads > 0
                     ? options.threads
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  all.enumeration = enumerate_plans(spec, threads);
+  const auto& plans = all.enumeration.plans;
+  PruneStats prune;
+  const auto t0 = std::chrono::steady_clock::now();
   auto cache =
       options.compute_cache ? options.compute_cache : std::make_shared<config::ComputeModelCache>();
   // An unknown attention kernel is the user's error, reported once (InputError).

@@ -166,17 +166,39 @@ class Costs {
       r.routing = {comm.dispatch.experts, comm.dispatch.top_k, comm.dispatch.expert_groups, comm.dispatch.group_limit};
       // The request lists this communicator first, then every other group of the same kind
       // (a communicator without parallel axes, e.g. from an imported trace, runs alone).
-      r.groups.push_back(comm.ranks);
+      std::vector<std::vector<std::int32_t>>* groups = nullptr;
+      std::ptrdiff_t at = -1;  // the communicator's place among `groups`
       if (comm.axes != 0) {
-        auto groups = concurrent_groups_.find(comm.axes);
-        if (groups == concurrent_groups_.end()) {
-          groups = concurrent_groups_.emplace(comm.axes, layout_.all_groups(comm.axes)).first;
+        auto it = concurrent_groups_.find(comm.axes);
+        if (it == concurrent_groups_.end()) {
+          it = concurrent_groups_.emplace(comm.axes, layout_.all_groups(comm.axes)).first;
         }
-        for (const auto& other : groups->second) {
-          if (other != comm.ranks) r.groups.push_back(other);
-        }
+        groups = &it->second;
+        const auto found = std::find(groups->begin(), groups->end(), comm.ranks);
+        if (found != groups->end()) at = found - groups->begin();
       }
-      cost = network_.collective(r);
+      if (at >= 0) {
+        // The groups lent to the request without copying them, the communicator's moved to the
+        // front (the others keep their order), and given back in their order.
+        const auto first = groups->begin();
+        std::rotate(first, first + at, first + at + 1);
+        r.groups = std::move(*groups);
+        try {
+          cost = network_.collective(r);
+        } catch (...) {
+          *groups = std::move(r.groups);
+          std::rotate(groups->begin(), groups->begin() + 1, groups->begin() + at + 1);
+          throw;
+        }
+        *groups = std::move(r.groups);
+        std::rotate(groups->begin(), groups->begin() + 1, groups->begin() + at + 1);
+      } else {
+        r.groups.push_back(comm.ranks);
+        if (groups != nullptr) {
+          for (const auto& other : *groups) r.groups.push_back(other);
+        }
+        cost = network_.collective(r);
+      }
     }
     if (keyed) cache_->add(std::move(key), cost);
     return add_cost(task, ids, cost);

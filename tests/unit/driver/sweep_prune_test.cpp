@@ -58,6 +58,22 @@ std::vector<driver::SweepSpec> specs() {
     s.axes.zero = {1};
     out.push_back(s);
   }
+  {
+    // A mixture of experts whose first 2 layers keep a dense MLP four times as wide as the
+    // experts' total (Qwen3-30B-A3B cut to 6 layers, with dense layers added as DeepSeek-V3 and
+    // Kimi-K2 have): a dense layer costs more than an MoE one, so a bound sampling the first
+    // layers only would exceed the replay of the stages holding MoE layers.
+    auto s = make("qwen3-30b-a3b", "dgx-h100", 16, 32, 2048);
+    s.model.num_layers = 6;
+    s.model.ffn_hidden *= 4;
+    s.model.moe->dense_layers = 2;
+    s.axes.tp = {1, 2};
+    s.axes.cp = {1};
+    s.axes.ep = {1, 2, 4};
+    s.axes.zero = {1};
+    s.axes.micro_batch = {1, 2};
+    out.push_back(s);
+  }
   return out;
 }
 
