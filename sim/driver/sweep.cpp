@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -183,6 +184,34 @@ EndStageCosts end_stage_costs(const ir::ModelSpec& model, const compute::GpuSpec
   if (!(per_layer > 0)) return {};
   return {block_seconds(ir::build_embedding(model, shape)) / per_layer,
           block_seconds(ir::build_lm_head(model, shape)) / per_layer};
+}
+
+int sweep_threads(int requested) {
+  if (requested > 0) return requested;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void run_workers(int workers, const std::function<void(int)>& body) {
+  if (workers <= 1) {
+    body(0);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(workers));
+  for (int w = 0; w < workers; ++w) {
+    pool.emplace_back([&, w] {
+      try {
+        body(w);
+      } catch (...) {
+        errors[static_cast<std::size_t>(w)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
@@ -413,29 +442,13 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
     }
   };
   std::vector<Part> parts(tps.size());
-  const std::size_t workers =
-      std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), tps.size());
-  if (workers <= 1) {
-    for (std::size_t i = 0; i < tps.size(); ++i) enumerate_tp(tps[i], parts[i]);
-  } else {
-    std::atomic<std::size_t> next{0};
-    std::vector<std::exception_ptr> errors(workers);
-    std::vector<std::thread> pool;
-    for (std::size_t w = 0; w < workers; ++w) {
-      pool.emplace_back([&, w] {
-        try {
-          for (std::size_t i = next.fetch_add(1); i < tps.size(); i = next.fetch_add(1))
-            enumerate_tp(tps[i], parts[i]);
-        } catch (...) {
-          errors[w] = std::current_exception();
-        }
-      });
-    }
-    for (auto& t : pool) t.join();
-    for (const auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
-  }
+  std::atomic<std::size_t> next{0};
+  run_workers(static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)),
+                                                     tps.size())),
+              [&](int) {
+                for (std::size_t i = next.fetch_add(1); i < tps.size(); i = next.fetch_add(1))
+                  enumerate_tp(tps[i], parts[i]);
+              });
   Enumeration en;
   ReasonCounter reasons;
   for (Part& part : parts) {
@@ -513,11 +526,7 @@ struct Slot {
 
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   SweepOutcome out;
-  if (!options.enumeration) {
-    out.enumeration = enumerate_plans(
-        spec, options.threads > 0 ? options.threads
-                                  : static_cast<int>(std::thread::hardware_concurrency()));
-  }
+  if (!options.enumeration) out.enumeration = enumerate_plans(spec, sweep_threads(options.threads));
   const auto& plans = options.enumeration ? options.enumeration->plans : out.enumeration.plans;
   const auto total = static_cast<std::int64_t>(plans.size());
   if (options.shard.count < 1 || options.shard.index < 0 || options.shard.index >= options.shard.count) {
@@ -561,8 +570,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     }
   }
 
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = sweep_threads(options.threads);
   threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), std::max<std::size_t>(jobs, 1)));
   out.stats.threads = threads;
   auto cache = options.compute_cache ? options.compute_cache

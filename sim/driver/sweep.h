@@ -107,6 +107,12 @@ struct Enumeration {
 // `threads` > 1 enumerates the tensor-parallel degrees on that many threads (the same result).
 Enumeration enumerate_plans(const SweepSpec& spec, int threads = 1);
 
+// The worker threads of a sweep: `requested` when positive, else one per core (at least one).
+int sweep_threads(int requested);
+// Runs body(0) … body(workers − 1), each on its own thread (inline for one worker), waits for
+// all, and rethrows the exception of the lowest-numbered worker that threw.
+void run_workers(int workers, const std::function<void(int)>& body);
+
 // Every divisor of n, ascending.
 std::vector<std::int64_t> divisors(std::int64_t n);
 

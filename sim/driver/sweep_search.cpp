@@ -4,7 +4,6 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
-#include <thread>
 
 #include "sim/driver/plan_bound.h"
 #include "sim/driver/sweep.h"
@@ -24,9 +23,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, std::size_t k) {
   SweepOutcome all;
-  int threads = options.threads > 0
-                    ? options.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = sweep_threads(options.threads);
   all.enumeration = enumerate_plans(spec, threads);
   const auto& plans = all.enumeration.plans;
   PruneStats prune;
@@ -39,33 +36,21 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
   // Bounds, each thread over every threads-th plan with its own bounder.
   std::vector<PlanBound> bounds(plans.size());
   {
-    std::vector<std::thread> pool;
     std::vector<std::int64_t> shapes(static_cast<std::size_t>(threads), 0);
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
+    run_workers(threads, [&](int t) {
+      PlanBounder bounder(spec.model, spec.cluster, spec.num_gpus, cache);
+      for (std::size_t i = static_cast<std::size_t>(t); i < plans.size();
+           i += static_cast<std::size_t>(threads)) {
         try {
-          PlanBounder bounder(spec.model, spec.cluster, spec.num_gpus, cache);
-          for (std::size_t i = static_cast<std::size_t>(t); i < plans.size();
-               i += static_cast<std::size_t>(threads)) {
-            try {
-              bounds[i] = bounder.bound(plans[i]);
-            } catch (const std::exception&) {
-              // No bound: the plan is simulated, and its row says what went wrong, as in an
-              // exhaustive sweep.
-              bounds[i].tokens_per_s = std::numeric_limits<double>::infinity();
-            }
-          }
-          shapes[static_cast<std::size_t>(t)] = static_cast<std::int64_t>(bounder.shapes());
-        } catch (...) {
-          errors[static_cast<std::size_t>(t)] = std::current_exception();
+          bounds[i] = bounder.bound(plans[i]);
+        } catch (const std::exception&) {
+          // No bound: the plan is simulated, and its row says what went wrong, as in an
+          // exhaustive sweep.
+          bounds[i].tokens_per_s = std::numeric_limits<double>::infinity();
         }
-      });
-    }
-    for (auto& t : pool) t.join();
-    for (const auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
+      }
+      shapes[static_cast<std::size_t>(t)] = static_cast<std::int64_t>(bounder.shapes());
+    });
     prune.shapes = *std::max_element(shapes.begin(), shapes.end());
   }
   prune.bound_wall_s = seconds_since(t0);
