@@ -134,6 +134,15 @@ bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw) {
   });
 }
 
+// Whether a framework the row names ran the attention core unfused at the row's date (its
+// profile's or an era's attention "unfused").
+namespace {
+bool names_unfused_core(const RowFrameworks& fw) {
+  return fw.gives(config::FrameworkSetting::kAttention,
+                  [](const parallel::ParallelPlan& v) { return !v.flash_attention; });
+}
+}  // namespace
+
 // Whether the run used a fused attention kernel. A row that names one (framework, precision or
 // notes: FlashAttention, SDPA, cuDNN, Transformer Engine) did; otherwise it did unless a framework
 // it names ran the core unfused at the row's date (attention "unfused" in the profile or one of
@@ -148,9 +157,7 @@ bool flash_attention(const PublishedRun& r, const RowFrameworks& fw) {
       R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
   if (std::regex_search(to_lower(r.framework + " " + r.precision), kNoFlash)) return false;
   if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
-  return te_attention(r) ||
-         !fw.gives(config::FrameworkSetting::kAttention,
-                   [](const parallel::ParallelPlan& v) { return !v.flash_attention; });
+  return te_attention(r) || !names_unfused_core(fw);
 }
 
 // Pure 16-bit training: the model's parameters themselves are bf16 (Lightning's "bf16-true" /
@@ -212,9 +219,7 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   if (te_attention(r)) return "";
   // The kernel of the named frameworks: the GPU's default (Transformer Engine's) before a named
   // kernel, unless one of them runs the core unfused (its "default" is then another code path's).
-  const bool unfused = fw.gives(config::FrameworkSetting::kAttention,
-                                [](const parallel::ParallelPlan& v) { return !v.flash_attention; });
-  if (!unfused &&
+  if (!names_unfused_core(fw) &&
       fw.gives(config::FrameworkSetting::kAttention, [](const parallel::ParallelPlan& v) {
         return v.flash_attention && v.attention_kernel.empty();
       })) {
