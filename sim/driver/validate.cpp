@@ -346,6 +346,8 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
       sharded.plan.zero_stage = stage;
       std::vector<std::string> extra;
       apply_gradient_reduction(row, sharded.plan, extra);
+      // The row's overrides still come last (map_run applied them to parts).
+      for (const auto& o : row.overrides) o.apply(sharded.plan, sharded.cluster.cluster);
       Choice again = search(m, sharded, resources, extra);
       if (!again.attempt || again.oom) continue;
       if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {
