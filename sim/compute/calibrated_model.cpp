@@ -84,8 +84,9 @@ GemmClass gemm_class(ir::Dtype d) {
     case ir::Dtype::kFp16: return GemmClass::k16Bit;
     case ir::Dtype::kFp8: return GemmClass::kFp8;
     case ir::Dtype::kFp32: return GemmClass::kFp32;
-    // No MXFP8 or NVFP4 GEMM is measured in the sources: they take the FP8 fit's efficiency at
-    // their own peak (the same tensor-core pipeline; an assumption, not a measurement).
+    // No MXFP8 or NVFP4 GEMM table is in the sources: they take the FP8 fit's efficiency at
+    // their own peak (the same tensor-core pipeline), times the calibration's block-scaled
+    // ratio where one harness measured the format beside FP8 (Calibration::block_scaled_gemm).
     case ir::Dtype::kMxfp8:
       return GemmClass::kFp8;
     case ir::Dtype::kNvfp4:
@@ -126,13 +127,14 @@ const AttentionParams* FittedModel::find_attention(const std::string& kernel) co
 }
 
 GemmPrediction predict_gemm(const GemmParams& p, const GpuSpec& gpu, const std::vector<GemmTile>& tiles,
-                            double memory_bps, const GemmShape& shape) {
+                            double memory_bps, const GemmShape& shape, double efficiency_ratio) {
   SIM_ASSERT(shape.m >= 0 && shape.n >= 0 && shape.k >= 0 && shape.batch >= 0, "negative GEMM dimension");
   GemmPrediction out;
   if (shape.m == 0 || shape.n == 0 || shape.k == 0 || shape.batch == 0) return out;
   const double peak = gpu.peak(shape.dtype).per_s();
   SIM_ASSERT(peak > 0, gpu.name + " has no " + ir::dtype_name(shape.dtype) + " peak");
-  const double a = p.inv_efficiency[static_cast<std::size_t>(gemm_class(shape.dtype))];
+  SIM_ASSERT(efficiency_ratio > 0, "non-positive GEMM efficiency ratio");
+  const double a = p.inv_efficiency[static_cast<std::size_t>(gemm_class(shape.dtype))] / efficiency_ratio;
   out.seconds = std::numeric_limits<double>::infinity();
   for (const auto& tile : tiles) {
     const auto f = detail::gemm_features(shape, tile, gpu.num_sms, peak);
@@ -152,10 +154,12 @@ GemmPrediction predict_gemm(const GemmParams& p, const GpuSpec& gpu, const std::
 }
 
 GemmPrediction predict_gemm(const FittedModel& f, const Calibration& cal, const GemmShape& shape) {
+  const auto bs = cal.block_scaled_gemm.find(shape.dtype);
+  const double ratio = bs == cal.block_scaled_gemm.end() ? 1.0 : bs->second.ratio;
   if (shape.grouped && f.grouped.fitted) {
-    return predict_gemm(f.grouped.gemm, cal.gpu, cal.gemm_tiles, f.grouped.memory_bps, shape);
+    return predict_gemm(f.grouped.gemm, cal.gpu, cal.gemm_tiles, f.grouped.memory_bps, shape, ratio);
   }
-  return predict_gemm(f.gemm, cal.gpu, cal.gemm_tiles, f.memory.achievable_bps, shape);
+  return predict_gemm(f.gemm, cal.gpu, cal.gemm_tiles, f.memory.achievable_bps, shape, ratio);
 }
 
 namespace {

@@ -148,11 +148,14 @@ struct GemmPrediction {
   std::int64_t waves = 0;
   bool memory_bound = false;
 };
+// `efficiency_ratio` multiplies the class's efficiency (divides its `a`): a block-scaled format's
+// efficiency over the fp8 fit's (Calibration::block_scaled_gemm), 1 otherwise.
 GemmPrediction predict_gemm(const GemmParams& p, const GpuSpec& gpu,
                             const std::vector<GemmTile>& tiles, double memory_bps,
-                            const GemmShape& shape);
+                            const GemmShape& shape, double efficiency_ratio = 1.0);
 // A GEMM priced by the fitted model: a grouped shape by the grouped kernel's fit where there is
-// one, every other shape (and a grouped one without it) by the dense fit.
+// one, every other shape (and a grouped one without it) by the dense fit; mxfp8/nvfp4 at the
+// calibration's block-scaled ratio.
 GemmPrediction predict_gemm(const FittedModel& f, const Calibration& cal, const GemmShape& shape);
 double predict_attention(const AttentionParams& p, const AttentionShape& shape);
 // Forward+backward of one shape (shape.direction is ignored).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +144,12 @@ struct MemoryOverheads {
   double allocator_fragmentation = 0;
 };
 
+// A block-scaled format's GEMM efficiency over fp8's, measured in one harness.
+struct BlockScaledGemm {
+  double ratio = 1;
+  std::string source;
+};
+
 // Everything measured about one GPU kind. The compute model is fitted to it (fit.h).
 struct Calibration {
   std::string file;                  // where it was loaded from, for reports
@@ -164,6 +171,10 @@ struct Calibration {
 
   std::optional<Duration> launch_overhead;  // measured; else the GEMM fit's fixed term
   Provenance launch_overhead_provenance;
+
+  // mxfp8/nvfp4 GEMM efficiency over the fp8 fit's (calibration.proto BlockScaledGemm); a dtype
+  // without an entry runs at the fp8 efficiency.
+  std::map<ir::Dtype, BlockScaledGemm> block_scaled_gemm;
 
   MemoryOverheads memory_overheads;  // zero when the file has none
   Provenance memory_overheads_provenance;

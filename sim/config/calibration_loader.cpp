@@ -302,6 +302,22 @@ void convert_memory(const sch::Calibration& m, const Checker& root, Calibration&
     cal.launch_overhead = Duration::from_us(l.overhead_us());
     cal.launch_overhead_provenance = convert_provenance(l.has_provenance(), l.provenance(), c);
   }
+  for (int i = 0; i < m.block_scaled_gemm_size(); ++i) {
+    const auto& b = m.block_scaled_gemm(i);
+    const Checker c = root.nested(item("block_scaled_gemm", i));
+    const auto dt = try_parse_kernel_dtype(b.dtype());
+    if (!dt || (*dt != ir::Dtype::kMxfp8 && *dt != ir::Dtype::kNvfp4)) {
+      c.fail("dtype", "must be mxfp8 or nvfp4 (got '" + b.dtype() + "')");
+    } else if (!cal.gpu.supports(*dt)) {
+      c.fail("dtype", cal.gpu.name + " has no " + b.dtype() + " tensor cores");
+    } else if (cal.block_scaled_gemm.count(*dt) > 0) {
+      c.fail("dtype", b.dtype() + " given twice");
+    }
+    c.positive(b.has_ratio(), b.ratio(), "ratio");
+    if (b.ratio() > 2) c.fail("ratio", "must be at most 2 (got " + detail::format_number(b.ratio()) + ")");
+    c.non_empty(b.has_source(), b.source(), "source");
+    if (dt) cal.block_scaled_gemm[*dt] = compute::BlockScaledGemm{b.ratio(), b.source()};
+  }
   if (m.has_memory_overheads()) {
     const Checker c = root.nested("memory_overheads");
     const auto& o = m.memory_overheads();

@@ -731,6 +731,7 @@ def blackwell_imports(gpu, out, imp):
     gemm_import("H100-SXM5-80GB", same_kernels + ".")
     gemm_import("H200-SXM-141GB", same_kernels + ", pooling the H200's points as the H100 does "
                 "(the same GH100 tensor cores, whose ceiling is the H100's).")
+    block_scaled_gemm(gpu, out)
     imp("H100-SXM5-80GB", "attention", gpu + " has no attention measurement in the sources. "
         "Assumption: its FlashAttention kernels (FlashAttention-4 / cuDNN for sm100) reach the "
         "same fraction of the bf16 peak, shape by shape, as FlashAttention-3 on the H100 SXM, so "
@@ -740,6 +741,32 @@ def blackwell_imports(gpu, out, imp):
         "the H100 SXM's HBM3, so GB/s scale by the bandwidth ratio (PyTorch's native LayerNorm, "
         "the same ATen kernel on every architecture, with them: the H100's measured share of its "
         "spec bandwidth); the kernel launch overhead is the H100's.", derived=True)
+
+
+# NVFP4 GEMMs run at the FP8 fit's efficiency at the FP4 peak, times the efficiency ratio of the
+# two formats measured in one harness at one shape (hardware.csv rows harness_nvfp4_gemm and
+# harness_fp8_gemm of the B200: TFLOP/s over each format's peak). The other Blackwell GPUs take
+# the B200's ratio (the same fifth-generation tensor cores; for B300/GB300, whose FP4 peak is
+# raised over the B200's, an assumption).
+def block_scaled_gemm(gpu, out):
+    def val(metric):
+        return float(hw_value(HW_ROWS, "B200", "SXM-180GB", metric)["value"])
+    nvfp4 = hw_value(HW_ROWS, "B200", "SXM-180GB", "harness_nvfp4_gemm")
+    fp8 = hw_value(HW_ROWS, "B200", "SXM-180GB", "harness_fp8_gemm")
+    ratio = (val("harness_nvfp4_gemm") / val("fp4_tensor_peak")) / (
+        val("harness_fp8_gemm") / val("fp8_tensor_peak"))
+    src = ("B200 NVFP4 %s of %s TFLOP/s (%s) over FP8 %s of %s TFLOP/s (%s), M 16384 N 6144 K 4096"
+           % (nvfp4["value"], fmt(val("fp4_tensor_peak")), nvfp4["source"], fp8["value"],
+              fmt(val("fp8_tensor_peak")), fp8["source"]))
+    if gpu != "B200-SXM-180GB":
+        src += "; the B200's ratio taken for the " + gpu + (
+            " (same tensor cores)" if gpu == "GB200-NVL-186GB" else
+            " (its FP4 peak is raised over the B200's: an assumption)")
+    out.append("block_scaled_gemm {")
+    out.append('  dtype: "nvfp4"')
+    out.append("  ratio: " + fmt(round(ratio, 4)))
+    out.append("  source: " + q(src))
+    out.append("}")
 
 
 GPUS = [

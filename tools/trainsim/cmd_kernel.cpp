@@ -152,6 +152,17 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
                 g.inv_efficiency[c], 100.0 / g.inv_efficiency[c], g.fitted[c] ? "" : "  (no points: bf16 value)");
   }
   std::printf("  b = %.3f us per wave of 128x128 tiles, c = %.3f us\n", g.fill_s * 1e6, g.fixed_s * 1e6);
+  for (const auto d : {ir::Dtype::kMxfp8, ir::Dtype::kNvfp4}) {
+    if (!cal.gpu.supports(d)) continue;
+    const auto bs = cal.block_scaled_gemm.find(d);
+    if (bs == cal.block_scaled_gemm.end()) {
+      std::printf("  %s: a[fp8] at the %s peak (no measurement beside fp8: an assumption)\n",
+                  ir::dtype_name(d), ir::dtype_name(d));
+    } else {
+      std::printf("  %s: a[fp8] / %.3f at the %s peak (%s)\n", ir::dtype_name(d), bs->second.ratio,
+                  ir::dtype_name(d), bs->second.source.c_str());
+    }
+  }
   const auto& gg = r.fitted.grouped;
   if (gg.fitted) {
     std::printf("GEMM grouped (MoE experts)  same form, own a, b, c and B_grouped, %zu points\n",

@@ -412,3 +412,50 @@ TEST_CASE("Blackwell calibrations are derived, not measured, and say so in every
           Approx(src->points[i].tflops * (2250.0 / 989.0) * (0.7756 / 0.8033)).epsilon(1e-6));
   }
 }
+
+TEST_CASE("NVFP4 GEMMs: fp8 efficiency times the measured block-scaled ratio") {
+  // The B200 file's ratio comes from one harness's NVFP4 and FP8 GEMMs at one shape
+  // (hardware.csv harness_nvfp4_gemm / harness_fp8_gemm): 3904.33/9000 over 2544.68/4500.
+  const auto b200 = load_calibration("B200-SXM-180GB");
+  REQUIRE(b200->block_scaled_gemm.count(ir::Dtype::kNvfp4) == 1);
+  const auto& bs = b200->block_scaled_gemm.at(ir::Dtype::kNvfp4);
+  CHECK(bs.ratio == Approx((3904.329097 / 9000) / (2544.683145 / 4500)).epsilon(1e-3));
+  CHECK(bs.source.find("bench_nvfp4_gemm.py") != std::string::npos);
+  CHECK(b200->block_scaled_gemm.count(ir::Dtype::kMxfp8) == 0);
+  // Priced like an fp8 GEMM at the FP4 peak with the efficiency scaled: the compute-bound time
+  // grows by 1/ratio against the same calibration without the entry.
+  auto without = std::make_shared<compute::Calibration>(*b200);
+  without->block_scaled_gemm.clear();
+  const auto with_model = compute::make_calibrated_model(b200);
+  const auto without_model = compute::make_calibrated_model(without);
+  const compute::GemmShape big{16384, 6144, 4096, 1, ir::Dtype::kNvfp4};
+  const double t_with = with_model->gemm(big).seconds();
+  const double t_without = without_model->gemm(big).seconds();
+  CHECK(t_with > t_without * 1.2);
+  CHECK(t_with < t_without / bs.ratio * 1.001);
+  // The other dtypes are untouched.
+  const compute::GemmShape fp8{16384, 6144, 4096, 1, ir::Dtype::kFp8};
+  CHECK(with_model->gemm(fp8) == without_model->gemm(fp8));
+  // The other Blackwell GPUs carry the same ratio.
+  for (const char* gpu : {"gb200", "b300", "gb300"}) {
+    INFO(gpu);
+    CHECK(load_calibration(gpu)->block_scaled_gemm.at(ir::Dtype::kNvfp4).ratio == Approx(bs.ratio));
+  }
+}
+
+TEST_CASE("block-scaled ratio: a block-scaled dtype the GPU has, and a source") {
+  test::TempDir dir;
+  const auto path = dir.write("TEST-GPU.textproto",
+                              std::string(kValid) +
+                                  "block_scaled_gemm { dtype: \"fp8\" ratio: 0.8 source: \"s\" }\n"
+                                  "block_scaled_gemm { dtype: \"nvfp4\" ratio: 3 }\n");
+  const auto ds = diagnostics_of([&] { load_calibration(path); });
+  INFO(test::dump(ds));
+  const Diagnostic* d = nullptr;
+  REQUIRE((d = find_field(ds, "block_scaled_gemm[0].dtype")) != nullptr);
+  CHECK(d->message.find("mxfp8 or nvfp4") != std::string::npos);
+  REQUIRE((d = find_field(ds, "block_scaled_gemm[1].dtype")) != nullptr);
+  CHECK(d->message.find("no nvfp4 tensor cores") != std::string::npos);
+  CHECK(find_field(ds, "block_scaled_gemm[1].ratio") != nullptr);
+  CHECK(find_field(ds, "block_scaled_gemm[1].source") != nullptr);
+}
