@@ -143,6 +143,7 @@ void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, boo
     if (p.moe_dispatcher != parallel::MoeDispatcher::kAllToAll) {
       fail("--moe-dispatcher", m.name + " is a dense model: it dispatches no tokens");
     }
+    if (p.moe_a2a_overlap) fail("--moe-a2a-overlap", m.name + " is a dense model: it has no all-to-all to overlap");
     return;
   }
   const bool ep_ok = p.ep > 0 && p.ep <= m.moe->num_experts;
@@ -172,6 +173,19 @@ void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, boo
   }
   if (p.routing == parallel::Routing::kCapacity && !(p.capacity_factor >= 1.0 && p.capacity_factor <= 1e3)) {
     fail("--routing", "capacity:F needs F in 1..1000 (got " + detail::format_number(p.capacity_factor) + ")");
+  }
+  // Megatron-Core's conditions for --overlap-moe-expert-parallel-comm
+  // (megatron/core/transformer/transformer_config.py): expert parallelism, no full recompute,
+  // and with pp > 1 the interleaved schedule (DualPipeV pairs forwards and backwards as well).
+  if (p.moe_a2a_overlap) {
+    if (p.ep == 1) fail("--moe-a2a-overlap", "needs --ep > 1: with one EP rank there is no all-to-all to overlap");
+    if (p.recompute == parallel::Recompute::kFull) {
+      fail("--moe-a2a-overlap", "does not run with --recompute full (Megatron-Core asserts it)");
+    }
+    if (!p.pairs_forward_backward()) {
+      fail("--moe-a2a-overlap", "needs a schedule that pairs a forward with another micro-batch's backward: "
+                                "1f1b without pipelining (--pp 1), interleaved with --vpp > 1, or dualpipev");
+    }
   }
   if (p.zero_stage == 3) {
     fail("--zero", "3 (FSDP) with a mixture-of-experts model is not modelled: use ZeRO 0-2");

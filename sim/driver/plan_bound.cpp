@@ -20,8 +20,8 @@
 //     (k, v ≥ d); k's gradient then goes through the backward passes of stages v − 1 … 0, each
 //     waiting for the one before: at least Σ_{v'<d} C_{v'} more. With a split backward (ZB-H1,
 //     DualPipeV, ZB-V) the last task may be a weight gradient that nothing waits for: no drain.
-// Tensor-parallel collectives count as well, except under DualPipeV (which overlaps one
-// micro-batch's communication with another's compute): one that waits for the compute task
+// Tensor-parallel collectives count as well, except under DualPipeV and the MoE all-to-all
+// overlap (which overlap one micro-batch's communication with another's compute): one that waits for the compute task
 // before it on its device and that the compute task after it waits for keeps the compute stream
 // idle while it runs (serial_tp_time below), so it lengthens F_v, B_v and C_v like compute; it is
 // costed for its group alone, which concurrent groups sharing links can only slow (the sample's
@@ -62,6 +62,13 @@ namespace {
 
 constexpr std::int64_t kSampleMicroBatches = 3;
 
+// Schedules that run a forward beside another micro-batch's backward (DualPipeV's F&B, the MoE
+// all-to-all overlap): communication may hide behind the other's compute, and the backward may
+// free activations while the forward allocates.
+bool overlaps_pairs(const parallel::ParallelPlan& plan) {
+  return plan.schedule == parallel::Schedule::kDualPipeV || plan.moe_a2a_overlap;
+}
+
 // The plan whose lowering samples the compute of `plan`'s micro-batches (see above).
 parallel::ParallelPlan sample_plan(const parallel::ParallelPlan& plan) {
   parallel::ParallelPlan s = plan;
@@ -75,6 +82,8 @@ parallel::ParallelPlan sample_plan(const parallel::ParallelPlan& plan) {
   s.dp = plan.ep * plan.etp / std::gcd(plan.tp * plan.cp, plan.ep * plan.etp);
   s.zero_stage = 0;
   s.zero_shard_group = 0;
+  // The all-to-all overlap reorders a plan's tasks, not their kernels.
+  s.moe_a2a_overlap = false;
   s.global_batch = kSampleMicroBatches * s.micro_batch * s.dp;
   return s;
 }
@@ -145,8 +154,9 @@ PlanBounder::PlanBounder(ir::ModelSpec model, config::Cluster cluster, std::int6
 
 const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   const parallel::ParallelPlan sample = sample_plan(plan);
-  // DualPipeV overlaps one micro-batch's communication with another's compute: compute only.
-  const std::size_t variant = plan.schedule == parallel::Schedule::kDualPipeV ? 0 : 1;
+  // DualPipeV and the MoE all-to-all overlap run one micro-batch's communication beside another's
+  // compute: compute only.
+  const std::size_t variant = overlaps_pairs(plan) ? 0 : 1;
   auto& bucket = memo_[hash_plan(sample)];
   for (const auto& [p, c] : bucket) {
     if (p == sample) return c[variant];
@@ -295,7 +305,7 @@ PlanBound PlanBounder::bound(const parallel::ParallelPlan& plan) {
   // and backward come later in the program. Each layer keeps at least layer_kept (whole layers
   // without recompute keep more). DualPipeV overlaps a forward with a backward, which may free
   // some of its micro-batch meanwhile: no activation bound there.
-  if (plan.schedule != parallel::Schedule::kDualPipeV) {
+  if (!overlaps_pairs(plan)) {
     const Bytes kept = kept_layer_activations(scenario_);
     const double fragmentation =
         resources_.memory_overheads(scenario_.cluster.gpu).allocator_fragmentation;

@@ -418,6 +418,11 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
                                 p.recompute = recompute;
                                 p.cp_algo = cp_algo;
                                 p.mst_chunks = mst;
+                                // The all-to-all overlap where the plan allows it (expert
+                                // parallelism, no full recompute, a schedule that pairs F and B).
+                                p.moe_a2a_overlap = spec.base.moe_a2a_overlap && ep > 1 &&
+                                                    recompute != parallel::Recompute::kFull &&
+                                                    p.pairs_forward_backward();
                                 const auto diags =
                                     config::check_plan(p, spec.model, spec.cluster, n);
                                 if (diags.empty()) {

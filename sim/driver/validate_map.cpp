@@ -108,6 +108,17 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // (Megatron-Bridge's performance summary); a row that says otherwise would set --routing.
   p.vpp = r.vpp.value_or(1);
   if (p.vpp > 1) p.schedule = parallel::Schedule::kInterleaved;
+  // Megatron-Bridge's recipes name the 1F1B all-to-all overlap as "moe_a2a_overlap True"
+  // (CommOverlapConfig.overlap_moe_expert_parallel_comm); Megatron-Core runs it only with expert
+  // parallelism and, with pipelining, the interleaved schedule.
+  if (model->moe && has(to_lower(r.notes), "moe_a2a_overlap true")) {
+    if (p.ep > 1 && p.pairs_forward_backward()) {
+      p.moe_a2a_overlap = true;
+      notes.push_back("1F1B all-to-all overlap (--moe-a2a-overlap)");
+    } else {
+      notes.push_back("moe_a2a_overlap named, not applied: it needs ep > 1 and no pipeline or an interleaved one");
+    }
+  }
   p.seq_len = seq;
   if (const auto split = uneven_stage_layers(model->num_layers, p.pp * p.model_chunks()); !split.empty()) {
     p.pp_layers = split;

@@ -83,6 +83,7 @@ void row_text(std::string& out, const PublishedRun& r, const RowMapping& m,
       if (p.moe_dispatcher != parallel::MoeDispatcher::kAllToAll) {
         field(out, "    ", "moe_dispatcher", quoted(std::string(config::name(p.moe_dispatcher))));
       }
+      if (p.moe_a2a_overlap) field(out, "    ", "moe_a2a_overlap", "true");
     }
     field(out, "    ", "seq_len", str(p.seq_len));
     field(out, "    ", "global_batch", str(p.global_batch));

@@ -37,15 +37,25 @@ std::int32_t Lowerer::etp_collective(CommOp op, const Label& l, std::int32_t dep
 // experts' grouped GEMMs wait for the tokens (with ETP, gathered over the ETP group first); the
 // combine all-to-all returns the outputs, which the unpermutation sums into the residual.
 std::int32_t Lowerer::experts_forward(const Label& l, std::int32_t dep, Bytes alloc) {
+  return experts_unpermute(l, experts_compute(l, experts_dispatch(l, dep, alloc)));
+}
+
+Lowerer::ExpertsStep Lowerer::experts_dispatch(const Label& l, std::int32_t dep, Bytes alloc) {
+  const std::int32_t routed = compute(lists_.moe.router_fwd, l, {dep}, alloc);
+  const std::int32_t tokens = ep_all_to_all(l, routed);
+  return {routed, etp_collective(CommOp::kAllGather, l, tokens)};
+}
+
+Lowerer::ExpertsStep Lowerer::experts_compute(const Label& l, const ExpertsStep& s) {
   const MoeLists& m = lists_.moe;
-  const std::int32_t routed = compute(m.router_fwd, l, {dep}, alloc);
-  std::int32_t tokens = ep_all_to_all(l, routed);
-  tokens = etp_collective(CommOp::kAllGather, l, tokens);
-  const std::int32_t shared = m.shared_fwd >= 0 ? compute(m.shared_fwd, l, {routed}) : routed;
-  std::int32_t out = compute(m.experts_fwd, l, {tokens, shared});
+  const std::int32_t shared = m.shared_fwd >= 0 ? compute(m.shared_fwd, l, {s.side}) : s.side;
+  std::int32_t out = compute(m.experts_fwd, l, {s.tokens, shared});
   out = etp_collective(CommOp::kReduceScatter, l, out);
-  out = ep_all_to_all(l, out);
-  return compute(m.unpermute_fwd, l, {out, shared});
+  return {shared, ep_all_to_all(l, out)};
+}
+
+std::int32_t Lowerer::experts_unpermute(const Label& l, const ExpertsStep& s) {
+  return compute(lists_.moe.unpermute_fwd, l, {s.tokens, s.side});
 }
 
 // Backward, in reverse: the unpermutation's backward, the combine's backward (an all-to-all of
@@ -53,18 +63,62 @@ std::int32_t Lowerer::experts_forward(const Label& l, std::int32_t dep, Bytes al
 // backward, the dispatch's backward, and the router's, which frees the block's activations.
 std::int32_t Lowerer::experts_backward(const Label& l, std::int32_t dep, std::int32_t gathered, Bytes grads,
                                        Bytes release, bool split) {
+  const ExpertsStep s = experts_unpermute_backward(l, dep, gathered, grads);
+  return experts_router_backward(l, experts_compute_backward(l, s, split), release, split);
+}
+
+Lowerer::ExpertsStep Lowerer::experts_unpermute_backward(const Label& l, std::int32_t dep, std::int32_t gathered,
+                                                         Bytes grads) {
+  const std::int32_t grad = compute(lists_.moe.unpermute_bwd, l, {dep, gathered}, grads);
+  const std::int32_t tokens = ep_all_to_all(l, grad);
+  return {grad, etp_collective(CommOp::kAllGather, l, tokens)};
+}
+
+Lowerer::ExpertsStep Lowerer::experts_compute_backward(const Label& l, const ExpertsStep& s, bool split) {
   const MoeLists& m = lists_.moe;
-  const std::int32_t grad = compute(m.unpermute_bwd, l, {dep, gathered}, grads);
-  std::int32_t tokens = ep_all_to_all(l, grad);
-  tokens = etp_collective(CommOp::kAllGather, l, tokens);
   const std::int32_t shared_list = split ? m.shared_bwd_in : m.shared_bwd;
-  const std::int32_t shared = shared_list >= 0 ? compute(shared_list, l, {grad}) : grad;
-  std::int32_t back = compute(split ? m.experts_bwd_in : m.experts_bwd, l, {tokens, shared});
+  const std::int32_t shared = shared_list >= 0 ? compute(shared_list, l, {s.side}) : s.side;
+  std::int32_t back = compute(split ? m.experts_bwd_in : m.experts_bwd, l, {s.tokens, shared});
   back = etp_collective(CommOp::kReduceScatter, l, back);
-  back = ep_all_to_all(l, back);
-  back = compute(split ? m.router_bwd_in : m.router_bwd, l, {back, shared}, Bytes(), release);
+  return {shared, ep_all_to_all(l, back)};
+}
+
+std::int32_t Lowerer::experts_router_backward(const Label& l, const ExpertsStep& s, Bytes release, bool split) {
+  const MoeLists& m = lists_.moe;
+  const std::int32_t back =
+      compute(split ? m.router_bwd_in : m.router_bwd, l, {s.tokens, s.side}, Bytes(), release);
   if (zero3()) prefetch_gate_ = held(back);
   return back;
+}
+
+void Lowerer::a2a_overlapped_layers(Run& b, std::int64_t piece, Run& f, std::int64_t i) {
+  // The backward's layer, as backward_layer() and layer_backward() lower it (no full recompute).
+  const auto b_layer = static_cast<std::int32_t>(b.first + b.layers - 1 - piece);
+  const BackwardMemory mem = backward_memory(false);
+  const Label b_attn{Pass::kBackward, Part::kAttention, b_layer, b.mb};
+  const Label b_mlp{Pass::kBackward, Part::kMlp, b_layer, b.mb};
+  const std::int32_t gathered = gather_layer(b_attn);
+  const Bytes mlp_left = b.split ? std::min(mem.mlp_release, mlp_weight_held(b_layer)) : Bytes();
+  const Bytes attn_left = b.split ? std::min(mem.attn_release, lists_.w_held_attn) : Bytes();
+  // The forward's layer, as forward_layer() lowers it.
+  const auto f_layer = static_cast<std::int32_t>(f.first + i);
+  const Bytes kept = layer_kept(false);
+  const Bytes attn_alloc(kept.count() / 2);
+  const Label f_attn{Pass::kForward, Part::kAttention, f_layer, f.mb};
+  const Label f_mlp{Pass::kForward, Part::kMlp, f_layer, f.mb};
+
+  // B combine-backward all-to-all beside F attention and router.
+  ExpertsStep bs = experts_unpermute_backward(b_mlp, b.dep, gathered, mem.mlp_grads);
+  ExpertsStep fs = experts_dispatch(f_mlp, layer_attention(f_attn, f.dep, attn_alloc), kept - attn_alloc);
+  // F dispatch beside B experts-backward; B dispatch-backward beside F experts.
+  bs = experts_compute_backward(b_mlp, bs, b.split);
+  fs = experts_compute(f_mlp, fs);
+  // F combine beside B router and attention backward.
+  b.dep = experts_router_backward(b_mlp, bs, mem.mlp_release - mlp_left + mem.mlp_grads, b.split);
+  b.dep = attention_backward(b_attn, b.dep, mem.attn_release - attn_left, mem.attn_grads, b.split);
+  if (zero3() && !b.split) reduce_layer_gradients({Pass::kBackward, Part::kGradients, b_layer, b.mb}, b.dep);
+  if (b.last_micro_batch && !b.split) layer_gradients_ready(b_layer, b.dep);
+  f.dep = experts_unpermute(f_mlp, fs);
 }
 
 }  // namespace ts::parallel::detail

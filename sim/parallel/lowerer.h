@@ -221,6 +221,22 @@ class Lowerer {
   std::int32_t experts_forward(const Label& l, std::int32_t dep, Bytes alloc);
   std::int32_t experts_backward(const Label& l, std::int32_t dep, std::int32_t gathered, Bytes grads, Bytes release,
                                 bool split);
+  // An MoE block in the three pieces between its all-to-alls, so that the all-to-all overlap
+  // can put another micro-batch's compute between them (experts_forward and experts_backward
+  // run them in a row). Forward: the router and the dispatch; the shared and routed experts and
+  // the combine; the unpermutation. Backward: the unpermutation's backward and the combine's;
+  // the experts' backward and the dispatch's; the router's backward, which frees the block.
+  struct ExpertsStep {
+    std::int32_t side = kNone;  // the router's (forward) or unpermutation's (backward) output,
+                                // then the shared experts'
+    std::int32_t tokens = kNone;  // after the piece's all-to-all
+  };
+  ExpertsStep experts_dispatch(const Label& l, std::int32_t dep, Bytes alloc);
+  ExpertsStep experts_compute(const Label& l, const ExpertsStep& s);
+  std::int32_t experts_unpermute(const Label& l, const ExpertsStep& s);
+  ExpertsStep experts_unpermute_backward(const Label& l, std::int32_t dep, std::int32_t gathered, Bytes grads);
+  ExpertsStep experts_compute_backward(const Label& l, const ExpertsStep& s, bool split);
+  std::int32_t experts_router_backward(const Label& l, const ExpertsStep& s, Bytes release, bool split);
   // A token all-to-all over the EP group (dispatch or combine, or their backward), and the ETP
   // group's gather or scatter of the dispatched tokens; `dep` when the group has one rank.
   std::int32_t ep_all_to_all(const Label& l, std::int32_t dep);
@@ -239,6 +255,8 @@ class Lowerer {
 
   // One transformer layer forward (also used for full recompute); returns the last task.
   std::int32_t layer_forward(const Label& l, std::int32_t dep, Bytes attn_alloc, Bytes mlp_alloc);
+  // Its attention block, with the parameters it waits for.
+  std::int32_t layer_attention(const Label& l, std::int32_t dep, Bytes attn_alloc);
 
   struct BackwardMemory {
     Bytes mlp_release, attn_release;  // activations freed at the end of each block's backward
@@ -306,6 +324,23 @@ class Lowerer {
   void backward_end(Run& r);
   void backward(std::int32_t mb, std::int64_t chunk, bool last_micro_batch, bool split);
 
+  // Whether an overlapped pair's backward piece `piece` and forward layer `i` interleave at
+  // their all-to-alls: under --moe-a2a-overlap, both MoE layers, neither recomputed in full.
+  bool a2a_overlapped(const Run& b, std::int64_t piece, const Run& f, std::int64_t i) const {
+    if (!plan_.moe_a2a_overlap || piece >= b.layers || i >= f.layers) return false;
+    const std::int64_t bi = b.layers - 1 - piece;
+    return bi >= b.recomputed && i >= f.recomputed && model_.is_moe_layer(b.first + bi) &&
+           model_.is_moe_layer(f.first + i);
+  }
+  // The two layers so interleaved (Megatron-Core TransformerLayerSchedulePlan.run,
+  // megatron/core/models/common/model_chunk_schedule_plan.py; DeepSeek-V3's overlapped chunk
+  // pairs, arXiv 2412.19437 sec. 3.2.1), in program order on each stream:
+  //   EP stream:      B combine-bwd | F dispatch, B dispatch-bwd         | F combine
+  //   compute stream: F attention   | B experts-bwd, F experts           | B attention-bwd
+  // (the unpermutation's backward before, its forward after, the router with the attention),
+  // each all-to-all beside the other micro-batch's compute.
+  void a2a_overlapped_layers(Run& b, std::int64_t piece, Run& f, std::int64_t i);
+
   // The weight gradients of one micro-batch on one model chunk (after its input-gradient block,
   // which ran the rest of the backward): each layer's, in backward order, each releasing what
   // the input-gradient block left for it. The layers' gradients become ready for the
@@ -329,6 +364,10 @@ class Lowerer {
     Run b = backward_begin(b_mb, b_chunk, last_micro_batch, split);
     if (f.vs == 0) f.dep = compute(lists_.emb_fwd, {Pass::kForward, Part::kEmbedding, -1, f_mb}, {f.dep});
     for (std::int64_t i = 0; i < std::max(f.layers, b.layers); ++i) {
+      if (a2a_overlapped(b, i, f, i)) {
+        a2a_overlapped_layers(b, i, f, i);
+        continue;
+      }
       if (i < b.layers) backward_layer(b, i);
       if (i < f.layers) forward_layer(f, i);
     }

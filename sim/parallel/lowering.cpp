@@ -181,6 +181,11 @@ std::int32_t Lowerer::attention_backward(const Label& l, std::int32_t dep, Bytes
 }
 
 std::int32_t Lowerer::layer_forward(const Label& l, std::int32_t dep, Bytes attn_alloc, Bytes mlp_alloc) {
+  dep = layer_attention(l, dep, attn_alloc);
+  return mlp_forward({l.pass, Part::kMlp, l.layer, l.mb}, dep, mlp_alloc);
+}
+
+std::int32_t Lowerer::layer_attention(const Label& l, std::int32_t dep, Bytes attn_alloc) {
   const std::int32_t gathered = gather_layer(l);
   // ZeRO-3 gathers per layer, ZeRO-1/2 with overlapped gathering once per iteration (bucket
   // gathers); at most one of the two applies, so one dependency slot serves both.
@@ -192,7 +197,7 @@ std::int32_t Lowerer::layer_forward(const Label& l, std::int32_t dep, Bytes attn
   dep = attention_forward({l.pass, Part::kAttention, l.layer, l.mb}, dep, attn_alloc, param_dep);
   // The next layer's gather may start once this layer computes (ZeRO-3 only).
   if (zero3()) prefetch_gate_ = held(dep);
-  return mlp_forward({l.pass, Part::kMlp, l.layer, l.mb}, dep, mlp_alloc);
+  return dep;
 }
 
 Lowerer::BackwardMemory Lowerer::backward_memory(bool full) const {

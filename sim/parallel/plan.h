@@ -164,6 +164,11 @@ struct ParallelPlan {
   double capacity_factor = 0;  // Routing::kCapacity
   double moe_imbalance = 1.0;  // kDropless, kCapacity: most loaded EP rank's tokens / mean
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // 1F1B all-to-all overlap (Megatron-Core --overlap-moe-expert-parallel-comm, "combined
+  // 1F1B"): in the steady phase each forward runs beside the backward of another micro-batch,
+  // the two interleaved at the all-to-all boundaries of each MoE layer so that one's dispatch
+  // and combine run beside the other's compute. One more warm-up forward per rank.
+  bool moe_a2a_overlap = false;
 
   std::int64_t num_gpus() const { return tp * pp * dp * cp; }
   // Ranks that hold the same experts and reduce their gradients together.
@@ -193,6 +198,21 @@ struct ParallelPlan {
            schedule == Schedule::kZbV;
   }
   std::int64_t model_chunks() const { return v_shape() ? 2 : interleaved() ? vpp : 1; }
+  // Schedules whose steady phase can pair a forward with another micro-batch's backward for
+  // the all-to-all overlap: Megatron-Core's combined 1F1B without pipelining, its interleaved
+  // schedule (it asserts virtual_pipeline_model_parallel_size when pp > 1,
+  // megatron/core/transformer/transformer_config.py), and DualPipeV's F&B pairs.
+  bool pairs_forward_backward() const {
+    switch (schedule) {
+      case Schedule::k1F1B:
+      case Schedule::kInterleaved: return pp == 1 || interleaved();
+      case Schedule::kDualPipeV: return true;
+      case Schedule::kGpipe:
+      case Schedule::kZbH1:
+      case Schedule::kZbV: return false;
+    }
+    return false;
+  }
   // Virtual stage of model chunk `chunk` on pipeline rank `stage`, and the rank that holds
   // virtual stage `vs` (pp · model_chunks() virtual stages).
   std::int64_t virtual_stage(std::int64_t stage, std::int64_t chunk) const {

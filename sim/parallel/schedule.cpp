@@ -40,14 +40,18 @@ Blocks gpipe(std::int64_t m) {
 }
 
 // Megatron's non-interleaved 1F1B: p − s − 1 warm-up forwards, then one forward and one backward
-// alternately, then the remaining backwards (Narayanan et al. 2021, Fig. 4).
-Blocks one_f_one_b(std::int64_t p, std::int64_t m, std::int64_t s) {
+// alternately, then the remaining backwards (Narayanan et al. 2021, Fig. 4). With `paired` (the
+// MoE all-to-all overlap, only without pipelining: Megatron-Core's
+// combined_1f1b_schedule_for_no_pipelining) one more warm-up forward, and each steady-phase
+// forward runs beside the backward after it, of an earlier micro-batch.
+Blocks one_f_one_b(std::int64_t p, std::int64_t m, std::int64_t s, bool paired) {
   Blocks out;
-  const std::int64_t warmup = std::min(p - s - 1, m);
+  const std::int64_t warmup = std::min(p - s - 1 + (paired ? 1 : 0), m);
   std::int64_t f = 0, b = 0;
   for (; f < warmup; ++f) out.push_back(block(PipelineKind::kForward, f, 0));
   for (; f < m; ++f, ++b) {
     out.push_back(block(PipelineKind::kForward, f, 0));
+    out.back().overlapped = paired;
     out.push_back(block(PipelineKind::kBackward, b, 0));
   }
   for (; b < m; ++b) out.push_back(block(PipelineKind::kBackward, b, 0));
@@ -57,8 +61,11 @@ Blocks one_f_one_b(std::int64_t p, std::int64_t m, std::int64_t s) {
 // Interleaved 1F1B (Megatron-LM schedules.py, forward_backward_pipelining_with_interleaving):
 // virtual micro-step k runs micro-batch (k / (p·v))·p + k mod p of model chunk (k / p) mod v
 // forward, and of chunk v − 1 − (k / p) mod v backward; rank s warms up with 2(p − s − 1) +
-// (v − 1)·p forward steps.
-Blocks interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t s) {
+// (v − 1)·p forward steps. With `paired` (the MoE all-to-all overlap, Megatron-Core's
+// forward_backward_pipelining_with_interleaving under overlap_moe_expert_parallel_comm: one more
+// warm-up step, so that a step's forward and backward are of different micro-batches even on
+// the last rank) each steady-phase forward runs beside the backward after it.
+Blocks interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t s, bool paired) {
   Blocks out;
   const std::int64_t total = m * v;
   auto mb_of = [&](std::int64_t k) { return (k / (p * v)) * p + k % p; };
@@ -66,7 +73,7 @@ Blocks interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t 
     const std::int64_t c = (k / p) % v;
     return fwd ? c : v - 1 - c;
   };
-  const std::int64_t warmup = std::min(total, 2 * (p - s - 1) + (v - 1) * p);
+  const std::int64_t warmup = std::min(total, 2 * (p - s - 1) + (v - 1) * p + (paired ? 1 : 0));
   std::int64_t f = 0, b = 0;
   auto forward = [&](std::int64_t k) {
     out.push_back(block(PipelineKind::kForward, mb_of(k), chunk_of(k, true)));
@@ -77,6 +84,7 @@ Blocks interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t 
   for (; f < warmup; ++f) forward(f);
   for (; f < total; ++f, ++b) {
     forward(f);
+    out.back().overlapped = paired;
     backward(b);
   }
   for (; b < total; ++b) backward(b);
@@ -305,14 +313,16 @@ std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_
   const std::int64_t m = plan.num_micro_batches();
   SIM_ASSERT(stage >= 0 && stage < p, "pipeline stage out of range");
   SIM_ASSERT(m >= 1, "no micro-batch in the iteration");
+  // DualPipeV pairs its forwards and backwards anyway; the others only where checked to.
+  const bool paired = plan.moe_a2a_overlap && plan.pairs_forward_backward();
   switch (plan.schedule) {
     case Schedule::kGpipe:
       return gpipe(m);
     case Schedule::k1F1B:
-      return one_f_one_b(p, m, stage);
+      return one_f_one_b(p, m, stage, paired);
     case Schedule::kInterleaved:
-      if (plan.model_chunks() == 1) return one_f_one_b(p, m, stage);
-      return interleaved(p, m, plan.model_chunks(), stage);
+      if (plan.model_chunks() == 1) return one_f_one_b(p, m, stage, paired);
+      return interleaved(p, m, plan.model_chunks(), stage, paired);
     case Schedule::kZbH1:
       return zb_h1(p, m, stage);
     case Schedule::kDualPipeV:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Mixture-of-experts runs: every zoo MoE model runs with expert parallelism, the dispatch and
 # combine all-to-alls show on their own trace thread and in exposed_ep_comm_s, routing load slows
-# the step, a hierarchical dispatcher cuts the network traffic, and bad MoE flags exit 2 naming
-# the flag.
+# the step, a hierarchical dispatcher cuts the network traffic, the 1F1B all-to-all overlap hides
+# EP comm, and bad MoE flags exit 2 naming the flag.
 set -uo pipefail
 bin="$1"
 tmp="$(mktemp -d)"
@@ -60,6 +60,27 @@ ok = e['iteration_time_s'] < a['iteration_time_s'] and e['time_breakdown']['expo
 sys.exit(0 if ok and h['iteration_time_s'] == e['iteration_time_s'] else 1)" || fail "deepep not faster than alltoall"
 expect 2 "--moe-dispatcher" "${base[@]}" --ep 16 --moe-dispatcher nccl
 expect 2 "--moe-dispatcher" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-dispatcher deepep
+
+# The 1F1B all-to-all overlap (--moe-a2a-overlap): each forward beside another micro-batch's
+# backward, interleaved at the all-to-alls, hides EP comm and never slows the step; without
+# pipelining and interleaved. Refused without EP, on a dense model, with full recompute and with
+# 1F1B over several stages (Megatron-Core's asserts).
+"$bin" "${base[@]}" --ep 16 --moe-a2a-overlap --format json > "$tmp/a2a.json" || fail "a2a overlap"
+vpp=(run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --tp 1 --pp 2 --vpp 2 --schedule interleaved
+     --global-batch 32 --seq 2048 --zero 1 --ep 8 --format json)
+"$bin" "${vpp[@]}" > "$tmp/vpp.json" || fail "interleaved"
+"$bin" "${vpp[@]}" --moe-a2a-overlap > "$tmp/vpp_a2a.json" || fail "interleaved a2a overlap"
+python3 -c "import json,sys
+for off, on in (('$tmp/bal.json', '$tmp/a2a.json'), ('$tmp/vpp.json', '$tmp/vpp_a2a.json')):
+    a=json.load(open(off)); b=json.load(open(on))
+    ea=a['time_breakdown']['exposed_ep_comm_s']; eb=b['time_breakdown']['exposed_ep_comm_s']
+    print(off.split('/')[-1], a['iteration_time_s'], '->', b['iteration_time_s'], 'EP', ea, '->', eb)
+    if not (eb < 0.8 * ea and b['iteration_time_s'] <= a['iteration_time_s']): sys.exit(1)" > "$tmp/cmp" ||
+  fail "a2a overlap did not hide EP comm: $(cat "$tmp/cmp")"
+expect 2 "--moe-a2a-overlap" "${base[@]}" --ep 1 --moe-a2a-overlap
+expect 2 "--moe-a2a-overlap" "${base[@]}" --ep 16 --recompute full --moe-a2a-overlap
+expect 2 "--moe-a2a-overlap" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --pp 2 --ep 8 --global-batch 32 --moe-a2a-overlap
+expect 2 "--moe-a2a-overlap" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-a2a-overlap
 
 # Bad input names the flag or field.
 expect 2 "--ep" "${base[@]}" --ep 3

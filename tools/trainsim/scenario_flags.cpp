@@ -191,7 +191,11 @@ void add_fixed_plan_flags(po::options_description& o) {
       "no-overlap-param-gather", po::bool_switch(),
       "ZeRO 1/2: gather parameters after the step, not during the next forward")(
       "no-fp8-weight-cache", po::bool_switch(),
-      "FP8: cast weights at every micro-batch, not once per step (TE without is_first_microbatch)");
+      "FP8: cast weights at every micro-batch, not once per step (TE without is_first_microbatch)")(
+      "moe-a2a-overlap", po::bool_switch(),
+      "MoE: run each forward beside another micro-batch's backward, interleaved at the expert "
+      "all-to-alls (Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1 and --pp 1, "
+      "interleaved with --vpp > 1 or dualpipev; a sweep applies it where it can)");
 }
 
 FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::ParallelPlan& p, DiagnosticList& problems) {
@@ -221,6 +225,7 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   p.overlap_grad_reduce = !vm["no-overlap-grad-reduce"].as<bool>();
   p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   p.fp8_weight_cache = !vm["no-fp8-weight-cache"].as<bool>();
+  p.moe_a2a_overlap = vm["moe-a2a-overlap"].as<bool>();
   problems.collect([&] {
     p.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
   });

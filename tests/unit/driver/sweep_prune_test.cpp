@@ -74,6 +74,21 @@ std::vector<driver::SweepSpec> specs() {
     s.axes.micro_batch = {1, 2};
     out.push_back(s);
   }
+  {
+    // The same with the MoE all-to-all overlap on the plans that take it (expert parallelism,
+    // no full recompute, 1F1B without pipelining, interleaved or DualPipeV): forwards beside
+    // backwards, their all-to-alls beside the other's compute.
+    auto s = make("qwen3-30b-a3b", "dgx-h100", 16, 32, 2048);
+    s.model.num_layers = 8;
+    s.base.moe_a2a_overlap = true;
+    s.axes.schedule = {Schedule::k1F1B, Schedule::kInterleaved, Schedule::kDualPipeV};
+    s.axes.tp = {1, 2};
+    s.axes.cp = {1};
+    s.axes.ep = {2, 4};
+    s.axes.zero = {1};
+    s.axes.micro_batch = {1, 2};
+    out.push_back(s);
+  }
   return out;
 }
 
