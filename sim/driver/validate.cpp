@@ -345,7 +345,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
       config::Scenario sharded = parts;
       sharded.plan.zero_stage = stage;
       std::vector<std::string> extra;
-      apply_gradient_reduction(row, sharded.plan, extra);
+      apply_gradient_reduction(row, reading::named_frameworks(row, frameworks, vocabulary), sharded.plan, extra);
       Choice again = search(m, sharded, resources, extra);
       if (!again.attempt || again.oom) continue;
       if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "sim/config/reading_loader.h"
+
 namespace ts::driver::reading {
 
 std::string trim(std::string_view s);
@@ -22,6 +24,15 @@ std::string words(std::string_view text);
 // The first word of a cell ("true" for "True (--checkpoint-activations)").
 std::string first_word(std::string_view text);
 bool first_word_in(std::string_view text, std::initializer_list<std::string_view> options);
+// Whether `text` says what the vocabulary's word list `list` is for, compared as the list's
+// `match` asks (sim/schema/reading.proto).
+bool says(const config::ReadingVocabulary& vocab, config::Words list, std::string_view text);
+// The first of the list's spellings that `text` contains as its `match` asks; nullptr for none.
+const std::string* spelling_in(const config::ReadingVocabulary& vocab, config::Words list,
+                               std::string_view text);
+// The framework column in lower case with the vocabulary's framework spellings reduced to one
+// form each ("Megatron LM", "MCore" -> "megatron-lm", "megatron-core").
+std::string framework_column(const config::ReadingVocabulary& vocab, std::string_view framework);
 // A cell that says the source does not give the value ("not stated", "unknown", "n/a", "?"):
 // treated as empty.
 bool unstated(std::string_view text);
