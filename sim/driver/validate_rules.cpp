@@ -11,12 +11,6 @@ namespace ts::driver::reading {
 
 namespace {
 
-// A row that names Transformer Engine, or Megatron-Core (whose layers are Transformer Engine's),
-// names TE's fused attention, as naming FlashAttention names that kernel.
-bool te_attention(const RowFrameworks& fw) {
-  return any_of(fw.column, {"megatron-core", "transformer engine"});
-}
-
 // The ZeRO stage a text names (the vocabulary's zero-2, zero-3 and zero-1 lists, tried in that
 // order: "no reshard after forward" is FSDP's ZeRO-2); nullopt when it names none. HSDP, in the
 // zero-3 list, shards within a group and replicates across groups; it is read as ZeRO-3 over the
@@ -88,7 +82,22 @@ RowFrameworks named_frameworks(const PublishedRun& r,
       if (p.released && (!out.date || *out.date < *p.released)) out.date = p.released;
     }
   }
-  for (const auto* p : named) out.named.push_back(p->as_of(out.date, &f));
+  const std::string precision = to_lower(r.precision);
+  for (const auto* p : named) out.named.push_back(p->as_of(out.date, &f, &precision));
+  // A fork's settings over its base's (builds_on): the base keeps only what the fork leaves.
+  for (const auto& fork : out.named) {
+    for (auto& base : out.named) {
+      if (std::find(fork.builds_on.begin(), fork.builds_on.end(), base.name) == fork.builds_on.end()) continue;
+      std::erase_if(base.given, [&](const config::FrameworkProfile::Given& g) { return fork.source_of(g.setting); });
+    }
+  }
+  // A kernel named through a framework (any profile's kernel_named_by, not only the named ones).
+  for (const auto& p : profiles) {
+    if (std::any_of(p.kernel_named_by.begin(), p.kernel_named_by.end(), [&](const auto& w) { return has(f, w); })) {
+      out.named_kernel = p.values.attention_kernel;
+      break;
+    }
+  }
   return out;
 }
 
@@ -126,7 +135,7 @@ bool flash_attention(const PublishedRun& r, const RowFrameworks& fw) {
       R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
   if (std::regex_search(to_lower(r.framework + " " + r.precision), kNoFlash)) return false;
   if (says(*fw.vocab, config::Words::kFusedAttention, all)) return true;
-  return te_attention(fw) || !names_unfused_core(fw);
+  return fw.named_kernel.has_value() || !names_unfused_core(fw);
 }
 
 // Plain SGD without momentum: the row names SGD and says nothing of a nonzero momentum.
@@ -174,7 +183,7 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
       R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
   if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
   if (says(vocab, config::Words::kFlashAttention1, all)) return "FlashAttention-1";
-  if (te_attention(fw)) return "";
+  if (fw.named_kernel) return *fw.named_kernel;
   // The kernel of the named frameworks: the GPU's default (Transformer Engine's) before a named
   // kernel, unless one of them runs the core unfused (its "default" is then another code path's).
   if (!names_unfused_core(fw) &&
@@ -219,19 +228,12 @@ std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
     }
     return named;
   }
-  if (const auto* tt = fw.find("torchtitan");
-      tt != nullptr && tt->source_of(config::FrameworkSetting::kZeroStage)) {
-    // torchtitan shards over every data-parallel rank unless told otherwise (its profile).
-    notes.push_back("ZeRO-" + std::to_string(tt->values.zero_stage) +
-                    " (torchtitan's default: FSDP2 over all data-parallel ranks)");
-    return tt->values.zero_stage;
-  }
-  if (const auto* nemo = fw.find("nemo");
-      nemo != nullptr && nemo->source_of(config::FrameworkSetting::kZeroStage)) {
-    // NeMo's training configs use the distributed optimizer (its profile).
-    notes.push_back("ZeRO-" + std::to_string(nemo->values.zero_stage) +
-                    " (NeMo's default distributed optimizer)");
-    return nemo->values.zero_stage;
+  // The sharding of a named framework whose runs shard unless told otherwise (its profile's
+  // unstated_sharding: torchtitan's FSDP2, NeMo's distributed optimizer).
+  for (const auto& p : fw.named) {
+    if (p.unstated_sharding.empty() || !p.source_of(config::FrameworkSetting::kZeroStage)) continue;
+    notes.push_back("ZeRO-" + std::to_string(p.values.zero_stage) + " (" + p.unstated_sharding + ")");
+    return p.values.zero_stage;
   }
   return std::nullopt;
 }
@@ -366,29 +368,23 @@ double gpt3_batch_tokens(double parameters) {
 }
 // How the row's framework reduces gradients, given the plan's ZeRO stage (map_run, and again when
 // validate() chooses a stage the row does not state):
-// - precision: the training precision for Composer's PURE FSDP mode (reduce_dtype = the
-//   precision; DEFAULT reduces in fp32), fms-fsdp's MixedPrecisionPolicy (bfSixteen:
-//   reduce_dtype=torch.bfloat16) and DeepSpeed's ZeRO optimizers (communication_data_type
-//   defaults to the training precision; Megatron-DeepSpeed and GPT-NeoX keep fp32 gradients in
-//   their BF16_Optimizer or Megatron's main_grad); fp32 for everything else;
-// - buckets: FSDP reduce-scatters each wrapped unit's gradients after its backward (Composer and
-//   fms-fsdp wrap every transformer block), so its ZeRO-2 buckets are single layers, not
-//   Megatron's 40 M parameters (ZeRO-3 reduces per layer in any framework).
+// - precision: the training precision where a named framework's profile reduces in it (as of
+//   the row's date and precision mode, forks over their bases: Composer's PURE mode, fms-fsdp,
+//   DeepSpeed's ZeRO optimizers from stage 1), fp32 otherwise;
+// - buckets: FSDP reduce-scatters each wrapped unit's gradients after its backward, so its ZeRO-2
+//   buckets are single layers, not Megatron's 40 M parameters (ZeRO-3 reduces per layer in any
+//   framework).
 void apply_gradient_reduction(const PublishedRun& r, const RowFrameworks& rf, parallel::ParallelPlan& p,
                               std::vector<std::string>& notes) {
   const parallel::ParallelPlan defaults;
   p.grad_reduce = defaults.grad_reduce;
   p.grad_bucket_params = defaults.grad_bucket_params;
-  const std::string& fw = rf.column;
-  const bool composer_pure = has(to_lower(r.precision), "pure") &&
-                             any_of(to_lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
-  const bool fms_fsdp = any_of(fw, {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
-  const bool deepspeed_zero =
-      p.zero_stage >= 1 && has(fw, "deepspeed") && !any_of(fw, {"megatron-deepspeed", "neox"});
-  if (composer_pure || fms_fsdp || deepspeed_zero) {
+  const auto* f = rf.giving(config::FrameworkSetting::kGradReduce, [](const parallel::ParallelPlan& v) {
+    return v.grad_reduce == parallel::GradReduce::kBf16;
+  });
+  if (f != nullptr && p.zero_stage >= f->grad_reduce_from_zero_stage) {
     p.grad_reduce = parallel::GradReduce::kBf16;
-    notes.push_back(std::string("gradients reduced in the training precision (") +
-                    (composer_pure ? "Composer PURE" : fms_fsdp ? "fms-fsdp" : "DeepSpeed ZeRO") + ")");
+    notes.push_back("gradients reduced in the training precision (" + f->name + ")");
   }
   if (p.zero_stage == 2 && says(*rf.vocab, config::Words::kFsdpUnits, r.framework + " " + r.zero_fsdp)) {
     p.grad_bucket_params = 1;

@@ -29,6 +29,9 @@ struct RowFrameworks {
   std::string column;  // the framework column, lower case, its spellings reduced (framework_column)
   std::vector<config::FrameworkProfile> named;
   std::optional<config::YearMonth> date;
+  // The attention kernel a profile's kernel_named_by words in the column name ("" for the GPU's
+  // default: Transformer Engine's fused attention for "Megatron-Core"); nullopt when none.
+  std::optional<std::string> named_kernel;
 
   const config::FrameworkProfile* find(std::string_view name) const {
     for (const auto& p : named) {
