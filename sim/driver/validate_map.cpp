@@ -14,16 +14,7 @@ using namespace reading;  // NOLINT: the rules this file applies
 
 RowMapping map_run(const PublishedRun& r) {
   config::ComputeModelCache calibrations;
-  return map_run(r, calibrations);
-}
-
-RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations) {
-  return map_run(r, calibrations, config::load_all_frameworks());
-}
-
-RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,
-                   const std::vector<config::FrameworkProfile>& frameworks) {
-  return map_run(r, calibrations, frameworks, config::load_reading_vocabulary());
+  return map_run(r, calibrations, config::load_all_frameworks(), config::load_reading_vocabulary());
 }
 
 RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,

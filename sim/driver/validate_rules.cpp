@@ -144,7 +144,7 @@ bool sgd_without_momentum(const PublishedRun& r) {
   static const std::regex kSgd(R"(\bsgd\b)");
   static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
   if (!std::regex_search(all, kSgd)) return false;
-  return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
+  return !has(all, "momentum") || std::regex_search(all, kNoMomentum);
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -197,7 +197,7 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
                     [](const parallel::ParallelPlan& v) { return !v.attention_kernel.empty(); })) {
     return p->values.attention_kernel;
   }
-  if (any_of(all, {"flash"})) return "FlashAttention-2";
+  if (has(all, "flash")) return "FlashAttention-2";
   return "";
 }
 

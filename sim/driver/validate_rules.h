@@ -33,12 +33,6 @@ struct RowFrameworks {
   // default: Transformer Engine's fused attention for "Megatron-Core"); nullopt when none.
   std::optional<std::string> named_kernel;
 
-  const config::FrameworkProfile* find(std::string_view name) const {
-    for (const auto& p : named) {
-      if (p.name == name) return &p;
-    }
-    return nullptr;
-  }
   // A named framework implements this recompute mode.
   bool offers(parallel::Recompute m) const;
   // The first named framework that gives setting `s` with a value that satisfies `test`.

@@ -1,10 +1,10 @@
 // Text helpers of the validation's reading rules (validate_text.h).
 #include "sim/driver/validate_text.h"
 
-#include "sim/base/format.h"
-
 #include <algorithm>
 #include <cctype>
+
+#include "sim/base/format.h"
 
 namespace ts::driver::reading {
 
@@ -29,13 +29,11 @@ bool starts_with_nocase(const std::string& s, std::string_view prefix) {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-bool any_of(const std::string& text, std::initializer_list<std::string_view> words) {
-  for (auto w : words) {
-    if (has(text, w)) return true;
-  }
-  return false;
-}
+namespace {
 
+// " fsdp full shard zero 3 like ": lower case, every run of characters other than letters,
+// digits and '+' one space, a space at each end, so that spellings that differ only in
+// separators ("FULL_SHARD", "full-shard") compare equal as " full shard ".
 std::string words(std::string_view text) {
   std::string out = " ";
   for (char ch : text) {
@@ -50,21 +48,12 @@ std::string words(std::string_view text) {
   return out;
 }
 
+// The first word of a cell ("true" for "True (--checkpoint-activations)").
 std::string first_word(std::string_view text) {
   const std::string w = words(text);
   const auto end = w.find(' ', 1);
   return end == std::string::npos ? "" : w.substr(1, end - 1);
 }
-
-bool first_word_in(std::string_view text, std::initializer_list<std::string_view> options) {
-  const std::string f = first_word(text);
-  for (auto o : options) {
-    if (f == o) return true;
-  }
-  return false;
-}
-
-namespace {
 
 bool letter(const std::string& s, std::size_t i) { return i < s.size() && s[i] >= 'a' && s[i] <= 'z'; }
 
