@@ -184,17 +184,21 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     const Checker n = c.nested("era[" + std::to_string(i) + "]");
     n.non_empty(e.has_source(), e.source(), "source");
     FrameworkProfile::Era era;
-    if (n.require(e.has_before(), "before")) {
-      if (const auto month = read_month(e.before(), n, "before")) era.before = *month;
+    for (const auto& w : e.precision_spelled()) era.precision_spelled.push_back(to_lower(w));
+    if (e.has_before()) {
+      era.before = read_month(e.before(), n, "before");
+    } else if (era.precision_spelled.empty()) {
+      n.fail("before", "required value is missing");
     }
     era.source = e.source();
     for (const auto& w : e.spelled()) era.spelled.push_back(to_lower(w));
     const auto& st = e.settings();
     const Checker sn = n.nested("settings");
     if (st.has_name() || st.has_title() || st.aliases_size() > 0 || st.spelled_size() > 0 ||
-        st.has_released() || st.era_size() > 0) {
-      n.fail("settings",
-             "an era gives settings only (no name, title, aliases, spelled, released or era)");
+        st.has_released() || st.era_size() > 0 || st.has_unstated_sharding() ||
+        st.builds_on_size() > 0 || st.has_grad_reduce_from_zero_stage() || st.has_kernel_named_by()) {
+      n.fail("settings", "an era gives settings only (no name, title, aliases, spelled, released, era "
+                         "or validation fields)");
     }
     FrameworkProfile settings;
     convert_settings(st, sn, settings);
@@ -205,8 +209,37 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     era.dropout = settings.dropout;
     out.eras.push_back(std::move(era));
   }
-  std::stable_sort(out.eras.begin(), out.eras.end(),
-                   [](const auto& a, const auto& b) { return a.before > b.before; });
+  std::stable_sort(out.eras.begin(), out.eras.end(), [](const auto& a, const auto& b) {
+    return !a.before ? b.before.has_value() : b.before && *a.before > *b.before;
+  });
+  if (m.has_unstated_sharding()) {
+    const Checker n = c.nested("unstated_sharding");
+    n.non_empty(m.unstated_sharding().has_source(), m.unstated_sharding().source(), "source");
+    n.non_empty(m.unstated_sharding().has_value(), m.unstated_sharding().value(), "value");
+    if (!m.has_zero_stage()) n.fail("value", "needs the profile's zero_stage");
+    out.unstated_sharding = m.unstated_sharding().value();
+  }
+  const std::vector<std::string> known = framework_names();
+  for (int i = 0; i < m.builds_on_size(); ++i) {
+    if (std::find(known.begin(), known.end(), m.builds_on(i)) == known.end()) {
+      c.fail("builds_on[" + std::to_string(i) + "]", "no profile '" + m.builds_on(i) + "' in frameworks/");
+    }
+    out.builds_on.push_back(m.builds_on(i));
+  }
+  if (m.has_grad_reduce_from_zero_stage()) {
+    const Checker n = c.nested("grad_reduce_from_zero_stage");
+    const auto& g = m.grad_reduce_from_zero_stage();
+    n.non_empty(g.has_source(), g.source(), "source");
+    if (n.require(g.has_value(), "value") && (g.value() < 0 || g.value() > 3)) n.fail("value", "must be 0-3");
+    out.grad_reduce_from_zero_stage = static_cast<int>(g.value());
+  }
+  if (m.has_kernel_named_by()) {
+    const Checker n = c.nested("kernel_named_by");
+    n.non_empty(m.kernel_named_by().has_source(), m.kernel_named_by().source(), "source");
+    if (m.kernel_named_by().values().empty()) n.fail("values", "required value is missing");
+    for (const auto& w : m.kernel_named_by().values()) out.kernel_named_by.push_back(to_lower(w));
+    if (!out.values.flash_attention) n.fail("values", "the profile's attention is unfused: it names no kernel");
+  }
   return out;
 }
 
@@ -361,12 +394,18 @@ std::string format_year_month(YearMonth m) {
   return std::to_string(m.year) + (m.month < 10 ? "-0" : "-") + std::to_string(m.month);
 }
 
-FrameworkProfile FrameworkProfile::as_of(std::optional<YearMonth> month,
-                                         const std::string* column) const {
+FrameworkProfile FrameworkProfile::as_of(std::optional<YearMonth> month, const std::string* column,
+                                         const std::string* precision) const {
   FrameworkProfile out = *this;
   out.eras.clear();
+  const auto contains = [](const std::string* text, const std::vector<std::string>& words) {
+    return text != nullptr && std::any_of(words.begin(), words.end(), [&](const std::string& w) {
+             return text->find(w) != std::string::npos;
+           });
+  };
   for (const auto& era : eras) {  // latest first: the earliest applies last and wins
-    if (month && !(*month < era.before)) continue;
+    if (month && era.before && !(*month < *era.before)) continue;
+    if (!era.precision_spelled.empty() && !contains(precision, era.precision_spelled)) continue;
     if (column != nullptr && !era.spelled.empty() &&
         std::none_of(era.spelled.begin(), era.spelled.end(),
                      [&](const std::string& w) { return column->find(w) != std::string::npos; })) {
@@ -376,7 +415,8 @@ FrameworkProfile FrameworkProfile::as_of(std::optional<YearMonth> month,
       copy_setting(g.setting, era.values, out.values);
       auto it = std::find_if(out.given.begin(), out.given.end(),
                              [&](const Given& x) { return x.setting == g.setting; });
-      const std::string source = g.source + " (before " + format_year_month(era.before) + ")";
+      const std::string source =
+          era.before ? g.source + " (before " + format_year_month(*era.before) + ")" : g.source;
       if (it == out.given.end()) {
         out.given.push_back({g.setting, source});
       } else {

@@ -71,9 +71,18 @@ struct FrameworkProfile {
   std::string dropout_source;
   std::optional<YearMonth> released;  // its first release
   std::string released_source;
-  // Settings of earlier times (FrameworkEra in sim/schema/framework.proto), latest `before` first.
+  // Validation only (sim/schema/framework.proto): what a row silent on sharding ran, in words
+  // (empty: not given); the forks' bases; the ZeRO stage from which grad_reduce holds; the words
+  // naming the profile's attention kernel.
+  std::string unstated_sharding;
+  std::vector<std::string> builds_on;
+  int grad_reduce_from_zero_stage = 0;
+  std::vector<std::string> kernel_named_by;
+  // Settings of earlier times (FrameworkEra in sim/schema/framework.proto), latest `before` first
+  // (undated modes first).
   struct Era {
-    YearMonth before;
+    std::optional<YearMonth> before;  // none: a mode of any date (precision_spelled)
+    std::vector<std::string> precision_spelled;  // lower case; empty: any row
     std::string source;
     std::vector<std::string> spelled;  // lower case; empty: any row naming the profile
     std::vector<Given> given;
@@ -89,8 +98,11 @@ struct FrameworkProfile {
   void apply(parallel::ParallelPlan& plan) const;
   // The profile as a run of `month` got it: every era whose `before` is later applied, the
   // earliest last (no month: every era). With `column` (a validation row's normalised framework
-  // column), an era with `spelled` words applies only when the column contains one of them.
-  FrameworkProfile as_of(std::optional<YearMonth> month, const std::string* column = nullptr) const;
+  // column), an era with `spelled` words applies only when the column contains one of them; an
+  // era with `precision_spelled` words only when `precision` (a row's lower-cased precision
+  // column) is given and contains one.
+  FrameworkProfile as_of(std::optional<YearMonth> month, const std::string* column = nullptr,
+                         const std::string* precision = nullptr) const;
 };
 
 // data_dir()/frameworks.

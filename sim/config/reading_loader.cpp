@@ -2,6 +2,8 @@
 #include "sim/config/reading_loader.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
 #include "sim/config/loader.h"
 #include "sim/config/proto_reader.h"
@@ -27,7 +29,58 @@ void spellings(const detail::Checker& c, const google::protobuf::RepeatedPtrFiel
   }
 }
 
+std::optional<WordMatch> word_match(const std::string& s) {
+  if (s.empty() || s == "text") return WordMatch::kText;
+  if (s == "words") return WordMatch::kWords;
+  if (s == "first-word") return WordMatch::kFirstWord;
+  if (s == "letters") return WordMatch::kLetters;
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::string_view word_list_name(Words w) {
+  switch (w) {
+    case Words::kZero1: return "zero-1";
+    case Words::kZero2: return "zero-2";
+    case Words::kZero3: return "zero-3";
+    case Words::kZeroNone: return "zero-none";
+    case Words::kFsdpUnits: return "fsdp-units";
+    case Words::kSwitchOn: return "switch-on";
+    case Words::kSequenceParallelOn: return "sequence-parallel-on";
+    case Words::kTpCommOverlap: return "tp-comm-overlap";
+    case Words::kRecomputeSelective: return "recompute-selective";
+    case Words::kRecomputeOpPolicy: return "recompute-op-policy";
+    case Words::kRecomputeLayerPolicy: return "recompute-layer-policy";
+    case Words::kRecomputeMegatronSelective: return "recompute-megatron-selective";
+    case Words::kRecomputeNone: return "recompute-none";
+    case Words::kRecomputeFull: return "recompute-full";
+    case Words::kFusedAttention: return "fused-attention";
+    case Words::kFlashAttention3: return "flash-attention-3";
+    case Words::kFlashAttention2: return "flash-attention-2";
+    case Words::kFlashAttention1: return "flash-attention-1";
+    case Words::kFlashAttention1Triton: return "flash-attention-1-triton";
+    case Words::kPrecisionNvfp4: return "precision-nvfp4";
+    case Words::kPrecisionMxfp8: return "precision-mxfp8";
+    case Words::kPrecisionFp8: return "precision-fp8";
+    case Words::kPrecisionBf16: return "precision-bf16";
+    case Words::kPrecisionFp16: return "precision-fp16";
+    case Words::kPureBf16: return "pure-bf16";
+    case Words::kCompiled: return "compiled";
+    case Words::kCpUlysses: return "cp-ulysses";
+    case Words::kCpAllGather: return "cp-all-gather";
+    case Words::kDispatcherHybridEp: return "dispatcher-hybridep";
+    case Words::kDispatcherDeepEp: return "dispatcher-deepep";
+    case Words::kMoeA2aOverlap: return "moe-a2a-overlap";
+    case Words::kSquaredRelu: return "squared-relu";
+    case Words::kUnmodelledCard: return "unmodelled-card";
+    case Words::kNvlink400: return "nvlink-400";
+    case Words::kStaticRouting: return "static-routing";
+    case Words::kPerInstanceRate: return "per-instance-rate";
+    case Words::kNvlinkClause: return "nvlink-clause";
+  }
+  return "";
+}
 
 std::filesystem::path reading_vocabulary_path() { return data_dir() / "reading" / "published-runs.textproto"; }
 
@@ -117,6 +170,65 @@ ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
       l.gbits = m.gbits();
       l.source = m.source();
       out.link_generations.push_back(std::move(l));
+    }
+    for (int i = 0; i < msg.gpu_architectures_size(); ++i) {
+      const auto& m = msg.gpu_architectures(i);
+      const auto c = item("gpu_architectures", i);
+      ReadingVocabulary::GpuArchitecture a;
+      c.non_empty(m.has_word(), m.word(), "word");
+      c.non_empty(m.has_part(), m.part(), "part");
+      const bool known = std::any_of(out.gpu_parts.begin(), out.gpu_parts.end(), [&](const auto& g) {
+        return std::find(g.spelled.begin(), g.spelled.end(), m.part()) != g.spelled.end();
+      });
+      if (!m.part().empty() && !known) c.fail("part", "'" + m.part() + "' is no spelling of a gpu_parts entry");
+      spellings(c, m.unless(), a.unless, "unless", false);
+      c.non_empty(m.has_source(), m.source(), "source");
+      a.word = m.word();
+      a.part = m.part();
+      a.source = m.source();
+      out.gpu_architectures.push_back(std::move(a));
+    }
+    for (int i = 0; i < msg.framework_spellings_size(); ++i) {
+      const auto& m = msg.framework_spellings(i);
+      const auto c = item("framework_spellings", i);
+      ReadingVocabulary::FrameworkSpelling f;
+      c.non_empty(m.has_as(), m.as(), "as");
+      spellings(c, m.spelled(), f.spelled, "spelled", true);
+      c.non_empty(m.has_source(), m.source(), "source");
+      f.as = m.as();
+      f.whole_word = m.whole_word();
+      f.source = m.source();
+      out.framework_spellings.push_back(std::move(f));
+    }
+    std::array<bool, kNumWordLists> given{};
+    for (int i = 0; i < msg.words_size(); ++i) {
+      const auto& m = msg.words(i);
+      const auto c = item("words", i);
+      int index = -1;
+      for (int w = 0; w < kNumWordLists; ++w) {
+        if (word_list_name(static_cast<Words>(w)) == m.rule()) index = w;
+      }
+      if (!c.require(m.has_rule(), "rule")) continue;
+      if (index < 0) {
+        c.fail("rule", "no reading rule reads a list '" + m.rule() + "'");
+        continue;
+      }
+      if (given[static_cast<std::size_t>(index)]) c.fail("rule", "list '" + m.rule() + "' given twice");
+      given[static_cast<std::size_t>(index)] = true;
+      auto& list = out.words[static_cast<std::size_t>(index)];
+      if (const auto match = word_match(m.match())) {
+        list.match = *match;
+      } else {
+        c.fail("match", "unknown value '" + m.match() + "' (one of text, words, first-word, letters)");
+      }
+      spellings(c, m.spelled(), list.spelled, "spelled", true);
+      c.non_empty(m.has_source(), m.source(), "source");
+      list.source = m.source();
+    }
+    for (int w = 0; w < kNumWordLists; ++w) {
+      if (!given[static_cast<std::size_t>(w)]) {
+        top.fail("words", "no list for the rule '" + std::string(word_list_name(static_cast<Words>(w))) + "'");
+      }
     }
   }
   diags.throw_if_any();

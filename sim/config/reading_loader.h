@@ -1,13 +1,63 @@
 // The validation's reading vocabulary (reading/published-runs.textproto): model families, released
-// Llama widths and vocabularies, GPU parts and InfiniBand line rates, each with its source.
+// Llama widths and vocabularies, GPU parts, InfiniBand line rates, framework spellings and the
+// word lists of the reading rules, each with its source.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ts::config {
+
+// The word lists the reading rules look for (WordList.rule in sim/schema/reading.proto), each
+// named in the file as word_list_name gives it.
+enum class Words {
+  kZero1,                     // "zero-1": ZeRO-1 / distributed optimizer spellings
+  kZero2,                     // "zero-2"
+  kZero3,                     // "zero-3"
+  kZeroNone,                  // "zero-none": a sharding cell saying there is none
+  kFsdpUnits,                 // "fsdp-units": FSDP wraps layers, so ZeRO-2 buckets are single layers
+  kSwitchOn,                  // "switch-on": a yes/no cell saying yes
+  kSequenceParallelOn,        // "sequence-parallel-on": more words of a sequence-parallel cell saying yes
+  kTpCommOverlap,             // "tp-comm-overlap"
+  kRecomputeSelective,        // "recompute-selective"
+  kRecomputeOpPolicy,         // "recompute-op-policy": selective by op policy
+  kRecomputeLayerPolicy,      // "recompute-layer-policy": selective by whole layers
+  kRecomputeMegatronSelective,  // "recompute-megatron-selective": Megatron's selective flag
+  kRecomputeNone,             // "recompute-none"
+  kRecomputeFull,             // "recompute-full"
+  kFusedAttention,            // "fused-attention": a fused attention kernel named
+  kFlashAttention3,           // "flash-attention-3"
+  kFlashAttention2,           // "flash-attention-2"
+  kFlashAttention1,           // "flash-attention-1"
+  kFlashAttention1Triton,     // "flash-attention-1-triton": llm-foundry's Triton port of FlashAttention-1
+  kPrecisionNvfp4,            // "precision-nvfp4"
+  kPrecisionMxfp8,            // "precision-mxfp8"
+  kPrecisionFp8,              // "precision-fp8"
+  kPrecisionBf16,             // "precision-bf16"
+  kPrecisionFp16,             // "precision-fp16"
+  kPureBf16,                  // "pure-bf16": the parameters themselves are bf16
+  kCompiled,                  // "compiled": the step's elementwise ops are compiled or fused
+  kCpUlysses,                 // "cp-ulysses"
+  kCpAllGather,               // "cp-all-gather"
+  kDispatcherHybridEp,        // "dispatcher-hybridep"
+  kDispatcherDeepEp,          // "dispatcher-deepep"
+  kMoeA2aOverlap,             // "moe-a2a-overlap": the 1F1B all-to-all overlap
+  kSquaredRelu,               // "squared-relu"
+  kUnmodelledCard,            // "unmodelled-card": PCIe and NVL cards
+  kNvlink400,                 // "nvlink-400": export parts with NVLink cut to 400 GB/s
+  kStaticRouting,             // "static-routing": fabrics routed by ECMP hashing
+  kPerInstanceRate,           // "per-instance-rate": rates quoted per instance (AWS EFA)
+  kNvlinkClause,              // "nvlink-clause": a clause about the NVLink domain, not the NICs
+};
+inline constexpr int kNumWordLists = 37;
+std::string_view word_list_name(Words w);
+
+// How a cell is compared with a word list (WordList.match).
+enum class WordMatch { kText, kWords, kFirstWord, kLetters };
 
 struct ReadingVocabulary {
   struct ModelFamily {
@@ -47,6 +97,27 @@ struct ReadingVocabulary {
   std::vector<FamilyVocab> vocabularies;
   std::vector<GpuPart> gpu_parts;
   std::vector<LinkGeneration> link_generations;
+  struct GpuArchitecture {
+    std::string word;
+    std::string part;
+    std::vector<std::string> unless;
+    std::string source;
+  };
+  std::vector<GpuArchitecture> gpu_architectures;
+  struct FrameworkSpelling {
+    std::string as;
+    std::vector<std::string> spelled;
+    bool whole_word = false;
+    std::string source;
+  };
+  std::vector<FrameworkSpelling> framework_spellings;
+  struct WordList {
+    WordMatch match = WordMatch::kText;
+    std::vector<std::string> spelled;
+    std::string source;
+  };
+  std::array<WordList, kNumWordLists> words;  // by Words
+  const WordList& list(Words w) const { return words[static_cast<std::size_t>(w)]; }
 };
 
 // data_dir()/reading/published-runs.textproto.
@@ -54,7 +125,8 @@ std::filesystem::path reading_vocabulary_path();
 
 // Loads a vocabulary file (schema sim/schema/reading.proto). Throws InputError listing every
 // problem with its line and field: an entry without its source, an unknown style, an empty
-// spelling, a cluster the zoo does not have, a size or rate not > 0.
+// spelling, a cluster the zoo does not have, a size or rate not > 0, a word list no rule reads
+// or given twice, a rule's list missing, an unknown match.
 ReadingVocabulary load_reading_vocabulary(
     const std::filesystem::path& path = reading_vocabulary_path());
 

@@ -345,7 +345,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
       config::Scenario sharded = parts;
       sharded.plan.zero_stage = stage;
       std::vector<std::string> extra;
-      apply_gradient_reduction(row, sharded.plan, extra);
+      apply_gradient_reduction(row, reading::named_frameworks(row, frameworks, vocabulary), sharded.plan, extra);
       // The row's overrides still come last (map_run applied them to parts).
       for (const auto& o : row.overrides) o.apply(sharded.plan, sharded.cluster.cluster);
       Choice again = search(m, sharded, resources, extra);

@@ -126,13 +126,9 @@ struct RowMapping {
 // Builds the model, cluster and plan of a row (rules in docs/validation-rules.md). Does not
 // simulate; the micro-batch and recompute of rows that omit them are provisional (see validate()).
 RowMapping map_run(const PublishedRun& run);
-// The same, with GPU calibrations from `calibrations` (a validation run loads each once).
-RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations);
-// The same, with the framework profiles (config::load_all_frameworks) loaded once.
-RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
-                   const std::vector<config::FrameworkProfile>& frameworks);
-// The same, with the reading vocabulary (config::load_reading_vocabulary: model families,
-// released widths, GPU parts, InfiniBand rates) loaded once.
+// The same with GPU calibrations from `calibrations`, the framework profiles
+// (config::load_all_frameworks) and the reading vocabulary (config::load_reading_vocabulary)
+// loaded once for all rows.
 RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
                    const std::vector<config::FrameworkProfile>& frameworks,
                    const config::ReadingVocabulary& vocabulary);

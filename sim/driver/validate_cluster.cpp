@@ -1,6 +1,7 @@
 // Cluster reading of the validation: a row's gpu and interconnect columns as a zoo cluster with
 // the node, NIC count, line rate and routing the text states.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <regex>
 
@@ -37,6 +38,12 @@ double rate_gbits(const std::string& number, const std::string& unit) {
   return unit.front() == 't' ? v * 1000.0 : v;
 }
 
+// "A800" for "a800": a part's name as datasheets write it.
+std::string upper(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 }  // namespace
 
 std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config::ReadingVocabulary& vocab,
@@ -48,27 +55,28 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
     reason = "gpu is empty";
     return std::nullopt;
   }
-  const bool pcie = any_of(g, {"pcie", "nvl"});
+  const bool pcie = says(vocab, config::Words::kUnmodelledCard, g);
   // A800 and H800: the export versions of the A100 and H100 SXM, the same chip with NVLink cut
-  // to 400 GB/s (bidirectional, per GPU) from 600 GB/s (A100) and 900 GB/s (H100) (NVIDIA A800
-  // and H800 datasheets).
-  const bool nvlink_400 = any_of(g, {"a800", "h800"});
+  // to 400 GB/s (bidirectional, per GPU) from 600 GB/s (A100) and 900 GB/s (H100).
+  const std::string* nvlink_400 = spelling_in(vocab, config::Words::kNvlink400, g);
   // Memory size as written ("80GB", "40 GB", "40GiB", "40G"); a wattage or model number is not one.
   static const std::regex kGb(R"((?:^|[^0-9])(\d{1,5})\s*(gb|gib|g)\b)");
   std::smatch mg;
   std::int64_t gb = 0;
   if (std::regex_search(g, mg, kGb)) gb = std::stoll(mg[1].str());
   // A column naming only the architecture ("NVIDIA Ampere GPUs", "Hopper GPUs") is read as its
-  // data-centre training part, the A100 or H100 SXM (the A800 and H800 share their compute).
-  const bool ampere_only = has(g, "ampere") && !any_of(g, {"a100", "a800", "a30", "a10", "a40", "a6000", "rtx"});
-  const bool hopper_only = has(g, "hopper") && !any_of(g, {"h100", "h800", "h200", "h20"});
-  if (ampere_only || hopper_only) {
-    notes.push_back(std::string(ampere_only ? "A100" : "H100") + " SXM for the architecture named ('" + r.gpu + "')");
+  // data-centre training part (the vocabulary's gpu_architectures).
+  std::string named = g;
+  for (const auto& a : vocab.gpu_architectures) {
+    if (!has(g, a.word) || std::any_of(a.unless.begin(), a.unless.end(), [&](const auto& p) { return has(g, p); })) {
+      continue;
+    }
+    named += " " + a.part;
+    notes.push_back(upper(a.part) + " SXM for the architecture named ('" + r.gpu + "')");
   }
   // The first of the vocabulary's GPU parts the column names (rack-scale parts before the HGX/DGX
   // ones whose names they contain; "NVL" in theirs is the 72-GPU NVLink domain, not a card), with
   // the architecture-only names read as their part.
-  const std::string named = g + (ampere_only ? " a100" : "") + (hopper_only ? " h100" : "");
   const auto names = [&](const std::vector<std::string>& words) {
     return std::any_of(words.begin(), words.end(), [&](const std::string& w) { return has(named, w); });
   };
@@ -104,7 +112,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
     domain.nvlink_bandwidth = Bandwidth::gbytes_per_s(200);  // per direction
     variant += " NVLink 400GB/s";
     notes.push_back(c.gpu.name + " compute with NVLink at 400 GB/s bidirectional (" +
-                    std::string(has(g, "a800") ? "A800" : "H800") + ")");
+                    upper(*nvlink_400) + ")");
   }
 
   // Interconnect: GPUs per node, NIC count and line rate when the text states them; the zoo
@@ -162,7 +170,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
     std::optional<std::int32_t> stated_nics;
     // The first count whose clause is not about NVLink ("NVLink4 with 18 links per GPU").
     for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNicCount); it != std::sregex_iterator(); ++it) {
-      if (has(clause_before(*it), "nvlink")) continue;
+      if (says(vocab, config::Words::kNvlinkClause, clause_before(*it))) continue;
       stated_nics = static_cast<std::int32_t>(std::stoi((*it)[1].str()));
       break;
     }
@@ -171,7 +179,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
     // The first rate whose clause is not about NVLink ("NVLink/NVSwitch in node (900 GB/s)").
     bool found = false;
     for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNum); it != std::sregex_iterator(); ++it) {
-      if (any_of(clause_before(*it), {"nvlink", "nvswitch"})) continue;
+      if (says(vocab, config::Words::kNvlinkClause, clause_before(*it))) continue;
       m = *it;
       found = true;
       break;
@@ -185,7 +193,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
       // which AWS quotes per instance (p4d 400 Gbps over 4 EFA adapters, p5 3200 Gbps over 32);
       // or a rate no single NIC port reaches (above 800 Gb/s, XDR).
       per_node = (std::regex_search(after, pn, kPerNode) && !std::regex_search(after, pn, kPerGpu)) ||
-                 has(ic, "efa") || *rate > 800;
+                 says(vocab, config::Words::kPerInstanceRate, ic) || *rate > 800;
     } else if (std::regex_search(ic, m, kIb)) {
       rate = m[2].matched ? std::stod(m[2].str()) : ib_rate_gbits(m[1].str(), vocab);
     }
@@ -212,7 +220,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
   }
   // RoCE fabrics route by ECMP hashing (static per flow); adaptive routing is the InfiniBand
   // subnet manager's default, which the zoo clusters assume.
-  if (any_of(ic, {"roce", "ethernet"}) && c.cluster.fabric.adaptive_routing) {
+  if (says(vocab, config::Words::kStaticRouting, ic) && c.cluster.fabric.adaptive_routing) {
     c.cluster.fabric.adaptive_routing = false;
     variant += " static routing";
   }

@@ -14,16 +14,7 @@ using namespace reading;  // NOLINT: the rules this file applies
 
 RowMapping map_run(const PublishedRun& r) {
   config::ComputeModelCache calibrations;
-  return map_run(r, calibrations);
-}
-
-RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations) {
-  return map_run(r, calibrations, config::load_all_frameworks());
-}
-
-RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,
-                   const std::vector<config::FrameworkProfile>& frameworks) {
-  return map_run(r, calibrations, frameworks, config::load_reading_vocabulary());
+  return map_run(r, calibrations, config::load_all_frameworks(), config::load_reading_vocabulary());
 }
 
 RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibrations,
@@ -31,7 +22,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
                    const config::ReadingVocabulary& vocabulary) {
   RowMapping out;
   auto& notes = out.assumptions;
-  const RowFrameworks fw = named_frameworks(r, frameworks);
+  const RowFrameworks fw = named_frameworks(r, frameworks, vocabulary);
   out.recompute_modes = fw.recompute_modes();
   const auto skip = [&](std::string why) {
     out.skip_reason = std::move(why);
@@ -80,12 +71,11 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // The context-parallel algorithm a row names: DeepSpeed-Ulysses' all-to-all over heads, or
   // all-gathered KV (Llama 3's); ring attention (Megatron-Core's and NeMo's) otherwise.
   if (p.cp > 1) {
-    const std::string text = to_lower(r.framework + " " + r.zero_fsdp + " " + r.notes);
-    if (any_of(text, {"ulysses", "all-to-all sequence", "alltoall sequence"})) {
+    const std::string text = r.framework + " " + r.zero_fsdp + " " + r.notes;
+    if (says(vocabulary, config::Words::kCpUlysses, text)) {
       p.cp_algo = parallel::CpAlgo::kUlysses;
       notes.push_back("context parallelism as DeepSpeed-Ulysses (all-to-all over heads)");
-    } else if (any_of(text, {"all-gather kv", "allgather kv", "all-gathered kv", "all-gather based cp",
-                             "allgather-based"})) {
+    } else if (says(vocabulary, config::Words::kCpAllGather, text)) {
       p.cp_algo = parallel::CpAlgo::kAllGather;
       notes.push_back("context parallelism with all-gathered KV");
     }
@@ -95,11 +85,10 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // The token dispatcher a row's recipe names ("dispatcher deepep" or "dispatcher hybridep" in
   // its notes: Megatron-Core's flex dispatcher with that backend); NCCL all-to-all otherwise.
   if (model->moe) {
-    const std::string text = to_lower(r.notes);
-    if (has(text, "dispatcher hybridep")) {
+    if (says(vocabulary, config::Words::kDispatcherHybridEp, r.notes)) {
       p.moe_dispatcher = parallel::MoeDispatcher::kHybridEp;
       notes.push_back("MoE dispatcher hybridep (a token crosses the network once per node)");
-    } else if (has(text, "dispatcher deepep")) {
+    } else if (says(vocabulary, config::Words::kDispatcherDeepEp, r.notes)) {
       p.moe_dispatcher = parallel::MoeDispatcher::kDeepEp;
       notes.push_back("MoE dispatcher deepep (a token crosses the network once per node)");
     }
@@ -111,7 +100,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   // Megatron-Bridge's recipes name the 1F1B all-to-all overlap as "moe_a2a_overlap True"
   // (CommOverlapConfig.overlap_moe_expert_parallel_comm); Megatron-Core runs it only with expert
   // parallelism and, with pipelining, the interleaved schedule.
-  if (model->moe && has(to_lower(r.notes), "moe_a2a_overlap true")) {
+  if (model->moe && says(vocabulary, config::Words::kMoeA2aOverlap, r.notes)) {
     if (p.ep > 1 && p.pairs_forward_backward()) {
       p.moe_a2a_overlap = true;
       notes.push_back("1F1B all-to-all overlap (--moe-a2a-overlap)");
@@ -185,7 +174,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
                       " data-parallel ranks, replicated across groups (stated shard degree)");
     }
   }
-  const auto sp = parse_yes_no(r.sequence_parallel);
+  const auto sp = parse_yes_no(r.sequence_parallel, vocabulary);
   if (sp) {
     p.sequence_parallel = *sp && p.tp > 1;
   } else if (p.tp > 1 &&
@@ -199,7 +188,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     // profile or era: Megatron-LM's legacy models, DeepSpeed and its forks, metaseq).
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (tp > 1 in a framework that shards activations with it)");
-  } else if (p.tp > 1 && has(to_lower(r.notes), "tp-comm-overlap")) {
+  } else if (p.tp > 1 && says(vocabulary, config::Words::kTpCommOverlap, r.notes)) {
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (--tp-comm-overlap requires it)");
   }
@@ -207,11 +196,11 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
     p.sequence_parallel = true;
     notes.push_back("sequence parallelism on (Megatron-Core requires it for MoE with tp > 1)");
   }
-  if (p.sequence_parallel && p.tp > 1 && any_of(to_lower(r.notes + " " + r.framework), {"tp-comm-overlap", "tp_comm_overlap"})) {
+  if (p.sequence_parallel && p.tp > 1 && says(vocabulary, config::Words::kTpCommOverlap, r.notes + " " + r.framework)) {
     p.tp_comm_overlap = true;
     notes.push_back("TP communication overlapped with GEMMs (--tp-comm-overlap)");
   }
-  auto rc = parse_recompute(r.recompute);
+  auto rc = parse_recompute(r.recompute, vocabulary);
   for (const auto& f : fw.named) {
     // The recompute a named framework's runs use unless told (its profile: XTuner's full).
     if (rc || !f.recompute) continue;
@@ -223,7 +212,7 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   p.recompute = rc.value_or(parallel::Recompute::kNone);
   const std::string rtext = to_lower(r.recompute);
   if (p.recompute == parallel::Recompute::kSelective &&
-      fw.offers(parallel::Recompute::kSelectiveOp) && !has(rtext, "layer")) {
+      fw.offers(parallel::Recompute::kSelectiveOp) && !says(vocabulary, config::Words::kRecomputeLayerPolicy, rtext)) {
     // torchtitan's selective checkpointing of its Llama training configurations is the op
     // policy (train_configs/llama3_*.toml: selective_ac_option = "op"); "selective layer" (every
     // n-th layer checkpointed whole) is the other option.
@@ -254,7 +243,9 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
                       (partial->layers > 0 ? "" : " (share " + format_double("%.2f", partial->share) + ")"));
     }
   }
-  if (pure_bf16(r)) {
+  if (says(vocabulary, config::Words::kPureBf16, r.precision)) {
+    // Pure 16-bit training: the parameters themselves are bf16, so a PyTorch optimizer keeps its
+    // state in bf16 and there is no fp32 master copy.
     // Plain SGD on pure bf16 parameters keeps no optimizer state at all.
     const bool stateless = sgd_without_momentum(r);
     p.optimizer_states = stateless ? parallel::OptimizerStates::kNone : parallel::OptimizerStates::kBf16;
@@ -283,15 +274,14 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
   }
   // FP8 as Transformer Engine, torchao ("Float8") and the OCP formats (E4M3, E5M2) name it;
   // FP16 also as "float16" (not "bfloat16").
-  const std::string prec = to_lower(r.precision);
-  const bool bf16_named = any_of(prec, {"bf16", "bfloat16"});
-  const bool fp16_named = has(prec, "fp16") || (has(prec, "float16") && !has(prec, "bfloat16"));
-  if (any_of(prec, {"nvfp4", "fp4"}) && cluster->gpu.supports(ir::Dtype::kNvfp4)) {
+  const std::string& prec = r.precision;
+  const auto names = [&](config::Words w) { return says(vocabulary, w, prec); };
+  if (names(config::Words::kPrecisionNvfp4) && cluster->gpu.supports(ir::Dtype::kNvfp4)) {
     // NVFP4 (MLPerf Training v5.1 Blackwell submissions): block-scaled FP4 GEMMs.
     p.dtype = ir::Dtype::kNvfp4;
-  } else if (has(prec, "mxfp8") && cluster->gpu.supports(ir::Dtype::kMxfp8)) {
+  } else if (names(config::Words::kPrecisionMxfp8) && cluster->gpu.supports(ir::Dtype::kMxfp8)) {
     p.dtype = ir::Dtype::kMxfp8;
-  } else if (any_of(prec, {"fp8", "float8", "e4m3", "e5m2"})) {
+  } else if (names(config::Words::kPrecisionFp8)) {
     p.dtype = ir::Dtype::kFp8;
     if (!fw.gives(config::FrameworkSetting::kFp8WeightCache,
                   [](const parallel::ParallelPlan& v) { return v.fp8_weight_cache; })) {
@@ -302,12 +292,12 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
       p.fp8_weight_cache = false;
       notes.push_back("FP8 weights cast at every micro-batch (" + r.framework + ")");
     }
-  } else if (fp16_named && !bf16_named) {
+  } else if (names(config::Words::kPrecisionFp16) && !names(config::Words::kPrecisionBf16)) {
     p.dtype = ir::Dtype::kFp16;
   } else {
     p.dtype = ir::Dtype::kBf16;
   }
-  apply_gradient_reduction(r, p, notes);
+  apply_gradient_reduction(r, fw, p, notes);
   if (!flash_attention(r, fw)) {
     p.flash_attention = false;
     notes.push_back("attention core unfused (" + r.framework + " without FlashAttention)");

@@ -91,8 +91,7 @@ std::optional<ir::ModelSpec> build_model(const PublishedRun& r, std::int64_t seq
   }
   m.num_kv_heads = r.n_kv_heads ? *r.n_kv_heads : m.num_heads;
   // Squared ReLU (Nemotron-4, Primer): a non-gated MLP of two matrices, 4h wide unless printed.
-  const bool squared_relu = any_of(to_lower(r.model + " " + r.notes),
-                                   {"squared relu", "squared-relu", "squared_relu", "relu²", "relu^2", "relu2"});
+  const bool squared_relu = says(vocab, config::Words::kSquaredRelu, r.model + " " + r.notes);
   if (r.ffn_hidden) {
     m.ffn_hidden = *r.ffn_hidden;
   } else if (squared_relu) {

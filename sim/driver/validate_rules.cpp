@@ -11,61 +11,22 @@ namespace ts::driver::reading {
 
 namespace {
 
-// The framework column in lower case, with the spellings of the Megatron code bases reduced to
-// one each: "Megatron LM", "MegatronLM", "megatron_lm" → "megatron-lm"; "Megatron DeepSpeed" →
-// "megatron-deepspeed"; "Megatron Core", "MCore", "megatron_core" → "megatron-core"; "Megatron
-// Bridge" → "megatron-bridge"; "TransformerEngine", "transformer_engine" → "transformer engine".
-std::string framework_name(const PublishedRun& r) {
-  std::string f = to_lower(r.framework);
-  static const std::regex kLm(R"(megatron[\s_]?lm)");
-  static const std::regex kDs(R"(megatron[\s_]deepspeed)");
-  static const std::regex kCore(R"(megatron[\s_]core|\bm-?core\b)");
-  static const std::regex kBridge(R"(megatron[\s_]bridge)");
-  static const std::regex kTe(R"(transformer[\s_-]?engine)");
-  f = std::regex_replace(f, kLm, "megatron-lm");
-  f = std::regex_replace(f, kDs, "megatron-deepspeed");
-  f = std::regex_replace(f, kCore, "megatron-core");
-  f = std::regex_replace(f, kBridge, "megatron-bridge");
-  f = std::regex_replace(f, kTe, "transformer engine");
-  return f;
-}
-
-// A row that names Transformer Engine, or Megatron-Core (whose layers are Transformer Engine's),
-// names TE's fused attention, as naming FlashAttention names that kernel.
-bool te_attention(const PublishedRun& r) {
-  return any_of(framework_name(r), {"megatron-core", "transformer engine"});
-}
-
-// The ZeRO stage a text names, by the spellings of DeepSpeed (ZeRO-1/2/3, "stage 2"), PyTorch
-// FSDP (FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD = HSDP, FSDP2's fully_shard and
-// reshard_after_forward=False, which keeps the gathered parameters from the forward for the
-// backward: ZeRO-2's traffic), Megatron (--use-distributed-optimizer) and NeMo
-// (optim.name distributed_fused_adam, its distributed optimizer); nullopt when it names none.
-// HSDP shards within a group and replicates across groups; it is read as ZeRO-3 over the whole
-// data-parallel group. The plan can express the groups (ParallelPlan::zero_shard_group, with the
-// replicas' all-reduce on its own stream beside the gathers, as FSDP's inter-node process group
-// runs it), but read with node-sized groups (FSDP's default, and fms-fsdp's) the IBM/PyTorch FSDP
-// blog's three HSDP rows went from -10 / -12 / +1 % to +22 / +18 / +48 % (both with an fp32
-// gradient reduction; fms-fsdp's bf16 one makes either reading more optimistic): on their slow inter-node
-// links hybrid sharding hides the communication that full sharding exposes, and what is left is
-// our compute time, faster than those runs' (measured MFU 0.57 on A100 and 0.37 on H100). Full
-// sharding is the better predictor of the published HSDP runs until that gap is explained.
-std::optional<int> zero_stage_named(std::string_view text) {
-  const std::string w = words(text);
-  if (any_of(w, {" shard grad op ", " zero 2 ", " zero2 ", " stage 2 ", " no reshard", " without reshard",
-                 " reshard after forward false ", " reshard after forward 0 "})) {
-    return 2;
-  }
-  // Colossal-AI's Gemini plugin shards parameters, gradients and optimizer states in chunks
-  // (ZeRO-3 with its chunk manager).
-  if (any_of(w, {" full shard ", " hybrid shard ", " hsdp ", " fully shard", " zero 3 ", " zero3 ", " stage 3 ",
-                 " fsdp", " zero++ ", " gemini "})) {
-    return 3;
-  }
-  if (any_of(w, {" zero 1 ", " zero1 ", " stage 1 ", " distributed optimizer", " distributed fused adam",
-                 " distopt ", " dist opt "})) {
-    return 1;
-  }
+// The ZeRO stage a text names (the vocabulary's zero-2, zero-3 and zero-1 lists, tried in that
+// order: "no reshard after forward" is FSDP's ZeRO-2); nullopt when it names none. HSDP, in the
+// zero-3 list, shards within a group and replicates across groups; it is read as ZeRO-3 over the
+// whole data-parallel group. The plan can express the groups (ParallelPlan::zero_shard_group,
+// with the replicas' all-reduce on its own stream beside the gathers, as FSDP's inter-node process
+// group runs it), but read with node-sized groups (FSDP's default, and fms-fsdp's) the IBM/PyTorch
+// FSDP blog's three HSDP rows went from -10 / -12 / +1 % to +22 / +18 / +48 % (both with an fp32
+// gradient reduction; fms-fsdp's bf16 one makes either reading more optimistic): on their slow
+// inter-node links hybrid sharding hides the communication that full sharding exposes, and what
+// is left is our compute time, faster than those runs' (measured MFU 0.57 on A100 and 0.37 on
+// H100). Full sharding is the better predictor of the published HSDP runs until that gap is
+// explained.
+std::optional<int> zero_stage_named(std::string_view text, const config::ReadingVocabulary& vocab) {
+  if (says(vocab, config::Words::kZero2, text)) return 2;
+  if (says(vocab, config::Words::kZero3, text)) return 3;
+  if (says(vocab, config::Words::kZero1, text)) return 1;
   return std::nullopt;
 }
 
@@ -105,9 +66,12 @@ std::optional<config::YearMonth> stated_date(const std::string& text) {
 }
 
 RowFrameworks named_frameworks(const PublishedRun& r,
-                               const std::vector<config::FrameworkProfile>& profiles) {
+                               const std::vector<config::FrameworkProfile>& profiles,
+                               const config::ReadingVocabulary& vocab) {
   RowFrameworks out;
-  const std::string f = framework_name(r);
+  out.vocab = &vocab;
+  out.column = framework_column(vocab, r.framework);
+  const std::string& f = out.column;
   std::vector<const config::FrameworkProfile*> named;
   out.date = stated_date(r.source);
   for (const auto& p : profiles) {
@@ -118,7 +82,22 @@ RowFrameworks named_frameworks(const PublishedRun& r,
       if (p.released && (!out.date || *out.date < *p.released)) out.date = p.released;
     }
   }
-  for (const auto* p : named) out.named.push_back(p->as_of(out.date, &f));
+  const std::string precision = to_lower(r.precision);
+  for (const auto* p : named) out.named.push_back(p->as_of(out.date, &f, &precision));
+  // A fork's settings over its base's (builds_on): the base keeps only what the fork leaves.
+  for (const auto& fork : out.named) {
+    for (auto& base : out.named) {
+      if (std::find(fork.builds_on.begin(), fork.builds_on.end(), base.name) == fork.builds_on.end()) continue;
+      std::erase_if(base.given, [&](const config::FrameworkProfile::Given& g) { return fork.source_of(g.setting); });
+    }
+  }
+  // A kernel named through a framework (any profile's kernel_named_by, not only the named ones).
+  for (const auto& p : profiles) {
+    if (std::any_of(p.kernel_named_by.begin(), p.kernel_named_by.end(), [&](const auto& w) { return has(f, w); })) {
+      out.named_kernel = p.values.attention_kernel;
+      break;
+    }
+  }
   return out;
 }
 
@@ -127,8 +106,7 @@ RowFrameworks named_frameworks(const PublishedRun& r,
 // compiled: "compile" or Liger's fused kernels in the framework or precision column make them
 // fused; notes are not read, as they may describe other runs of the same table.
 bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw) {
-  const std::string own = to_lower(r.framework + " " + r.precision);
-  if (any_of(own, {"compile", "liger"})) return false;
+  if (says(*fw.vocab, config::Words::kCompiled, r.framework + " " + r.precision)) return false;
   return fw.gives(config::FrameworkSetting::kElementwise, [](const parallel::ParallelPlan& v) {
     return v.elementwise == parallel::Elementwise::kEager;
   });
@@ -156,15 +134,8 @@ bool flash_attention(const PublishedRun& r, const RowFrameworks& fw) {
   static const std::regex kNoFlash(
       R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
   if (std::regex_search(to_lower(r.framework + " " + r.precision), kNoFlash)) return false;
-  if (any_of(all, {"flash", "fused attention", "sdpa", "cudnn attention"})) return true;
-  return te_attention(r) || !names_unfused_core(fw);
-}
-
-// Pure 16-bit training: the model's parameters themselves are bf16 (Lightning's "bf16-true" /
-// "16-true" precision, a Hugging Face model loaded as torch.bfloat16 without autocast), so a
-// PyTorch optimizer keeps its state in bf16 and there is no fp32 master copy.
-bool pure_bf16(const PublishedRun& r) {
-  return any_of(to_lower(r.precision), {"bf16-true", "16-true", "torch.bfloat16", "pure bf16"});
+  if (says(*fw.vocab, config::Words::kFusedAttention, all)) return true;
+  return fw.named_kernel.has_value() || !names_unfused_core(fw);
 }
 
 // Plain SGD without momentum: the row names SGD and says nothing of a nonzero momentum.
@@ -173,7 +144,7 @@ bool sgd_without_momentum(const PublishedRun& r) {
   static const std::regex kSgd(R"(\bsgd\b)");
   static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
   if (!std::regex_search(all, kSgd)) return false;
-  return !any_of(all, {"momentum"}) || std::regex_search(all, kNoMomentum);
+  return !has(all, "momentum") || std::regex_search(all, kNoMomentum);
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -190,12 +161,9 @@ bool sgd_without_momentum(const PublishedRun& r) {
 // kernel.
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
-  if (any_of(all, {"flashattention-3", "flashattention 3", "flash attention 3", "flash-attention 3", "fa3"})) {
-    return "FlashAttention-3";
-  }
-  const bool names_fa2 = any_of(all, {"flashattention-2", "flashattention 2", "flash attention 2",
-                                      "flash-attention 2", "flash-attention-2", "fa2", "flash_attn_2",
-                                      "flash-attn 2"});
+  const auto& vocab = *fw.vocab;
+  if (says(vocab, config::Words::kFlashAttention3, all)) return "FlashAttention-3";
+  const bool names_fa2 = says(vocab, config::Words::kFlashAttention2, all);
   const auto kernel_is = [](const char* k) {
     return [k](const parallel::ParallelPlan& v) { return v.attention_kernel == k; };
   };
@@ -204,7 +172,7 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   // FlashAttention-1-class kernel: frameworks/composer.textproto), unless FlashAttention-2 is
   // named.
   if ((fw.gives(config::FrameworkSetting::kAttention, kernel_is("FlashAttention-1")) ||
-       any_of(all, {"flash_attn_triton"})) &&
+       says(vocab, config::Words::kFlashAttention1Triton, all)) &&
       !names_fa2) {
     return "FlashAttention-1";
   }
@@ -214,9 +182,8 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
   static const std::regex kTritonAttention(
       R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
   if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
-  if (any_of(all, {"flashattention-1", "flashattention (v1)", "flashattention v1", "fa1"}))
-    return "FlashAttention-1";
-  if (te_attention(r)) return "";
+  if (says(vocab, config::Words::kFlashAttention1, all)) return "FlashAttention-1";
+  if (fw.named_kernel) return *fw.named_kernel;
   // The kernel of the named frameworks: the GPU's default (Transformer Engine's) before a named
   // kernel, unless one of them runs the core unfused (its "default" is then another code path's).
   if (!names_unfused_core(fw) &&
@@ -230,7 +197,7 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
                     [](const parallel::ParallelPlan& v) { return !v.attention_kernel.empty(); })) {
     return p->values.attention_kernel;
   }
-  if (any_of(all, {"flash"})) return "FlashAttention-2";
+  if (has(all, "flash")) return "FlashAttention-2";
   return "";
 }
 
@@ -248,33 +215,25 @@ std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
                               std::vector<std::string>& notes) {
   if (!unstated(r.zero_fsdp)) {
     // "none", "no", "False", "off", "DDP": no sharding; a bare stage number: that stage.
-    if (first_word_in(r.zero_fsdp, {"none", "no", "false", "off", "disabled", "0"})) return 0;
+    if (says(*fw.vocab, config::Words::kZeroNone, r.zero_fsdp)) return 0;
     const std::string t = trim(r.zero_fsdp);
     if (t == "1" || t == "2" || t == "3") return t[0] - '0';
-    return zero_stage_named(r.zero_fsdp).value_or(0);
+    return zero_stage_named(r.zero_fsdp, *fw.vocab).value_or(0);
   }
-  const std::string f = framework_name(r);
-  if (const auto named = zero_stage_named(r.framework)) {
-    if (*named == 3 && has(f, "fsdp")) {
+  if (const auto named = zero_stage_named(r.framework, *fw.vocab)) {
+    if (*named == 3 && has(fw.column, "fsdp")) {
       notes.push_back("ZeRO-3 (framework runs FSDP, FULL_SHARD is its default)");
     } else {
       notes.push_back("ZeRO-" + std::to_string(*named) + " (named in the framework column)");
     }
     return named;
   }
-  if (const auto* tt = fw.find("torchtitan");
-      tt != nullptr && tt->source_of(config::FrameworkSetting::kZeroStage)) {
-    // torchtitan shards over every data-parallel rank unless told otherwise (its profile).
-    notes.push_back("ZeRO-" + std::to_string(tt->values.zero_stage) +
-                    " (torchtitan's default: FSDP2 over all data-parallel ranks)");
-    return tt->values.zero_stage;
-  }
-  if (const auto* nemo = fw.find("nemo");
-      nemo != nullptr && nemo->source_of(config::FrameworkSetting::kZeroStage)) {
-    // NeMo's training configs use the distributed optimizer (its profile).
-    notes.push_back("ZeRO-" + std::to_string(nemo->values.zero_stage) +
-                    " (NeMo's default distributed optimizer)");
-    return nemo->values.zero_stage;
+  // The sharding of a named framework whose runs shard unless told otherwise (its profile's
+  // unstated_sharding: torchtitan's FSDP2, NeMo's distributed optimizer).
+  for (const auto& p : fw.named) {
+    if (p.unstated_sharding.empty() || !p.source_of(config::FrameworkSetting::kZeroStage)) continue;
+    notes.push_back("ZeRO-" + std::to_string(p.values.zero_stage) + " (" + p.unstated_sharding + ")");
+    return p.values.zero_stage;
   }
   return std::nullopt;
 }
@@ -296,10 +255,11 @@ std::optional<std::int64_t> stated_shard_group(const std::string& text) {
 
 // "yes", "True (TP with sequence parallel)", "enabled", "on": true; "no", "False", "off": false;
 // empty or "not stated": nullopt.
-std::optional<bool> parse_yes_no(const std::string& text) {
+std::optional<bool> parse_yes_no(const std::string& text, const config::ReadingVocabulary& vocab) {
   const std::string t = to_lower(trim(text));
   if (t.empty() || unstated(t)) return std::nullopt;
-  return t == "1" || has(t, "yes") || first_word_in(t, {"y", "true", "on", "enabled", "sp"});
+  return t == "1" || has(t, "yes") || says(vocab, config::Words::kSwitchOn, t) ||
+         says(vocab, config::Words::kSequenceParallelOn, t);
 }
 
 // The share of layers that run full recompute when a recompute cell names only some: a count
@@ -344,21 +304,22 @@ std::optional<PartialRecompute> parse_partial_recompute(const std::string& text)
 // checkpoints every layer: DeepSpeed --checkpoint-activations, Hugging Face
 // gradient_checkpointing), or a count or share of layers (parse_partial_recompute); "none",
 // "no …", "False", "off": none; empty or "not stated": nullopt.
-std::optional<parallel::Recompute> parse_recompute(const std::string& text) {
+std::optional<parallel::Recompute> parse_recompute(const std::string& text,
+                                                   const config::ReadingVocabulary& vocab) {
+  using config::Words;
   const std::string t = to_lower(text);
   if (t.empty() || unstated(t)) return std::nullopt;
-  if (has(t, "selective")) {
-    static const std::regex kOp(R"((^|[^a-z])(op|ops|operator|per-op)([^a-z]|$))");
-    return std::regex_search(t, kOp) ? parallel::Recompute::kSelectiveOp : parallel::Recompute::kSelective;
+  if (says(vocab, Words::kRecomputeSelective, t)) {
+    return says(vocab, Words::kRecomputeOpPolicy, t) ? parallel::Recompute::kSelectiveOp
+                                                     : parallel::Recompute::kSelective;
   }
-  // Megatron's --recompute-activations is its selective granularity (arguments.py sets
-  // recompute_granularity = 'selective'); full granularity is named as such.
-  if (any_of(t, {"recompute-activations", "recompute_activations"}) && !has(t, "full")) {
+  // Megatron's --recompute-activations is its selective granularity; full granularity is named
+  // as such.
+  if (says(vocab, Words::kRecomputeMegatronSelective, t) && !has(t, "full")) {
     return parallel::Recompute::kSelective;
   }
-  if (first_word_in(t, {"none", "no", "false", "off", "disabled", "0", "without"})) return parallel::Recompute::kNone;
-  if (has(t, "full") || has(t, "checkpoint") || has(t, "uniform") || has(t, "block") ||
-      first_word_in(t, {"true", "yes", "y", "on", "enabled", "1"}) || parse_partial_recompute(t)) {
+  if (says(vocab, Words::kRecomputeNone, t)) return parallel::Recompute::kNone;
+  if (says(vocab, Words::kRecomputeFull, t) || says(vocab, Words::kSwitchOn, t) || parse_partial_recompute(t)) {
     return parallel::Recompute::kFull;
   }
   return parallel::Recompute::kNone;
@@ -407,32 +368,25 @@ double gpt3_batch_tokens(double parameters) {
 }
 // How the row's framework reduces gradients, given the plan's ZeRO stage (map_run, and again when
 // validate() chooses a stage the row does not state):
-// - precision: the training precision for Composer's PURE FSDP mode (reduce_dtype = the
-//   precision; DEFAULT reduces in fp32), fms-fsdp's MixedPrecisionPolicy (bfSixteen:
-//   reduce_dtype=torch.bfloat16) and DeepSpeed's ZeRO optimizers (communication_data_type
-//   defaults to the training precision; Megatron-DeepSpeed and GPT-NeoX keep fp32 gradients in
-//   their BF16_Optimizer or Megatron's main_grad); fp32 for everything else;
-// - buckets: FSDP reduce-scatters each wrapped unit's gradients after its backward (Composer and
-//   fms-fsdp wrap every transformer block), so its ZeRO-2 buckets are single layers, not
-//   Megatron's 40 M parameters (ZeRO-3 reduces per layer in any framework).
-void apply_gradient_reduction(const PublishedRun& r, parallel::ParallelPlan& p, std::vector<std::string>& notes) {
+// - precision: the training precision where a named framework's profile reduces in it (as of
+//   the row's date and precision mode, forks over their bases: Composer's PURE mode, fms-fsdp,
+//   DeepSpeed's ZeRO optimizers from stage 1), fp32 otherwise;
+// - buckets: FSDP reduce-scatters each wrapped unit's gradients after its backward, so its ZeRO-2
+//   buckets are single layers, not Megatron's 40 M parameters (ZeRO-3 reduces per layer in any
+//   framework).
+void apply_gradient_reduction(const PublishedRun& r, const RowFrameworks& rf, parallel::ParallelPlan& p,
+                              std::vector<std::string>& notes) {
   const parallel::ParallelPlan defaults;
   p.grad_reduce = defaults.grad_reduce;
   p.grad_bucket_params = defaults.grad_bucket_params;
-  const std::string fw = framework_name(r);
-  const bool composer_pure = has(to_lower(r.precision), "pure") &&
-                             any_of(to_lower(r.framework + " " + r.precision), {"composer", "llm-foundry", "mpt"});
-  const bool fms_fsdp = any_of(fw, {"fms-fsdp", "foundation model stack", "foundation-model-stack"});
-  const bool deepspeed_zero =
-      p.zero_stage >= 1 && has(fw, "deepspeed") && !any_of(fw, {"megatron-deepspeed", "neox"});
-  if (composer_pure || fms_fsdp || deepspeed_zero) {
+  const auto* f = rf.giving(config::FrameworkSetting::kGradReduce, [](const parallel::ParallelPlan& v) {
+    return v.grad_reduce == parallel::GradReduce::kBf16;
+  });
+  if (f != nullptr && p.zero_stage >= f->grad_reduce_from_zero_stage) {
     p.grad_reduce = parallel::GradReduce::kBf16;
-    notes.push_back(std::string("gradients reduced in the training precision (") +
-                    (composer_pure ? "Composer PURE" : fms_fsdp ? "fms-fsdp" : "DeepSpeed ZeRO") + ")");
+    notes.push_back("gradients reduced in the training precision (" + f->name + ")");
   }
-  const bool fsdp = any_of(to_lower(r.framework + " " + r.zero_fsdp), {"fsdp", "fully sharded", "shard_grad_op",
-                                                                      "shard grad op", "composer"});
-  if (p.zero_stage == 2 && fsdp) {
+  if (p.zero_stage == 2 && says(*rf.vocab, config::Words::kFsdpUnits, r.framework + " " + r.zero_fsdp)) {
     p.grad_bucket_params = 1;
     notes.push_back("gradients reduce-scattered per layer (FSDP units)");
   }

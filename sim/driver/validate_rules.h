@@ -25,15 +25,14 @@ namespace ts::driver::reading {
 // several ("NeMo (Megatron-Core)", "HuggingFace Transformers + DeepSpeed"); what the rules take
 // from them is what any of them gives.
 struct RowFrameworks {
+  const config::ReadingVocabulary* vocab = nullptr;  // the words the rules look for
+  std::string column;  // the framework column, lower case, its spellings reduced (framework_column)
   std::vector<config::FrameworkProfile> named;
   std::optional<config::YearMonth> date;
+  // The attention kernel a profile's kernel_named_by words in the column name ("" for the GPU's
+  // default: Transformer Engine's fused attention for "Megatron-Core"); nullopt when none.
+  std::optional<std::string> named_kernel;
 
-  const config::FrameworkProfile* find(std::string_view name) const {
-    for (const auto& p : named) {
-      if (p.name == name) return &p;
-    }
-    return nullptr;
-  }
   // A named framework implements this recompute mode.
   bool offers(parallel::Recompute m) const;
   // The first named framework that gives setting `s` with a value that satisfies `test`.
@@ -55,7 +54,8 @@ struct RowFrameworks {
 // The earliest month a text states: "2024-04-22" → 2024-04, "2022" → 2022-01, "SC'21" → 2021-01.
 std::optional<config::YearMonth> stated_date(const std::string& text);
 RowFrameworks named_frameworks(const PublishedRun& r,
-                               const std::vector<config::FrameworkProfile>& profiles);
+                               const std::vector<config::FrameworkProfile>& profiles,
+                               const config::ReadingVocabulary& vocab);
 
 // Model (validate_model.cpp): the row's architecture, with its empty fields filled by family
 // rules and the vocabulary's released values; nullopt with `reason` when incomplete or invalid.
@@ -71,7 +71,6 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r,
 // Framework and plan rules (validate_rules.cpp).
 bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw);
 bool flash_attention(const PublishedRun& r, const RowFrameworks& fw);
-bool pure_bf16(const PublishedRun& r);
 bool sgd_without_momentum(const PublishedRun& r);
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw);
 std::set<std::string> calibrated_attention_kernels(const std::string& gpu,
@@ -79,18 +78,19 @@ std::set<std::string> calibrated_attention_kernels(const std::string& gpu,
 std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
                               std::vector<std::string>& notes);
 std::optional<std::int64_t> stated_shard_group(const std::string& text);
-std::optional<bool> parse_yes_no(const std::string& text);
+std::optional<bool> parse_yes_no(const std::string& text, const config::ReadingVocabulary& vocab);
 struct PartialRecompute {
   std::int64_t layers = 0;  // per model chunk
   double share = 0;         // of each chunk's layers
 };
 std::optional<PartialRecompute> parse_partial_recompute(const std::string& text);
-std::optional<parallel::Recompute> parse_recompute(const std::string& text);
+std::optional<parallel::Recompute> parse_recompute(const std::string& text,
+                                                   const config::ReadingVocabulary& vocab);
 std::vector<std::int64_t> uneven_stage_layers(std::int64_t layers, std::int64_t stages);
 std::string join_counts(const std::vector<std::int64_t>& v);
 double gpt3_batch_tokens(double parameters);
 // How the row's framework reduces gradients, given the plan's ZeRO stage.
-void apply_gradient_reduction(const PublishedRun& r, parallel::ParallelPlan& p,
-                              std::vector<std::string>& notes);
+void apply_gradient_reduction(const PublishedRun& r, const RowFrameworks& fw,
+                              parallel::ParallelPlan& p, std::vector<std::string>& notes);
 
 }  // namespace ts::driver::reading

@@ -1,7 +1,10 @@
 // Text helpers of the validation's reading rules (validate_text.h).
 #include "sim/driver/validate_text.h"
 
+#include <algorithm>
 #include <cctype>
+
+#include "sim/base/format.h"
 
 namespace ts::driver::reading {
 
@@ -26,13 +29,11 @@ bool starts_with_nocase(const std::string& s, std::string_view prefix) {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-bool any_of(const std::string& text, std::initializer_list<std::string_view> words) {
-  for (auto w : words) {
-    if (has(text, w)) return true;
-  }
-  return false;
-}
+namespace {
 
+// " fsdp full shard zero 3 like ": lower case, every run of characters other than letters,
+// digits and '+' one space, a space at each end, so that spellings that differ only in
+// separators ("FULL_SHARD", "full-shard") compare equal as " full shard ".
 std::string words(std::string_view text) {
   std::string out = " ";
   for (char ch : text) {
@@ -47,18 +48,77 @@ std::string words(std::string_view text) {
   return out;
 }
 
+// The first word of a cell ("true" for "True (--checkpoint-activations)").
 std::string first_word(std::string_view text) {
   const std::string w = words(text);
   const auto end = w.find(' ', 1);
   return end == std::string::npos ? "" : w.substr(1, end - 1);
 }
 
-bool first_word_in(std::string_view text, std::initializer_list<std::string_view> options) {
-  const std::string f = first_word(text);
-  for (auto o : options) {
-    if (f == o) return true;
+bool letter(const std::string& s, std::size_t i) { return i < s.size() && s[i] >= 'a' && s[i] <= 'z'; }
+
+bool word_char(const std::string& s, std::size_t i) {
+  return i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0 || s[i] == '_');
+}
+
+// Whether `w` occurs in `s` with no character for which `beside` holds directly before or after.
+template <class Beside>
+bool occurs_alone(const std::string& s, const std::string& w, Beside beside) {
+  for (auto at = s.find(w); at != std::string::npos; at = s.find(w, at + 1)) {
+    if ((at == 0 || !beside(s, at - 1)) && !beside(s, at + w.size())) return true;
   }
   return false;
+}
+
+}  // namespace
+
+const std::string* spelling_in(const config::ReadingVocabulary& vocab, config::Words list,
+                               std::string_view text) {
+  const auto& l = vocab.list(list);
+  const auto first = [&](auto&& matches) -> const std::string* {
+    const auto it = std::find_if(l.spelled.begin(), l.spelled.end(), matches);
+    return it == l.spelled.end() ? nullptr : &*it;
+  };
+  switch (l.match) {
+    case config::WordMatch::kText: {
+      const std::string t = to_lower(text);
+      return first([&](const std::string& w) { return has(t, w); });
+    }
+    case config::WordMatch::kWords: {
+      const std::string t = words(text);
+      return first([&](const std::string& w) { return has(t, w); });
+    }
+    case config::WordMatch::kFirstWord: {
+      const std::string f = first_word(text);
+      return first([&](const std::string& w) { return w == f; });
+    }
+    case config::WordMatch::kLetters: {
+      const std::string t = to_lower(text);
+      return first([&](const std::string& w) { return occurs_alone(t, w, letter); });
+    }
+  }
+  return nullptr;
+}
+
+bool says(const config::ReadingVocabulary& vocab, config::Words list, std::string_view text) {
+  return spelling_in(vocab, list, text) != nullptr;
+}
+
+std::string framework_column(const config::ReadingVocabulary& vocab, std::string_view framework) {
+  std::string f = to_lower(framework);
+  for (const auto& s : vocab.framework_spellings) {
+    for (const auto& w : s.spelled) {
+      for (auto at = f.find(w); at != std::string::npos; at = f.find(w, at)) {
+        if (s.whole_word && ((at > 0 && word_char(f, at - 1)) || word_char(f, at + w.size()))) {
+          ++at;
+          continue;
+        }
+        f.replace(at, w.size(), s.as);
+        at += s.as.size();
+      }
+    }
+  }
+  return f;
 }
 
 bool unstated(std::string_view text) {

@@ -2,9 +2,10 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <string_view>
+
+#include "sim/config/reading_loader.h"
 
 namespace ts::driver::reading {
 
@@ -13,15 +14,15 @@ bool has(const std::string& haystack, std::string_view needle);
 // Whether `s` starts with `prefix`, ignoring ASCII case.
 bool starts_with_nocase(const std::string& s, std::string_view prefix);
 std::string str(std::int64_t v);
-// Whether `text` contains any of `words`.
-bool any_of(const std::string& text, std::initializer_list<std::string_view> words);
-// " fsdp full shard zero 3 like ": lower case, every run of characters other than letters,
-// digits and '+' turned into one space, with a space at each end, so that spellings that differ
-// only in separators ("FULL_SHARD", "full-shard", "full shard") compare equal as " full shard ".
-std::string words(std::string_view text);
-// The first word of a cell ("true" for "True (--checkpoint-activations)").
-std::string first_word(std::string_view text);
-bool first_word_in(std::string_view text, std::initializer_list<std::string_view> options);
+// Whether `text` says what the vocabulary's word list `list` is for, compared as the list's
+// `match` asks (sim/schema/reading.proto).
+bool says(const config::ReadingVocabulary& vocab, config::Words list, std::string_view text);
+// The first of the list's spellings that `text` contains as its `match` asks; nullptr for none.
+const std::string* spelling_in(const config::ReadingVocabulary& vocab, config::Words list,
+                               std::string_view text);
+// The framework column in lower case with the vocabulary's framework spellings reduced to one
+// form each ("Megatron LM", "MCore" -> "megatron-lm", "megatron-core").
+std::string framework_column(const config::ReadingVocabulary& vocab, std::string_view framework);
 // A cell that says the source does not give the value ("not stated", "unknown", "n/a", "?"):
 // treated as empty.
 bool unstated(std::string_view text);

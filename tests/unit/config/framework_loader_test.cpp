@@ -157,5 +157,29 @@ TEST_CASE("a broken era reports its month, source and non-settings") {
   CHECK(test::find_field(ds, "released.value"));
 }
 
+TEST_CASE("a precision mode holds only for a row's precision; validation fields checked") {
+  const auto composer = load_framework("composer");
+  const std::string pure = "bf16 (composer 'pure' mode)", amp = "bf16 amp", column = "composer";
+  CHECK(composer.as_of(std::nullopt, &column, &pure).values.grad_reduce == parallel::GradReduce::kBf16);
+  CHECK(composer.as_of(std::nullopt, &column, &amp).values.grad_reduce == parallel::GradReduce::kFp32);
+  CHECK(composer.as_of(std::nullopt).values.grad_reduce == parallel::GradReduce::kFp32);  // run
+  CHECK(load_framework("megatron-deepspeed").builds_on.size() == 2);
+  TempDir dir;
+  const std::string path = dir.write("mine.textproto",
+                                     "name: \"mine\"\n"
+                                     "title: \"Mine\"\n"
+                                     "attention { value: \"unfused\" source: \"x\" }\n"
+                                     "builds_on: [\"nothing\"]\n"
+                                     "unstated_sharding { value: \"x\" source: \"y\" }\n"
+                                     "kernel_named_by { values: [\"mine\"] source: \"z\" }\n"
+                                     "era { source: \"s\" }\n");
+  const auto ds = test::diagnostics_of([&] { load_framework(path); });
+  INFO(test::dump(ds));
+  CHECK(test::find_field(ds, "builds_on[0]"));
+  CHECK(test::find_field(ds, "unstated_sharding.value"));  // no zero_stage
+  CHECK(test::find_field(ds, "kernel_named_by.values"));   // unfused names no kernel
+  CHECK(test::find_field(ds, "era[0].before"));            // neither a month nor a mode
+}
+
 }  // namespace
 }  // namespace ts::config

@@ -68,5 +68,37 @@ TEST_CASE("a bad reading vocabulary names each problem's line and field") {
   CHECK(ds.front().file == path);
 }
 
+TEST_CASE("the reading rules' word lists load; bad ones are named") {
+  const auto v = load_reading_vocabulary();
+  for (int w = 0; w < kNumWordLists; ++w) {
+    INFO(word_list_name(static_cast<Words>(w)));
+    CHECK_FALSE(v.list(static_cast<Words>(w)).spelled.empty());
+    CHECK(v.list(static_cast<Words>(w)).source.size() > 5);
+  }
+  CHECK(v.list(Words::kZero3).match == WordMatch::kWords);
+  REQUIRE_FALSE(v.framework_spellings.empty());
+
+  TempDir dir;
+  const std::string path = dir.write("vocab.textproto",
+                                     "words { rule: \"zero-9\" spelled: [\"x\"] source: \"s\" }\n"
+                                     "words { rule: \"zero-1\" match: \"regex\" spelled: [\"x\"] source: \"s\" }\n"
+                                     "words { rule: \"zero-1\" spelled: [\"\"] source: \"s\" }\n"
+                                     "framework_spellings { as: \"x\" spelled: [\"y\"] }\n"
+                                     "gpu_architectures { word: \"volta\" part: \"v100\" source: \"s\" }\n");
+  const auto ds = test::diagnostics_of([&] { load_reading_vocabulary(path); });
+  INFO(test::dump(ds));
+  const auto* unknown = test::find_field(ds, "words[0].rule");
+  REQUIRE(unknown != nullptr);
+  CHECK(unknown->line == 1);
+  const auto* match = test::find_field(ds, "words[1].match");
+  REQUIRE(match != nullptr);
+  CHECK(match->line == 2);
+  CHECK(test::find_field(ds, "words[2].rule") != nullptr);     // given twice
+  CHECK(test::find_field(ds, "words[2].spelled") != nullptr);  // empty spelling
+  CHECK(test::find_field(ds, "framework_spellings[0].source") != nullptr);
+  CHECK(test::find_field(ds, "gpu_architectures[0].part") != nullptr);  // no such GPU part
+  CHECK(test::find_field(ds, "words") != nullptr);  // the other rules' lists are missing
+}
+
 }  // namespace
 }  // namespace ts::config

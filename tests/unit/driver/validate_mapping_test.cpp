@@ -308,6 +308,13 @@ TEST_CASE("mapping: sharding, sequence parallelism, precision and missing batch 
   CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kBf16);
   row["framework"] = "Megatron-DeepSpeed";
   CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kFp32);
+  // A fork's profile over its base's (builds_on): GPT-NeoX names DeepSpeed too.
+  row["framework"] = "GPT-NeoX (Megatron + DeepSpeed)";
+  CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kFp32);
+  // DeepSpeed without ZeRO reduces fp32 gradients (grad_reduce_from_zero_stage 1).
+  row["framework"] = "DeepSpeed 0.11";
+  row["zero_fsdp"] = "none";
+  CHECK(plan_of().scenario->plan.grad_reduce == parallel::GradReduce::kFp32);
   row["zero_fsdp"] = "";
   row["framework"] = "Megatron-LM";
 

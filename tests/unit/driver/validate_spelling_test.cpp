@@ -19,6 +19,7 @@
 #include "sim/driver/csv.h"
 #include "sim/driver/validate.h"
 #include "sim/driver/validate_rules.h"
+#include "sim/driver/validate_text.h"
 #include "tests/unit/config/config_test_util.h"
 #include "tests/unit/driver/published_rows.h"
 
@@ -824,4 +825,31 @@ TEST_CASE("spelling: released widths, GPU parts and IB rates come from the vocab
   const auto none = driver::map_run(run, calibrations, frameworks, other);
   CHECK_FALSE(none.scenario);
   CHECK_THAT(none.skip_reason, Catch::Contains("no cluster model for GPU 'H100 80GB'"));
+}
+
+TEST_CASE("spelling: the rules' word lists come from the vocabulary") {
+  auto row = base_row();
+  row["zero_fsdp"] = "ZeRO-Infinity";
+  row["precision"] = "bf16";
+  const PublishedRun run = parse_one(row);
+  config::ComputeModelCache calibrations;
+  const auto frameworks = config::load_all_frameworks();
+  const auto shipped = config::load_reading_vocabulary();
+  const auto as_shipped = driver::map_run(run, calibrations, frameworks, shipped);
+  REQUIRE(as_shipped.scenario);
+  CHECK(as_shipped.scenario->plan.zero_stage == 0);  // no list names ZeRO-Infinity
+  CHECK(as_shipped.scenario->plan.dtype == ir::Dtype::kBf16);
+  // A spelling added to a list is read as its stage; a precision word moved to another list.
+  auto other = shipped;
+  other.words[static_cast<std::size_t>(config::Words::kZero3)].spelled.push_back(" zero infinity ");
+  other.words[static_cast<std::size_t>(config::Words::kPrecisionFp8)].spelled.push_back("bf16");
+  const auto changed = driver::map_run(run, calibrations, frameworks, other);
+  REQUIRE(changed.scenario);
+  CHECK(changed.scenario->plan.zero_stage == 3);
+  CHECK(changed.scenario->plan.dtype == ir::Dtype::kFp8);
+  // Framework spellings: "MCore" as a whole word is Megatron-Core, not inside another word.
+  CHECK(driver::reading::framework_column(shipped, "NeMo (MCore 0.8)") == "nemo (megatron-core 0.8)");
+  CHECK(driver::reading::framework_column(shipped, "Megatron_LM, TransformerEngine") ==
+        "megatron-lm, transformer engine");
+  CHECK(driver::reading::framework_column(shipped, "xmcore") == "xmcore");
 }
