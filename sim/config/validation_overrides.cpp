@@ -15,6 +15,7 @@ void RowOverride::apply(parallel::ParallelPlan& plan, topology::ClusterSpec& clu
   if (optimizer_states) plan.optimizer_states = *optimizer_states;
   if (optimizer_in_backward) plan.optimizer_in_backward = *optimizer_in_backward;
   if (order) plan.order = *order;
+  if (launch_blocking) plan.launch_blocking = *launch_blocking;
   if (gpus_per_domain) {
     const std::string why = place_per_domain(cluster, *gpus_per_domain);
     if (!why.empty()) throw InputError(Diagnostic{file, line, "gpus_per_domain", why});
@@ -70,8 +71,9 @@ std::vector<RowOverride> load_validation_overrides(const std::filesystem::path& 
         }
       }
       if (m.has_gpus_per_domain()) o.gpus_per_domain = m.gpus_per_domain();
+      if (m.has_launch_blocking()) o.launch_blocking = m.launch_blocking();
       if (!o.mst_chunks && !o.optimizer_states && !o.optimizer_in_backward && !o.order &&
-          !o.gpus_per_domain) {
+          !o.gpus_per_domain && !o.launch_blocking) {
         c.fail("run_id", "the override sets no plan field");
       }
       out.push_back(std::move(o));

@@ -24,6 +24,7 @@ struct RowOverride {
   std::optional<bool> optimizer_in_backward;
   std::optional<std::vector<parallel::Axis>> order;
   std::optional<std::int32_t> gpus_per_domain;
+  std::optional<bool> launch_blocking;
 
   // Sets the fields the override gives. Throws InputError naming the overrides file, line and
   // field when gpus_per_domain does not fit the row's cluster.
