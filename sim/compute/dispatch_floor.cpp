@@ -13,7 +13,9 @@ class HostDispatchModel final : public ComputeModel {
   HostDispatchModel(std::shared_ptr<const ComputeModel> inner, Duration per_op, HostOverlap overlap)
       : inner_(std::move(inner)), per_op_(per_op), overlap_(overlap) {}
   Duration gemm(const GemmShape& shape) const override { return with_host(inner_->gemm(shape)); }
-  Duration attention(const AttentionShape& shape) const override { return with_host(inner_->attention(shape)); }
+  Duration attention(const AttentionShape& shape) const override {
+    return with_host(inner_->attention(shape));
+  }
   Duration memory_bound(Bytes moved, MemoryKernel kernel) const override {
     return with_host(inner_->memory_bound(moved, kernel));
   }
@@ -41,8 +43,8 @@ std::unique_ptr<ComputeModel> with_host_dispatch(std::shared_ptr<const ComputeMo
   return with_host_dispatch(std::move(inner), per_op, HostOverlap::kRunAhead);
 }
 
-std::unique_ptr<ComputeModel> with_host_dispatch(std::shared_ptr<const ComputeModel> inner, Duration per_op,
-                                                 HostOverlap overlap) {
+std::unique_ptr<ComputeModel> with_host_dispatch(std::shared_ptr<const ComputeModel> inner,
+                                                 Duration per_op, HostOverlap overlap) {
   SIM_ASSERT(inner != nullptr, "null compute model");
   SIM_ASSERT(per_op >= Duration::zero(), "negative host dispatch time");
   return std::make_unique<HostDispatchModel>(std::move(inner), per_op, overlap);

@@ -23,7 +23,7 @@ enum class HostOverlap { kRunAhead, kBlocking };
 // with inner's times (CUDA graphs, compiled frameworks).
 std::unique_ptr<ComputeModel> with_host_dispatch(std::shared_ptr<const ComputeModel> inner, Duration per_op);
 // The same with `overlap`: kRunAhead as above; kBlocking adds `per_op` to every kernel's time.
-std::unique_ptr<ComputeModel> with_host_dispatch(std::shared_ptr<const ComputeModel> inner, Duration per_op,
-                                                 HostOverlap overlap);
+std::unique_ptr<ComputeModel> with_host_dispatch(std::shared_ptr<const ComputeModel> inner,
+                                                 Duration per_op, HostOverlap overlap);
 
 }  // namespace ts::compute

@@ -123,7 +123,8 @@ TEST_CASE("validation overrides: MLPerf Blackwell rows get their placement") {
 }
 
 TEST_CASE("validation overrides: BLOOM search rows run with launch blocking") {
-  const auto runs = driver::read_published_runs(source_dir() / "tests/validation/multinode-ranking.csv");
+  const auto runs =
+      driver::read_published_runs(source_dir() / "tests/validation/multinode-ranking.csv");
   REQUIRE(runs.size() == 39);
   for (const auto& r : runs) {
     INFO("run " << r.run_id);
