@@ -16,6 +16,7 @@ void RowOverride::apply(parallel::ParallelPlan& plan, topology::ClusterSpec& clu
   if (optimizer_in_backward) plan.optimizer_in_backward = *optimizer_in_backward;
   if (order) plan.order = *order;
   if (grad_reduce) plan.grad_reduce = *grad_reduce;
+  if (launch_blocking) plan.launch_blocking = *launch_blocking;
   if (gpus_per_domain) {
     const std::string why = place_per_domain(cluster, *gpus_per_domain);
     if (!why.empty()) throw InputError(Diagnostic{file, line, "gpus_per_domain", why});
@@ -78,8 +79,9 @@ std::vector<RowOverride> load_validation_overrides(const std::filesystem::path& 
                                     grad_reduce_choices() + ")");
         }
       }
+      if (m.has_launch_blocking()) o.launch_blocking = m.launch_blocking();
       if (!o.mst_chunks && !o.optimizer_states && !o.optimizer_in_backward && !o.order &&
-          !o.gpus_per_domain && !o.grad_reduce) {
+          !o.gpus_per_domain && !o.grad_reduce && !o.launch_blocking) {
         c.fail("run_id", "the override sets no plan field");
       }
       out.push_back(std::move(o));

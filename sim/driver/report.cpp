@@ -38,6 +38,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["fp8_weight_cache"] = p.fp8_weight_cache;
   j["elementwise"] = std::string(config::name(p.elementwise));
   j["order"] = config::format_order(p.order);
+  if (p.launch_blocking) j["launch_blocking"] = true;  // only when set: older outputs unchanged
   return j;
 }
 
@@ -317,7 +318,8 @@ std::string report_text(const config::Scenario& sc, const RunResult& r,
                    (p.sequence_parallel ? ", sequence parallel" : "") + ", recompute " +
                    std::string(config::name(p.recompute)) +
                    (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per chunk)" : "") +
-                   ", " + std::string(config::name(p.dtype))});
+                   ", " + std::string(config::name(p.dtype)) +
+                   (p.launch_blocking ? ", launch blocking" : "")});
     t.row({"status", std::string(status_name(r.status)) + (r.reason.empty() ? "" : " (" + r.reason + ")")});
     out += t.str("");
   }

@@ -1,10 +1,24 @@
 #include "sim/driver/resources.h"
 
+#include <string>
+
 #include "sim/compute/dispatch_floor.h"
 #include "sim/compute/time_scale.h"
 #include "sim/config/network_calibration_loader.h"
 
 namespace ts::driver {
+namespace {
+
+compute::HostOverlap host_overlap(const parallel::ParallelPlan& plan) {
+  return plan.launch_blocking ? compute::HostOverlap::kBlocking : compute::HostOverlap::kRunAhead;
+}
+
+// GPU, attention kernel and launch mode: what a host-dispatch wrapper is cached by.
+std::string model_key(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan) {
+  return gpu.name + "|" + plan.attention_kernel + (plan.launch_blocking ? "|blocking" : "");
+}
+
+}  // namespace
 
 Resources::Resources(std::shared_ptr<config::ComputeModelCache> compute_cache)
     : compute_cache_(std::move(compute_cache)) {}
@@ -25,19 +39,23 @@ const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu,
 
 const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan) {
   if (plan.host_dispatch == Duration::zero()) return compute(gpu, plan.attention_kernel);
-  auto& slot = dispatched_[{gpu.name + "|" + plan.attention_kernel, plan.host_dispatch.ps()}];
-  if (!slot) slot = compute::with_host_dispatch(gpu_model(gpu, plan.attention_kernel), plan.host_dispatch);
+  auto& slot = dispatched_[{model_key(gpu, plan), plan.host_dispatch.ps()}];
+  if (!slot) {
+    slot = compute::with_host_dispatch(gpu_model(gpu, plan.attention_kernel), plan.host_dispatch,
+                                       host_overlap(plan));
+  }
   return *slot;
 }
 
 const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan,
                                                 const compute::KernelTimeScale& scale, double host) {
   if (scale.identity() && host == 1.0) return compute(gpu, plan);
-  Scaled& slot = scaled_[{gpu.name + "|" + plan.attention_kernel, plan.host_dispatch.ps(), scale.gemm,
+  Scaled& slot = scaled_[{model_key(gpu, plan), plan.host_dispatch.ps(), scale.gemm,
                           scale.attention, scale.memory, host}];
   if (!slot.gpu) {
     slot.gpu = compute::with_time_scale(gpu_model(gpu, plan.attention_kernel), scale);
-    slot.dispatched = compute::with_host_dispatch(slot.gpu, plan.host_dispatch.scaled(host));
+    slot.dispatched =
+        compute::with_host_dispatch(slot.gpu, plan.host_dispatch.scaled(host), host_overlap(plan));
   }
   return *slot.dispatched;
 }

@@ -155,6 +155,10 @@ struct ParallelPlan {
   // vTrain (Bang et al., MICRO'24; VIA-Research/vTrain data/ground_truth_single.csv): fitted on
   // the hidden-1024 runs, checked on the hidden-2048 ones (tools/calibrate/fit_host_dispatch.py).
   Duration host_dispatch = Duration::from_us(70);
+  // CUDA_LAUNCH_BLOCKING=1: every kernel launch waits for the kernel to end, so the host's time
+  // per operation adds to the kernel's instead of overlapping it (compute::HostOverlap::kBlocking).
+  // Off by default; a run sets it where its launch script exports the variable.
+  bool launch_blocking = false;
   // Mixture of experts: expert-parallel and expert-tensor-parallel degrees, folded over the
   // tp·cp·dp ranks of a pipeline stage (ep·etp divides them; the rest is expert data
   // parallelism, expert_dp()), and the routing load.

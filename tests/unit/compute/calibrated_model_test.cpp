@@ -430,3 +430,26 @@ TEST_CASE("host dispatch: no kernel runs faster than the host issues it; long ke
   const auto graphs = with_host_dispatch(gpu_only, Duration::zero());
   CHECK(graphs->gemm(tiny) == gpu_only->gemm(tiny));
 }
+
+// CUDA_LAUNCH_BLOCKING=1: each launch waits for its kernel, so host and kernel time add
+// (t = host + kernel) for short and long kernels alike, where run-ahead takes max(host, kernel).
+TEST_CASE("host dispatch: blocking launches add the host time") {
+  GpuSpec g = toy_gpu();
+  g.matmul_efficiency = 0.5;
+  g.memory_efficiency = 0.8;
+  g.kernel_launch_overhead = Duration::from_us(4);
+  const std::shared_ptr<const ComputeModel> gpu_only = make_roofline_model(g);
+  const Duration host = Duration::from_us(70);
+  const auto blocking = with_host_dispatch(gpu_only, host, HostOverlap::kBlocking);
+  const auto ahead = with_host_dispatch(gpu_only, host, HostOverlap::kRunAhead);
+  const GemmShape tiny{64, 64, 64, 1, ir::Dtype::kBf16};
+  const GemmShape large{8192, 8192, 8192, 1, ir::Dtype::kBf16};
+  CHECK(blocking->gemm(tiny) == gpu_only->gemm(tiny) + host);
+  CHECK(blocking->gemm(large) == gpu_only->gemm(large) + host);
+  CHECK(ahead->gemm(large) == gpu_only->gemm(large));
+  const Bytes big(80'000'000'000);
+  CHECK(blocking->memory_bound(big, MemoryKernel::kStreaming) ==
+        gpu_only->memory_bound(big, MemoryKernel::kStreaming) + host);
+  CHECK(with_host_dispatch(gpu_only, Duration::zero(), HostOverlap::kBlocking)->gemm(large) ==
+        gpu_only->gemm(large));
+}

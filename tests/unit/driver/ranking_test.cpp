@@ -151,11 +151,19 @@ TEST_CASE("ranking: multi-node BLOOM search plans") {
   }
   REQUIRE(by_series.size() == 6);
   // Floors 0.1 below the values measured at this version (a regression guard: the ranking is far
-  // from vTrain's single-node 0.98; see docs/validation.md, "Plan ranking"). Measured per series:
-  // 02-21 (7 plans) 0.179, 02-23 (3) -0.5, 02-25 (20) 0.510, 02-26 (3) 0.5, 02-28 (3 and 3) 1.0;
-  // all 39 plans pooled (one job: tokens/s per GPU on 384 GPUs) 0.568.
-  const std::map<std::string, double> floors = {{"'48 node contenders' (02-21)", 0.079},
-                                                {"'GBS Variations' (three tables) (02-25)", 0.41}};
+  // from vTrain's single-node 0.98; see docs/validation.md, "Plan ranking"). Measured per series,
+  // with the rows' CUDA_LAUNCH_BLOCKING=1 (multinode-ranking.overrides.textproto; before it in
+  // brackets): 02-21 (7 plans) 0.714 (0.179), 02-23 (3) 0.5 (-0.5), 02-25 (20) 0.692 (0.510),
+  // 02-26 (3) 1.0 (0.5), 02-28 (3 and 3) 1.0; all 39 plans pooled (one job: tokens/s per GPU on
+  // 384 GPUs) 0.757 (0.568).
+  const std::map<std::string, double> floors = {{"'48 node contenders' (02-21)", 0.614},
+                                                {"'GBS Variations' (three tables) (02-25)", 0.592}};
+  // Where the best measured plan is predicted (1 = first), at most: 02-21 1st (2nd before);
+  // 02-25 4th (3rd before): its best, DP 8 TP 4 PP 12 micro-batch 2 (98.9 tokens/s per GPU), is
+  // predicted 0.3 % behind DP 16 TP 2 PP 12, and the plan predicted first, DP 16 TP 4 PP 6,
+  // measured 97.8, 1.1 % below the best (so also before).
+  const std::map<std::string, std::size_t> places = {
+      {"'48 node contenders' (02-21)", 1}, {"'GBS Variations' (three tables) (02-25)", 4}};
   std::vector<double> all_predicted, all_measured;
   for (const auto& [series, p] : by_series) {
     const double rho = spearman(p.predicted_per_gpu, p.measured_per_gpu);
@@ -167,8 +175,17 @@ TEST_CASE("ranking: multi-node BLOOM search plans") {
     for (const auto& [table, floor] : floors) {
       if (series.ends_with(table)) CHECK(rho >= floor);
     }
-    // Measured: predicted 2nd (02-21) and 3rd (02-25); the 3-plan series make no claim here.
-    if (p.predicted_s.size() > 3) CHECK(place < 3);
+    // The 3-plan series make no claim here. Regret: what choosing the predicted best plan loses
+    // against the best measured one (measured 0 % at 02-21, 1.1 % at 02-25).
+    for (const auto& [table, most] : places) {
+      if (!series.ends_with(table)) continue;
+      CHECK(place < most);
+      const auto& pred = p.predicted_per_gpu;
+      const auto chosen =
+          static_cast<std::size_t>(std::max_element(pred.begin(), pred.end()) - pred.begin());
+      const double best = *std::max_element(p.measured_per_gpu.begin(), p.measured_per_gpu.end());
+      CHECK(p.measured_per_gpu[chosen] >= 0.98 * best);
+    }
   }
-  CHECK(spearman(all_predicted, all_measured) >= 0.468);
+  CHECK(spearman(all_predicted, all_measured) >= 0.657);
 }

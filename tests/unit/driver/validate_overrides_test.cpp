@@ -133,6 +133,24 @@ TEST_CASE("validation overrides: MLPerf Blackwell rows get their placement") {
   }
 }
 
+TEST_CASE("validation overrides: BLOOM search rows run with launch blocking") {
+  const auto runs =
+      driver::read_published_runs(source_dir() / "tests/validation/multinode-ranking.csv");
+  REQUIRE(runs.size() == 39);
+  for (const auto& r : runs) {
+    INFO("run " << r.run_id);
+    REQUIRE(r.overrides.size() == 1);
+    const auto m = driver::map_run(r);
+    REQUIRE(m.scenario);
+    CHECK(m.scenario->plan.launch_blocking);
+  }
+  // Rows of other files keep asynchronous launches.
+  const auto m = driver::map_run(run_by_id(
+      driver::read_published_runs(source_dir() / "tests/validation/blackwell-public.csv"), "3"));
+  REQUIRE(m.scenario);
+  CHECK_FALSE(m.scenario->plan.launch_blocking);
+}
+
 TEST_CASE("validation overrides: a bad placement names its line") {
   config::test::TempDir dir;
   std::ifstream in(source_dir() / "tests/validation/blackwell-public.csv");
