@@ -94,6 +94,10 @@ struct BlockStorage {
   std::vector<std::int32_t> memo_regs, memo_sends;
   std::vector<std::int64_t> memo_values;
   std::vector<std::int64_t> memo_inputs;  // of the block being evaluated
+  // The intervals of the device whose breakdown is taken, by stream: kept, as their memory
+  // (millions of intervals for plans with thousands of micro-batches) costs more to grow and
+  // fault in than to fill.
+  std::array<std::vector<StreamInterval>, parallel::kNumStreams> intervals;
 };
 
 BlockStorage& block_storage(ReplayBuffers& buffers) {
@@ -516,7 +520,7 @@ class BlockReplay {
   }
 
   // The intervals of a device's streams, when recorded.
-  using Intervals = std::array<std::vector<StreamInterval>, parallel::kNumStreams>;
+  using Intervals = decltype(internal::BlockStorage::intervals);
 
   // Runs block b of a device: its template's tasks in program order. The first evaluation adds
   // the transfers it sends to their channels; the second (kRecord, for the breakdown: intervals
@@ -609,7 +613,8 @@ class BlockReplay {
       if (channel.sender == d) channel.sent = 0;
       if (channel.receiver == d) channel.received = 0;
     }
-    Intervals intervals;
+    Intervals& intervals = st_.intervals;
+    for (auto& stream : intervals) stream.clear();
     std::vector<std::int32_t> unused;
     for (const BlockProgram::Block& b : p_.blocks[static_cast<std::size_t>(d)]) evaluate<true>(dev, b, unused, &intervals);
     std::array<StreamIntervals, parallel::kNumStreams> streams{};
