@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -270,7 +271,7 @@ class BlockReplay {
         if (w.from_register >= 0) read_register(w.from_register);
       }
       m.reg_count = static_cast<std::uint32_t>(st_.memo_regs.size()) - m.regs_begin;
-      const auto streams = static_cast<std::uint32_t>(__builtin_popcount(m.streams));
+      const auto streams = static_cast<std::uint32_t>(std::popcount(m.streams));
       m.inputs = streams + m.reg_count + 2 * receives + m.first_send_count;
       m.outputs = streams + static_cast<std::uint32_t>(t.writes.size()) + 2 * m.send_count + 1;
       m.values = values;
@@ -455,7 +456,7 @@ class BlockReplay {
       // Far from the clock's saturation (simulate() rejects iterations beyond 2^62 ps), so that
       // the shifted times are those the evaluation would give.
       if (same && base < (std::int64_t{1} << 61)) {
-        apply_memo(dev, m, v + m.inputs, base, registers, work);
+        apply_memo(dev, m, p_.templates[b.templ], v + m.inputs, base, registers, work);
         return;
       }
     }
@@ -493,15 +494,13 @@ class BlockReplay {
   }
 
   // The outputs of a memoized evaluation (evaluate_memoized), shifted to `base`.
-  void apply_memo(BlockDevice& dev, const BlockMemo& m, const std::int64_t* out, std::int64_t base,
-                  SimTime* registers, std::vector<std::int32_t>& work) {
+  void apply_memo(BlockDevice& dev, const BlockMemo& m, const BlockProgram::Template& t, const std::int64_t* out,
+                  std::int64_t base, SimTime* registers, std::vector<std::int32_t>& work) {
     const auto at = [base](std::int64_t v) { return SimTime::from_ps(v + base); };
     for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
       if ((m.streams >> s & 1u) != 0) dev.free[s] = at(*out++);
     }
-    for (const BlockProgram::Template::Write& w : p_.templates[static_cast<std::size_t>(&m - st_.memos.data())].writes) {
-      registers[w.reg] = at(*out++);
-    }
+    for (const BlockProgram::Template::Write& w : t.writes) registers[w.reg] = at(*out++);
     for (std::uint32_t k = 0; k < m.send_count; ++k) {
       BlockChannel& c = st_.channels[static_cast<std::size_t>(st_.memo_sends[m.sends_begin + k])];
       c.transfers.emplace_back(at(out[0]), at(out[1]));
