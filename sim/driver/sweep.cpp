@@ -456,6 +456,11 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
               });
   Enumeration en;
   ReasonCounter reasons;
+  // Room for every plan at once: growing the vector part by part moved each plan (328 bytes)
+  // several times, a tenth of the enumeration's time for the broad 530B space.
+  std::size_t total = 0;
+  for (const Part& part : parts) total += part.en.plans.size();
+  en.plans.reserve(total);
   for (Part& part : parts) {
     en.combinations += part.en.combinations;
     en.equivalent += part.en.equivalent;

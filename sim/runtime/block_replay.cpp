@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -60,6 +61,19 @@ struct BlockDevice {
   std::uint64_t events = 0;
   std::int64_t tasks = 0;
 };
+// A template's last evaluation, to replay the next one at once when it finds the same state
+// shifted in time (see BlockReplay::evaluate_memoized). Its values (BlockStorage::memo_values,
+// from `values`) are the inputs, then the outputs, each less the first input.
+struct BlockMemo {
+  bool usable = false;  // the template's outputs are all inputs or task ends shifted in time
+  bool valid = false;   // holds an evaluation
+  std::uint16_t streams = 0;                   // the device's streams it reads or writes
+  std::uint32_t regs_begin = 0, reg_count = 0; // registers it reads: BlockStorage::memo_regs
+  std::uint32_t sends_begin = 0, send_count = 0;  // channels of its sends, in order: memo_sends
+  std::uint32_t first_sends_begin = 0, first_send_count = 0;  // each channel it sends on, once
+  std::array<std::int32_t, 2> receives{-1, -1};  // channels of its receives, in order
+  std::uint32_t values = 0, inputs = 0, outputs = 0;
+};
 
 // What block replays keep from one plan to the next (in ReplayBuffers): fresh memory for each
 // plan's channels and tables costs as much as the evaluation.
@@ -77,6 +91,14 @@ struct BlockStorage {
   std::vector<Duration> transfer_time;   // by communicator, while preparing
   std::vector<std::int32_t> stream_comm; // by (device, stream), while preparing
   std::vector<std::int32_t> work;        // devices that may advance
+  std::vector<BlockMemo> memos;          // by template
+  std::vector<std::int32_t> memo_regs, memo_sends;
+  std::vector<std::int64_t> memo_values;
+  std::vector<std::int64_t> memo_inputs;  // of the block being evaluated
+  // The intervals of the device whose breakdown is taken, by stream: kept, as their memory
+  // (millions of intervals for plans with thousands of micro-batches) costs more to grow and
+  // fault in than to fill.
+  std::array<std::vector<StreamInterval>, parallel::kNumStreams> intervals;
 };
 
 BlockStorage& block_storage(ReplayBuffers& buffers) {
@@ -92,6 +114,7 @@ namespace {
 using internal::BlockChannel;
 using internal::BlockDep;
 using internal::BlockDevice;
+using internal::BlockMemo;
 using internal::BlockTask;
 using internal::BlockTaskKind;
 using internal::BlockTemplate;
@@ -190,7 +213,71 @@ class BlockReplay {
       const BlockChannel& channel = st_.channels[c];
       if (channel.sender < 0 || channel.receiver < 0 || channel.sender == channel.receiver) return false;
     }
+    prepare_memos();
     return true;
+  }
+
+  // What each template reads and writes of its device's state, for evaluate_memoized.
+  void prepare_memos() {
+    st_.memos.assign(p_.templates.size(), BlockMemo{});
+    st_.memo_regs.clear();
+    st_.memo_sends.clear();
+    std::uint32_t values = 0;
+    for (std::size_t id = 0; id < p_.templates.size(); ++id) {
+      const BlockProgram::Template& t = p_.templates[id];
+      BlockMemo& m = st_.memos[id];
+      m.usable = t.task_count > 0;
+      m.regs_begin = static_cast<std::uint32_t>(st_.memo_regs.size());
+      m.sends_begin = static_cast<std::uint32_t>(st_.memo_sends.size());
+      std::uint32_t receives = 0;
+      auto read_register = [&](std::int32_t reg) {
+        const auto begin = st_.memo_regs.begin() + m.regs_begin;
+        if (std::find(begin, st_.memo_regs.end(), reg) == st_.memo_regs.end()) st_.memo_regs.push_back(reg);
+      };
+      for (std::uint32_t k = 0; k < t.task_count; ++k) {
+        const BlockTask& info = st_.tasks[t.task_begin + k];
+        m.streams |= static_cast<std::uint16_t>(1u << info.stream);
+        for (std::uint32_t e = info.deps_begin; e < info.deps_begin + info.dep_count; ++e) {
+          if (st_.deps[e] < 0) read_register(-1 - st_.deps[e]);
+        }
+        switch (info.kind) {
+          case BlockTaskKind::kCompute: break;
+          case BlockTaskKind::kChain: {
+            const parallel::Chain& chain = g_.chains[static_cast<std::size_t>(info.index)];
+            for (std::uint32_t s = chain.step_begin; s < chain.step_begin + chain.step_count; ++s) {
+              m.streams |= static_cast<std::uint16_t>(1u << static_cast<unsigned>(g_.chain_steps[s].stream));
+            }
+            break;
+          }
+          case BlockTaskKind::kReceive:
+            // A second receive from one channel would read a transfer further on: not memoized.
+            if (receives == 2 || (receives == 1 && m.receives[0] == info.index)) m.usable = false;
+            if (receives < 2) m.receives[receives++] = info.index;
+            break;
+          case BlockTaskKind::kSend: st_.memo_sends.push_back(info.index); break;
+        }
+      }
+      m.send_count = static_cast<std::uint32_t>(st_.memo_sends.size()) - m.sends_begin;
+      // The channels it sends on, once each: the end of each one's previous transfer is an input.
+      m.first_sends_begin = static_cast<std::uint32_t>(st_.memo_sends.size());
+      for (std::uint32_t k = 0; k < m.send_count; ++k) {
+        const std::int32_t c = st_.memo_sends[m.sends_begin + k];
+        const auto begin = st_.memo_sends.begin() + m.first_sends_begin;
+        if (std::find(begin, st_.memo_sends.end(), c) == st_.memo_sends.end()) st_.memo_sends.push_back(c);
+      }
+      m.first_send_count = static_cast<std::uint32_t>(st_.memo_sends.size()) - m.first_sends_begin;
+      for (const BlockProgram::Template::Write& w : t.writes) {
+        if (w.task < 0 && w.from_register < 0) m.usable = false;  // a constant, not shifted
+        if (w.from_register >= 0) read_register(w.from_register);
+      }
+      m.reg_count = static_cast<std::uint32_t>(st_.memo_regs.size()) - m.regs_begin;
+      const auto streams = static_cast<std::uint32_t>(std::popcount(m.streams));
+      m.inputs = streams + m.reg_count + 2 * receives + m.first_send_count;
+      m.outputs = streams + static_cast<std::uint32_t>(t.writes.size()) + 2 * m.send_count + 1;
+      m.values = values;
+      values += m.inputs + m.outputs;
+    }
+    st_.memo_values.resize(values);
   }
 
   bool prepare_template(std::uint32_t id, const BlockProgram::Template& t, std::vector<Duration>& transfer_time,
@@ -307,7 +394,7 @@ class BlockReplay {
           return;
         }
       }
-      evaluate<false>(dev, b, work, nullptr);
+      evaluate_memoized(dev, b, work);
       dev.events += ti.events;
       dev.tasks += ti.tasks;
       if (ti.allocates && dev.current + ti.peak > dev.memory.peak_dynamic) {
@@ -324,8 +411,115 @@ class BlockReplay {
     }
   }
 
+  // Runs block b of a device as evaluate<false> does, at once when its template's last
+  // evaluation (of an earlier block) found the same state shifted by a constant time: the block's
+  // times are maxima and sums of its inputs (stream free times, registers, transfers received,
+  // the previous transfer of each channel it sends on) and of durations, so shifting every input
+  // by δ shifts every output by δ, exactly (integer picoseconds). Times start at 0 and only a
+  // stream's free time (≥ 0) meets the 0 a task without dependencies is ready at, so that 0
+  // never decides a maximum. A pipeline's steady state repeats its blocks' states this way, one
+  // period later each time.
+  void evaluate_memoized(BlockDevice& dev, const BlockProgram::Block& b, std::vector<std::int32_t>& work) {
+    BlockMemo& m = st_.memos[b.templ];
+    if (!m.usable) {
+      evaluate<false>(dev, b, work, nullptr);
+      return;
+    }
+    SimTime* registers = st_.registers.data() + dev.registers;
+    std::vector<std::int64_t>& in = st_.memo_inputs;
+    in.clear();
+    for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
+      if ((m.streams >> s & 1u) != 0) in.push_back(dev.free[s].ps());
+    }
+    for (std::uint32_t k = 0; k < m.reg_count; ++k) in.push_back(registers[st_.memo_regs[m.regs_begin + k]].ps());
+    for (const std::int32_t r : m.receives) {
+      if (r < 0) continue;
+      const BlockChannel& c = st_.channels[static_cast<std::size_t>(r)];  // advance() saw it there
+      in.push_back(c.transfers[c.received].first.ps());
+      in.push_back(c.transfers[c.received].second.ps());
+    }
+    bool memoizable = true;
+    for (std::uint32_t k = 0; k < m.first_send_count; ++k) {
+      const BlockChannel& c = st_.channels[static_cast<std::size_t>(st_.memo_sends[m.first_sends_begin + k])];
+      // The first transfer of a channel waits for no previous one: its 0 is not shifted.
+      if (c.sent == 0) {
+        memoizable = false;
+        break;
+      }
+      in.push_back(c.transfers[c.sent - 1].second.ps());
+    }
+    const std::int64_t base = in[0];
+    std::int64_t* v = st_.memo_values.data() + m.values;
+    if (memoizable && m.valid) {
+      bool same = true;
+      for (std::uint32_t i = 0; i < m.inputs && same; ++i) same = in[i] - base == v[i];
+      // Far from the clock's saturation (simulate() rejects iterations beyond 2^62 ps), so that
+      // the shifted times are those the evaluation would give.
+      if (same && base < (std::int64_t{1} << 61)) {
+        apply_memo(dev, m, p_.templates[b.templ], v + m.inputs, base, registers, work);
+        return;
+      }
+    }
+    evaluate<false>(dev, b, work, nullptr);
+    if (!memoizable) return;
+    const BlockProgram::Template& t = p_.templates[b.templ];
+    std::int64_t* out = v + m.inputs;
+    SimTime last;
+    for (std::uint32_t k = 0; k < t.task_count; ++k) last = std::max(last, st_.ends[k]);
+    if (last.ps() >= (std::int64_t{1} << 61)) {
+      m.valid = false;
+      return;
+    }
+    for (std::uint32_t i = 0; i < m.inputs; ++i) v[i] = in[i] - base;
+    for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
+      if ((m.streams >> s & 1u) != 0) *out++ = dev.free[s].ps() - base;
+    }
+    for (const BlockProgram::Template::Write& w : t.writes) *out++ = registers[w.reg].ps() - base;
+    const std::int32_t* sends = st_.memo_sends.data() + m.sends_begin;
+    for (std::uint32_t k = 0; k < m.send_count; ++k) {
+      // The j-th of the block's n sends on its channel is the channel's transfer sent − n + j.
+      std::uint32_t j = 0, n = 0;
+      for (std::uint32_t i = 0; i < m.send_count; ++i) {
+        if (sends[i] != sends[k]) continue;
+        if (i < k) ++j;
+        ++n;
+      }
+      const BlockChannel& c = st_.channels[static_cast<std::size_t>(sends[k])];
+      const auto& transfer = c.transfers[c.sent - n + j];
+      *out++ = transfer.first.ps() - base;
+      *out++ = transfer.second.ps() - base;
+    }
+    *out = last.ps() - base;
+    m.valid = true;
+  }
+
+  // The outputs of a memoized evaluation (evaluate_memoized), shifted to `base`.
+  void apply_memo(BlockDevice& dev, const BlockMemo& m, const BlockProgram::Template& t, const std::int64_t* out,
+                  std::int64_t base, SimTime* registers, std::vector<std::int32_t>& work) {
+    const auto at = [base](std::int64_t v) { return SimTime::from_ps(v + base); };
+    for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
+      if ((m.streams >> s & 1u) != 0) dev.free[s] = at(*out++);
+    }
+    for (const BlockProgram::Template::Write& w : t.writes) registers[w.reg] = at(*out++);
+    for (std::uint32_t k = 0; k < m.send_count; ++k) {
+      BlockChannel& c = st_.channels[static_cast<std::size_t>(st_.memo_sends[m.sends_begin + k])];
+      c.transfers.emplace_back(at(out[0]), at(out[1]));
+      out += 2;
+      ++c.sent;
+      if (c.waiting >= 0) {
+        work.push_back(c.waiting);
+        c.waiting = -1;
+      }
+    }
+    for (const std::int32_t r : m.receives) {
+      if (r >= 0) ++st_.channels[static_cast<std::size_t>(r)].received;
+    }
+    const SimTime last = at(*out);
+    if (last > dev.last_end) dev.last_end = last;
+  }
+
   // The intervals of a device's streams, when recorded.
-  using Intervals = std::array<std::vector<StreamInterval>, parallel::kNumStreams>;
+  using Intervals = decltype(internal::BlockStorage::intervals);
 
   // Runs block b of a device: its template's tasks in program order. The first evaluation adds
   // the transfers it sends to their channels; the second (kRecord, for the breakdown: intervals
@@ -418,7 +612,8 @@ class BlockReplay {
       if (channel.sender == d) channel.sent = 0;
       if (channel.receiver == d) channel.received = 0;
     }
-    Intervals intervals;
+    Intervals& intervals = st_.intervals;
+    for (auto& stream : intervals) stream.clear();
     std::vector<std::int32_t> unused;
     for (const BlockProgram::Block& b : p_.blocks[static_cast<std::size_t>(d)]) evaluate<true>(dev, b, unused, &intervals);
     std::array<StreamIntervals, parallel::kNumStreams> streams{};
