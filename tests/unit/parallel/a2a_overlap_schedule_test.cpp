@@ -89,7 +89,7 @@ bool runs_through(const ParallelPlan& plan) {
 }  // namespace
 
 TEST_CASE("a2a overlap: one more warm-up forward, F paired with another's BW") {
-  for (const auto [p, v] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 2}, {4, 2}, {4, 3}, {8, 4}}) {
+  for (const auto& [p, v] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 2}, {4, 2}, {4, 3}, {8, 4}}) {
     for (std::int64_t m = std::max<std::int64_t>(p, 2); m <= 4 * p; m += p) {
       if (v > 1 && m % p != 0) continue;
       const ParallelPlan on = plan_of(p, v, m, true);
