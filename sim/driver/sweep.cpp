@@ -235,6 +235,10 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
   if (ax.mst_chunks.empty()) bad_flag("--mst-chunks", "needs at least one value");
   const auto msts = ascending(ax.mst_chunks, "--mst-chunks");
   if (ax.etp.empty()) bad_flag("--etp", "needs at least one value");
+  // The overlap hides the all-to-alls of expert parallelism: a dense model has none to hide.
+  if (spec.base.moe_a2a_overlap && !spec.model.moe) {
+    bad_flag("--moe-a2a-overlap", "needs a mixture-of-experts model (" + spec.model.name + " is dense)");
+  }
   std::vector<std::int64_t> eps = {1};
   if (!ax.ep.empty()) {
     eps = ascending(ax.ep, "--ep");

@@ -81,6 +81,7 @@ expect 2 "--moe-a2a-overlap" "${base[@]}" --ep 1 --moe-a2a-overlap
 expect 2 "--moe-a2a-overlap" "${base[@]}" --ep 16 --recompute full --moe-a2a-overlap
 expect 2 "--moe-a2a-overlap" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --pp 2 --ep 8 --global-batch 32 --moe-a2a-overlap
 expect 2 "--moe-a2a-overlap" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-a2a-overlap
+expect 2 "--moe-a2a-overlap" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-a2a-overlap
 
 # Bad input names the flag or field.
 expect 2 "--ep" "${base[@]}" --ep 3
