@@ -67,7 +67,7 @@ TEST_CASE("Duration arithmetic", "[units]") {
   CHECK(Duration::from_us(1).scaled(1.5).ps() == 1'500'000);
 }
 
-TEST_CASE("SimTime is a point on the clock; differences are Durations", "[units]") {
+TEST_CASE("SimTime is a point on the clock, differences are Durations", "[units]") {
   const SimTime t0 = SimTime::zero();
   const SimTime t1 = t0 + Duration::from_ns(5);
   CHECK(t1.ps() == 5000);

@@ -404,7 +404,7 @@ TEST_CASE("roofline model: peak × efficiency plus launch overhead") {
         Approx(1e-3 + 4e-6).epsilon(1e-9));
 }
 
-TEST_CASE("host dispatch: no kernel runs faster than the host issues it; long kernels keep their time") {
+TEST_CASE("host dispatch: no kernel runs faster than the host issues it, long kernels keep their time") {
   GpuSpec g = toy_gpu();
   g.matmul_efficiency = 0.5;
   g.memory_efficiency = 0.8;

@@ -190,7 +190,7 @@ TEST_CASE("grouped expert GEMMs: the dense fit is fast on small groups, the grou
 
 // A GPU without grouped measurements prices grouped GEMMs by the dense fit (A100); Blackwell
 // takes the H100's grouped points as derived (its imports move every GEMM table).
-TEST_CASE("grouped GEMMs without grouped points use the dense fit; Blackwell derives them") {
+TEST_CASE("grouped GEMMs without grouped points use the dense fit, Blackwell derives them") {
   const auto a100 = config::load_calibration("A100-SXM4-80GB");
   const FittedModel fa = fit(*a100);
   CHECK_FALSE(fa.grouped.fitted);

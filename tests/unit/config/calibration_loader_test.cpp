@@ -221,7 +221,7 @@ TEST_CASE("a normalization import takes only the native LayerNorm points, scaled
   CHECK(norm_gbps(*cal, false).empty());
 }
 
-TEST_CASE("an import names the source tables it takes; a name the source lacks is an error") {
+TEST_CASE("an import names the source tables it takes, a name the source lacks is an error") {
   test::TempDir dir;
   const std::string import_block =
       "imports { gpu: \"H100-SXM5-80GB\" family: \"gemm\" tables: \"no such table\"\n"

@@ -117,7 +117,7 @@ TEST_CASE("plan rule --tp and grouped-query KV heads") {
   }
 }
 
-TEST_CASE("plan rule --tp must divide ffn_hidden; the vocabulary is padded, never rejected") {
+TEST_CASE("plan rule --tp must divide ffn_hidden, the vocabulary is padded, never rejected") {
   Fixture f;
   f.model.ffn_hidden = 1001;
   const auto d = only(f.check(), "--tp");

@@ -157,7 +157,7 @@ TEST_CASE("a broken era reports its month, source and non-settings") {
   CHECK(test::find_field(ds, "released.value"));
 }
 
-TEST_CASE("a precision mode holds only for a row's precision; validation fields checked") {
+TEST_CASE("a precision mode holds only for a row's precision, validation fields checked") {
   const auto composer = load_framework("composer");
   const std::string pure = "bf16 (composer 'pure' mode)", amp = "bf16 amp", column = "composer";
   CHECK(composer.as_of(std::nullopt, &column, &pure).values.grad_reduce == parallel::GradReduce::kBf16);

@@ -68,7 +68,7 @@ TEST_CASE("a bad reading vocabulary names each problem's line and field") {
   CHECK(ds.front().file == path);
 }
 
-TEST_CASE("the reading rules' word lists load; bad ones are named") {
+TEST_CASE("the reading rules' word lists load, bad ones are named") {
   const auto v = load_reading_vocabulary();
   for (int w = 0; w < kNumWordLists; ++w) {
     INFO(word_list_name(static_cast<Words>(w)));

@@ -136,7 +136,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("sweep: a CSV of balanced splits ends with their layers; without them it is unchanged") {
+TEST_CASE("sweep: a CSV of balanced splits ends with their layers, without them it is unchanged") {
   config::test::TempDir dir;
   // Llama 3 8B (32 layers) on 24 H100s, tp 8, pp 3: one plan, a split of 32 layers in 3.
   driver::SweepSpec s;

@@ -113,7 +113,7 @@ TEST_CASE("sweep: invalid plans are counted by rule, numbers removed") {
   CHECK(en.reasons[0].example.find("32") != std::string::npos);  // the full message keeps details
 }
 
-TEST_CASE("sweep: fixed axes restrict the plans; bad lists name their flag") {
+TEST_CASE("sweep: fixed axes restrict the plans, bad lists name their flag") {
   SweepSpec spec = small_spec();
   spec.axes.tp = {8, 4, 8};  // unsorted, with a duplicate
   spec.axes.dp = {2};

@@ -34,7 +34,7 @@ TEST_CASE("csv: CRLF line ends, a byte order mark, blank lines and no final newl
   CHECK(recs[2].line == 5);
 }
 
-TEST_CASE("csv: an empty quoted field is a record; an empty line is not") {
+TEST_CASE("csv: an empty quoted field is a record, an empty line is not") {
   const auto recs = parse("a\n\"\"\n\n", "t.csv");
   REQUIRE(recs.size() == 2);
   CHECK(recs[1].fields == std::vector<std::string>{""});

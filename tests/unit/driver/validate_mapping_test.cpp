@@ -110,7 +110,7 @@ TEST_CASE("mapping: a Megatron GPT row becomes a GPT model on DGX A100 with dp d
   CHECK(m.recompute_given);
 }
 
-TEST_CASE("mapping: Llama-style layers from the name, GQA or a narrow MLP; family defaults") {
+TEST_CASE("mapping: Llama-style layers from the name, GQA or a narrow MLP, family defaults") {
   auto row = gpt_row();
   row["model"] = "Llama 3 8B";
   row["n_layers"] = "32";

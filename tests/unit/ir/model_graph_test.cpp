@@ -347,7 +347,7 @@ ModelSpec qwen3_moe() {
 
 }  // namespace
 
-TEST_CASE("MoE expert GEMMs are grouped in forward, dgrad and wgrad; nothing else is") {
+TEST_CASE("MoE expert GEMMs are grouped in forward, dgrad and wgrad, nothing else is") {
   LayerShape s;
   s.micro_batch = 1;
   s.seq = 4096;

@@ -89,7 +89,7 @@ parallel::ParallelPlan pipeline(std::int64_t p, std::int64_t m, parallel::Schedu
 
 }  // namespace
 
-TEST_CASE("1F1B and GPipe take (m + p − 1) stage slots; the bubble is (p − 1)/(m + p − 1)") {
+TEST_CASE("1F1B and GPipe take (m + p − 1) stage slots, the bubble is (p − 1)/(m + p − 1)") {
   // Narayanan et al. 2021, Sec. 2.2: with t_f and t_b per stage and micro-batch, an iteration takes
   // (m + p − 1)(t_f + t_b) and each stage idles (p − 1)(t_f + t_b) of it.
   for (auto schedule : {parallel::Schedule::k1F1B, parallel::Schedule::kGpipe}) {

@@ -123,7 +123,7 @@ TEST_CASE("D-mod-k spreads a shift permutation over all leaf uplinks", "[topolog
   for (const auto& [l, n] : load) CHECK(n == 1);
 }
 
-TEST_CASE("D-mod-k collides flows to destinations congruent modulo the uplinks; adaptive routing does not",
+TEST_CASE("D-mod-k collides flows to destinations congruent modulo the uplinks, adaptive routing does not",
           "[topology]") {
   // Two flows leave leaf 1 (nodes 32..63, rail 0) for nodes 0 and 64: both destinations are
   // 0 modulo the 32 uplinks, so static routing puts them on one 50 GB/s uplink. Adaptive
