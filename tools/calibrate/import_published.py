@@ -292,6 +292,8 @@ def attn_point(r):
     s = "  point { direction: %s causal: %s head_dim: %s seq: %s batch: %s heads: %s tflops: %s" % (
         q(d), "true" if r["causal"] == "True" else "false", r["head_dim"], r["seqlen"],
         r["batch"], r["n_heads"], fmt(float(r["tflops"])))
+    if r.get("n_kv_heads") and r["n_kv_heads"] != r["n_heads"]:
+        s += " kv_heads: " + r["n_kv_heads"]
     if "approx" in r["notes"]:
         s += " note: " + q("read from a partly occluded bar label (approx)")
     return s + " }"
@@ -371,6 +373,15 @@ def derived_triton_table(att):
         "time comes from this file's FlashAttention-2 fit (attention_model.direction_split)"))
 
 
+# cuDNN's fused attention as NVIDIA's cudnn-frontend SDPA training benchmark measured it on the
+# Grace-Blackwell GPUs (calibration/sources/attention.csv). Transformer Engine's fused attention,
+# the backend of Megatron-Core and NeMo, runs these cuDNN kernels.
+CUDNN_SDPA = "cuDNN SDPA"
+CUDNN_SDPA_GPUS = ("GB200-NVL-186GB", "GB300-NVL-279GB")
+# The HGX parts of the same dies take the Grace-Blackwell part's tables.
+CUDNN_SDPA_TWIN = {"B200-SXM-180GB": "GB200-NVL-186GB", "B300-SXM-288GB": "GB300-NVL-279GB"}
+
+
 def attention_tables(att, gpu):
     def rows(g, kernel, direction, dtype_prefix, src_contains):
         return [r for r in att if r["gpu"] == g and r["kernel"] == kernel
@@ -430,6 +441,19 @@ def attention_tables(att, gpu):
             "causal off (tritonbench default)",
             "check only: independent re-run of FA3 on Meta CI H100 (SXM presumably)"),
             role="check", point_fn=tb_point)
+    elif gpu in CUDNN_SDPA_GPUS:
+        for direction in ("fwd", "bwd"):
+            rs = rows(gpu, CUDNN_SDPA, direction, "bf16", "cudnn-frontend")
+            files = sorted({r["source"] for r in rs})
+            t += attn_table("cudnn-frontend %s %s" % (gpu, direction), CUDNN_SDPA, rs, (
+                "; ".join(files), "2026-04-24 (results file time stamps)",
+                rs[0]["notes"].split("; ")[1] + " (" + rs[0]["notes"].split("; ")[0] + ")",
+                "NVIDIA's SDPA training benchmark (benchmark/sdpa_benchmark_training, "
+                "benchmark_single_sdpa.py): mean of " + rs[0]["notes"].split("; ")[2] +
+                "; TFLOP/s with the FlashAttention convention (causal halved, backward 2.5x "
+                "forward), checked against the published times",
+                "bf16 rows with equal query/value head dims and no sliding window; "
+                "non-deterministic backward (Transformer Engine's default)"))
     return t
 
 
@@ -572,6 +596,8 @@ def attention_model(gpu):
             "Ampere-style mma.sync code on Hopper, so their forward share of a shape's time is "
             "taken from the FlashAttention-2 fits"))
         out.append("  }")
+    elif gpu in CUDNN_SDPA_GPUS:
+        out.append("  kernel: " + q(CUDNN_SDPA))
     else:
         out.append('  kernel: "FlashAttention-2"')
     out += provenance(
@@ -579,7 +605,8 @@ def attention_model(gpu):
         "{64,128} x {64,128} by head dimension; FlashAttention-3 (arXiv:2407.08608) tiles "
         "queries in blocks of 128 rows", "2023-07 / 2024-07", "FlashAttention-2 and -3",
         "kernel design as described in the papers; 128 is the representative block size",
-        "kernel: FlashAttention-3 where measured (Hopper), else FlashAttention-2")
+        "kernel: FlashAttention-3 where measured (Hopper), cuDNN's fused attention where "
+        "measured (Grace-Blackwell), else FlashAttention-2")
     out.append("}")
     return out
 
@@ -732,7 +759,19 @@ def blackwell_imports(gpu, out, imp):
     gemm_import("H200-SXM-141GB", same_kernels + ", pooling the H200's points as the H100 does "
                 "(the same GH100 tensor cores, whose ceiling is the H100's).")
     block_scaled_gemm(gpu, out)
-    imp("H100-SXM5-80GB", "attention", gpu + " has no attention measurement in the sources. "
+    measured_on = CUDNN_SDPA_TWIN.get(gpu)
+    if measured_on:
+        imp(measured_on, "attention", gpu + " has no attention measurement in the sources; " +
+            measured_on + " (the same Blackwell die in a Grace-Blackwell board at a higher power "
+            "limit) has cuDNN's. Assumption: cuDNN's fused attention reaches the same fraction of "
+            "the bf16 peak on both, so TFLOP/s scale by the bf16 peak ratio.", kernel=CUDNN_SDPA,
+            derived=True)
+    imp("H100-SXM5-80GB", "attention", gpu + " has no FlashAttention measurement in the sources. "
+        "Assumption: its FlashAttention kernels (FlashAttention-4 for sm100) reach the same "
+        "fraction of the bf16 peak, shape by shape, as FlashAttention-2/3 on the H100 SXM, so "
+        "TFLOP/s scale by the bf16 peak ratio (used when a run names a FlashAttention kernel)."
+        if gpu in CUDNN_SDPA_GPUS or measured_on else
+        gpu + " has no attention measurement in the sources. "
         "Assumption: its FlashAttention kernels (FlashAttention-4 / cuDNN for sm100) reach the "
         "same fraction of the bf16 peak, shape by shape, as FlashAttention-3 on the H100 SXM, so "
         "TFLOP/s scale by the bf16 peak ratio.", derived=True)
@@ -837,6 +876,10 @@ def main():
     if os.path.exists(extra):
         gemm += read(extra)
     att = read(os.path.join(src, "attention.csv"))
+    extra_att = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibration",
+                             "sources", "attention.csv")
+    if os.path.exists(extra_att):
+        att += read(extra_att)
     mem = read(os.path.join(src, "memory_bw.csv"))
     norms = read(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "calibration",
                               "sources", "memory_kernels.csv"))
@@ -849,7 +892,17 @@ def main():
             "# --fit-report` prints the fitted parameters and the error of every point.",
             "#",
         ]
-        if name in BLACKWELL:
+        if name in CUDNN_SDPA_GPUS:
+            lines += [
+                "# MOSTLY DERIVED: of this GPU's kernels only cuDNN's fused attention is measured in",
+                "# the sources (NVIDIA cudnn-frontend's SDPA benchmark). The GEMM, memory and",
+                "# FlashAttention tables are imported from a measured GPU and moved to this GPU's",
+                "# published peaks, bandwidth and large-GEMM ceiling (imports marked derived: true;",
+                "# `--fit-report` names their tables 'derived from ..., not measured'). Replace them",
+                "# with measurements (tools/calibrate/run_all.py on the GPU) when one is available.",
+                "#",
+            ]
+        elif name in BLACKWELL:
             lines += [
                 "# DERIVED, NOT MEASURED: no kernel of this GPU is measured in the sources. Every",
                 "# kernel table below is imported from a measured GPU and moved to this GPU's",

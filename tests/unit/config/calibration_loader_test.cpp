@@ -369,7 +369,7 @@ TEST_CASE("ComputeModelCache fits each GPU spec once and shares the model") {
   CHECK(dynamic_cast<const compute::CalibratedModel*>(c.get()) == nullptr);
 }
 
-TEST_CASE("Blackwell calibrations are derived, not measured, and say so in every kernel table") {
+TEST_CASE("Blackwell calibrations name every derived kernel table") {
   const auto h100 = load_calibration("H100-SXM5-80GB");
   for (const char* gpu : {"b200", "gb200", "b300", "gb300"}) {
     INFO(gpu);
@@ -381,7 +381,16 @@ TEST_CASE("Blackwell calibrations are derived, not measured, and say so in every
       CHECK(t.derived);
       CHECK(t.name.find(", not measured]") != std::string::npos);
     }
-    for (const auto& t : cal->attention) CHECK(t.name.find(", not measured]") != std::string::npos);
+    // cuDNN's fused attention is measured on the Grace-Blackwell parts (cudnn-frontend's SDPA
+    // benchmark) and is their default kernel; the HGX parts of the same dies derive it from them.
+    const bool grace = std::string(gpu).rfind("gb", 0) == 0;
+    CHECK(cal->attention_kernel == "cuDNN SDPA");
+    for (const auto& t : cal->attention) {
+      INFO(t.name);
+      const bool measured = grace && t.kernel == "cuDNN SDPA";
+      CHECK(t.derived != measured);
+      CHECK((t.name.find(", not measured]") == std::string::npos) == measured);
+    }
     for (const auto& t : cal->memory) {
       CHECK(t.name.find(", not measured]") != std::string::npos);
       CHECK(t.provenance.notes.find("derived, not measured") != std::string::npos);
@@ -411,6 +420,19 @@ TEST_CASE("Blackwell calibrations are derived, not measured, and say so in every
     CHECK(dst->points[i].tflops ==
           Approx(src->points[i].tflops * (2250.0 / 989.0) * (0.7756 / 0.8033)).epsilon(1e-6));
   }
+  // The B200's cuDNN attention is the GB200's measurement moved by the bf16 peak ratio.
+  const auto gb200 = load_calibration("GB200-NVL-186GB");
+  std::size_t compared = 0;
+  for (const auto& s : gb200->attention) {
+    if (s.kernel != "cuDNN SDPA") continue;
+    for (const auto& d : b200->attention) {
+      if (d.name != s.name + " [derived from GB200-NVL-186GB, not measured]") continue;
+      REQUIRE(d.points.size() == s.points.size());
+      for (std::size_t i = 0; i < s.points.size(); ++i, ++compared)
+        CHECK(d.points[i].tflops == Approx(s.points[i].tflops * 2250.0 / 2500.0).epsilon(1e-9));
+    }
+  }
+  CHECK(compared >= 20);
 }
 
 TEST_CASE("NVFP4 GEMMs: fp8 efficiency times the measured block-scaled ratio") {
