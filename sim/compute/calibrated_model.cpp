@@ -119,9 +119,9 @@ double attention_bytes(const AttentionShape& shape) {
   return detail::attention_features(shape, shape.direction == Direction::kBackward, 128, 1, 1.0).bytes;
 }
 
-const AttentionParams* FittedModel::find_attention(const std::string& kernel) const {
+const AttentionParams* FittedModel::find_attention(const std::string& kernel, ir::Dtype dtype) const {
   for (const auto& a : attention) {
-    if (a.kernel == kernel) return &a;
+    if (a.kernel == kernel && a.dtype == dtype) return &a;
   }
   return nullptr;
 }
@@ -234,13 +234,15 @@ CalibratedModel::CalibratedModel(std::shared_ptr<const Calibration> calibration,
                                   "no attention kernel '" + attention_kernel + "' is calibrated for " +
                                       calibration_->gpu.name + " (known: " + known + ")"});
     }
-    return;
+  } else {
+    default_attention_ = fitted_.find_attention(calibration_->attention_kernel);
+    if (default_attention_ == nullptr && !fitted_.attention.empty()) {
+      throw InputError(Diagnostic{calibration_->file, 0, "attention_model.kernel",
+                                  "no attention points for kernel '" + calibration_->attention_kernel + "'"});
+    }
   }
-  default_attention_ = fitted_.find_attention(calibration_->attention_kernel);
-  if (default_attention_ == nullptr && !fitted_.attention.empty()) {
-    throw InputError(Diagnostic{calibration_->file, 0, "attention_model.kernel",
-                                "no attention points for kernel '" + calibration_->attention_kernel + "'"});
-  }
+  if (default_attention_ != nullptr)
+    default_fp8_attention_ = fitted_.find_attention(default_attention_->kernel, ir::Dtype::kFp8);
 }
 
 GemmPrediction CalibratedModel::gemm_detail(const GemmShape& shape) const {
@@ -257,13 +259,16 @@ Duration CalibratedModel::gemm(const GemmShape& shape) const {
   return Duration::from_seconds(gemm_detail(shape).seconds);
 }
 
-Duration CalibratedModel::attention_with(const AttentionParams& p, const AttentionShape& shape) const {
-  double t = predict_attention(p, shape);
+Duration CalibratedModel::attention_with(const AttentionParams& bf16, const AttentionShape& shape) const {
+  // FP8 attention by the kernel's FP8 fit where the calibration has one.
+  const AttentionParams* fp8 =
+      shape.dtype == ir::Dtype::kFp8 ? fitted_.find_attention(bf16.kernel, ir::Dtype::kFp8) : nullptr;
+  double t = predict_attention(fp8 != nullptr ? *fp8 : bf16, shape);
   switch (shape.dtype) {
     case ir::Dtype::kBf16:
     case ir::Dtype::kFp16:
-    // No FP8 attention is calibrated (the simulator runs attention in bf16 also under an fp8
-    // plan): the bf16 time, an upper bound.
+    // Without an FP8 fit, FP8 attention takes the bf16 time (an upper bound); block-scaled
+    // attention formats are not modeled (Transformer Engine runs attention in bf16 or FP8).
     case ir::Dtype::kFp8:
     case ir::Dtype::kMxfp8:
     case ir::Dtype::kNvfp4:
@@ -299,7 +304,9 @@ const std::string& CalibratedModel::attention_kernel() const {
 
 std::vector<std::string> CalibratedModel::attention_kernels() const {
   std::vector<std::string> out;
-  for (const auto& a : fitted_.attention) out.push_back(a.kernel);
+  for (const auto& a : fitted_.attention) {
+    if (a.dtype == ir::Dtype::kBf16) out.push_back(a.kernel);
+  }
   return out;
 }
 

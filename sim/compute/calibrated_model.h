@@ -69,10 +69,11 @@ struct AttentionDirParams {
 
 struct AttentionParams {
   std::string kernel;
+  ir::Dtype dtype = ir::Dtype::kBf16;  // kFp8: the kernel's FP8 attention, fitted apart
   std::int64_t block = 0;
   // The GPU the parameters were fitted for (the features depend on it).
   std::int32_t num_sms = 0;
-  double peak_flops = 0;  // bf16 tensor peak, FLOP/s
+  double peak_flops = 0;  // tensor peak of `dtype`, FLOP/s
   double memory_bps = 0;  // achievable HBM bandwidth, for the bytes floor
   // Split mode: fitted on forward+backward sums with one parameter set (`total`) over the
   // summed features; the forward share of a shape comes from `reference`.
@@ -120,9 +121,10 @@ struct GroupedGemmParams {
 struct FittedModel {
   GemmParams gemm;
   GroupedGemmParams grouped;
-  std::vector<AttentionParams> attention;  // one per kernel with fit points
+  std::vector<AttentionParams> attention;  // one per kernel and dtype with fit points
   MemoryParams memory;
-  const AttentionParams* find_attention(const std::string& kernel) const;
+  const AttentionParams* find_attention(const std::string& kernel,
+                                        ir::Dtype dtype = ir::Dtype::kBf16) const;
 };
 
 struct FitOptions {
@@ -190,6 +192,9 @@ class CalibratedModel final : public ComputeModel {
   const std::string& default_attention_kernel() const { return calibration_->attention_kernel; }
   // The kernel attention(shape) uses.
   const std::string& attention_kernel() const;
+  // Whether that kernel has an FP8 fit: an fp8 AttentionShape is timed by it; without one, an
+  // fp8 shape takes the bf16 time (an upper bound).
+  bool fp8_attention_calibrated() const { return default_fp8_attention_ != nullptr; }
 
   const FittedModel& fitted() const { return fitted_; }
   const Calibration& calibration() const { return *calibration_; }
@@ -200,6 +205,7 @@ class CalibratedModel final : public ComputeModel {
   FittedModel fitted_;
   GpuSpec gpu_;
   const AttentionParams* default_attention_ = nullptr;
+  const AttentionParams* default_fp8_attention_ = nullptr;
 };
 
 // Fits `calibration` and returns the model; `gpu` (the cluster's spec) defaults to the

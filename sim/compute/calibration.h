@@ -81,6 +81,8 @@ struct AttentionTable {
   Provenance provenance;
   bool derived = false;  // points moved from another GPU generation: derived, not measured
   std::vector<AttentionPoint> points;
+  // kBf16, or kFp8 for FP8 attention (fitted apart from the kernel's bf16 points).
+  ir::Dtype dtype = ir::Dtype::kBf16;
 };
 
 // Which HBM directions a streaming kernel uses; training's elementwise kernels read and write.

@@ -269,14 +269,17 @@ bool split_kernel(const std::vector<AttentionRow>& rows) {
 // per-token costs and misprice other shapes. The bytes floor is left out of the fit: the
 // measured attention points are compute-bound.
 // `own`: the kernels of this file fitted so far (a direction split may name one of them).
-AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& kernel,
+AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& name, ir::Dtype dtype,
                                      const std::vector<AttentionRow>& rows, double memory_bps,
                                      double launch_s, const std::vector<AttentionParams>& own) {
   AttentionParams p;
-  p.kernel = kernel;
+  p.kernel = name;
+  p.dtype = dtype;
   p.block = cal.attention_block;
   p.num_sms = cal.gpu.num_sms;
-  p.peak_flops = cal.gpu.peak_bf16.per_s();
+  p.peak_flops = cal.gpu.peak(dtype).per_s();
+  // Messages name an FP8 fit as such.
+  const std::string kernel = dtype == ir::Dtype::kBf16 ? name : name + " (fp8)";
   p.memory_bps = memory_bps;
   p.num_points = rows.size();
   if (p.block <= 0) fit_error(cal, "attention_model.block", "attention points need a block size");
@@ -454,33 +457,35 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
     out.memory.launch_s = out.gemm.fill_s + out.gemm.fixed_s;
   }
 
-  // Attention, per kernel in order of first appearance.
+  // Attention, per kernel and dtype in order of first appearance.
   {
-    std::vector<std::string> kernels;
-    std::map<std::string, std::vector<AttentionRow>> rows;
-    std::map<std::string, std::size_t> index;
+    using Key = std::pair<std::string, ir::Dtype>;
+    std::vector<Key> kernels;
+    std::map<Key, std::vector<AttentionRow>> rows;
+    std::map<Key, std::size_t> index;
     for (const auto& t : cal.attention) {
       if (t.role != TableRole::kFit) continue;
-      if (rows.find(t.kernel) == rows.end()) kernels.push_back(t.kernel);
-      auto& list = rows[t.kernel];
+      const Key key{t.kernel, t.dtype};
+      if (rows.find(key) == rows.end()) kernels.push_back(key);
+      auto& list = rows[key];
       for (const auto& pt : t.points) {
-        if (is_held_out(index[t.kernel]++, options.holdout_every)) continue;
+        if (is_held_out(index[key]++, options.holdout_every)) continue;
         list.push_back(AttentionRow{pt, detail::attention_point_flops(pt) / (pt.tflops * 1e12)});
       }
     }
     // Kernels measured per direction first, so that a split kernel may take its forward share
     // from one of them; then back in order of first appearance.
     std::stable_partition(kernels.begin(), kernels.end(),
-                          [&](const std::string& k) { return !split_kernel(rows[k]); });
+                          [&](const Key& k) { return !split_kernel(rows[k]); });
     std::vector<AttentionParams> fitted;
     for (const auto& k : kernels) {
-      fitted.push_back(fit_attention_kernel(cal, k, rows[k], out.memory.achievable_bps,
+      fitted.push_back(fit_attention_kernel(cal, k.first, k.second, rows[k], out.memory.achievable_bps,
                                             out.memory.launch_s, fitted));
     }
     for (const auto& t : cal.attention) {
-      if (t.role != TableRole::kFit || out.find_attention(t.kernel) != nullptr) continue;
+      if (t.role != TableRole::kFit || out.find_attention(t.kernel, t.dtype) != nullptr) continue;
       for (auto& f : fitted) {
-        if (f.kernel == t.kernel) out.attention.push_back(std::move(f));
+        if (f.kernel == t.kernel && f.dtype == t.dtype) out.attention.push_back(std::move(f));
       }
     }
   }

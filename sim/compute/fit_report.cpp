@@ -72,15 +72,16 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
   }
 
   // Attention
-  std::map<std::string, std::size_t> att_index;
+  std::map<std::pair<std::string, ir::Dtype>, std::size_t> att_index;  // as fit() counts them
   for (const auto& t : cal.attention) {
-    const AttentionParams* full = r.fitted.find_attention(t.kernel);
+    const AttentionParams* full = r.fitted.find_attention(t.kernel, t.dtype);
     if (full == nullptr) continue;  // a kernel with check points only
-    const AttentionParams* part = partial ? partial->find_attention(t.kernel) : nullptr;
+    const AttentionParams* part = partial ? partial->find_attention(t.kernel, t.dtype) : nullptr;
     for (const auto& pt : t.points) {
       const double measured_s = detail::attention_point_flops(pt) / (pt.tflops * 1e12);
       PointError e;
-      e.family = "attention " + t.kernel + " " + attention_pass_name(pt.pass);
+      e.family = "attention " + t.kernel + (t.dtype == ir::Dtype::kFp8 ? " fp8 " : " ") +
+                 attention_pass_name(pt.pass);
       e.table = t.name;
       e.derived = t.derived;
       e.label = std::string(pt.causal ? "causal" : "non-causal") + " d=" + std::to_string(pt.head_dim) +
@@ -91,7 +92,7 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       e.check = t.role == TableRole::kCheck;
       e.fitted_error = attention_seconds(*full, pt) / measured_s - 1.0;
       if (!e.check) {
-        e.held_out = is_held_out(att_index[t.kernel]++, holdout_every);
+        e.held_out = is_held_out(att_index[{t.kernel, t.dtype}]++, holdout_every);
         if (e.held_out && part != nullptr) e.held_out_error = attention_seconds(*part, pt) / measured_s - 1.0;
       }
       r.points.push_back(e);

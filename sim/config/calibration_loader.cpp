@@ -209,6 +209,14 @@ void convert_attention(const sch::Calibration& m, const Checker& root, Calibrati
     table.kernel = t.kernel();
     table.role = parse_role(t.has_role(), t.role(), c).value_or(compute::TableRole::kFit);
     table.provenance = convert_provenance(t.has_provenance(), t.provenance(), c);
+    if (t.has_dtype()) {
+      if (t.dtype() == "fp8") {
+        table.dtype = ir::Dtype::kFp8;
+        if (!cal.gpu.supports(ir::Dtype::kFp8)) c.fail("dtype", cal.gpu.name + " has no fp8 tensor cores");
+      } else if (t.dtype() != "bf16") {
+        c.fail("dtype", "unknown attention dtype '" + t.dtype() + "' (known: bf16, fp8)");
+      }
+    }
     if (t.point_size() == 0) c.fail("point", "a table needs at least one point");
     for (int j = 0; j < t.point_size(); ++j) {
       const auto& p = t.point(j);
@@ -236,7 +244,10 @@ void convert_attention(const sch::Calibration& m, const Checker& root, Calibrati
         if (p.kv_heads() > 0 && p.heads() % p.kv_heads() != 0) pc.fail("kv_heads", "must divide heads");
         pt.kv_heads = p.kv_heads();
       }
-      check_throughput(pc, p.has_tflops(), p.tflops(), cal.gpu.peak_bf16.tflops(), "tflops", "bf16 peak");
+      const bool fp8 = table.dtype == ir::Dtype::kFp8 && cal.gpu.supports(ir::Dtype::kFp8);
+      check_throughput(pc, p.has_tflops(), p.tflops(),
+                       fp8 ? cal.gpu.peak(ir::Dtype::kFp8).tflops() : cal.gpu.peak_bf16.tflops(), "tflops",
+                       fp8 ? "fp8 peak" : "bf16 peak");
       pt.tflops = p.tflops();
       pt.origin = origin(c, item("point", j));
       table.points.push_back(pt);
@@ -531,9 +542,12 @@ class Resolver {
         for (const auto& t : src->attention) {
           if (im.has_kernel() && t.kernel != im.kernel()) continue;
           if (!takes(t.name)) continue;
+          if (t.dtype != ir::Dtype::kBf16 && !cal.gpu.supports(t.dtype)) continue;
           compute::AttentionTable nt{t.name + suffix,         t.kernel, t.role,
-                                     with_note(t.provenance), derived,  t.points};
-          for (auto& pt : nt.points) pt.tflops *= cal.gpu.peak_bf16.per_s() / src->gpu.peak_bf16.per_s();
+                                     with_note(t.provenance), derived,  t.points, t.dtype};
+          // TFLOP/s move by the ratio of the peaks of the table's precision.
+          const double ratio = cal.gpu.peak(t.dtype).per_s() / src->gpu.peak(t.dtype).per_s();
+          for (auto& pt : nt.points) pt.tflops *= ratio;
           imported += nt.points.size();
           cal.attention.push_back(std::move(nt));
         }

@@ -430,6 +430,15 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
     fail("--attention-kernel", "names a fused kernel ('" + p.attention_kernel +
                                    "') but --unfused-attention runs the attention core unfused");
   }
+  // Transformer Engine runs FP8 attention inside an FP8 recipe (fp8_autocast) and only in its
+  // fused attention kernel.
+  if (p.fp8_attention && !ir::quantized_gemm(p.dtype)) {
+    fail("--fp8-attention", "needs an FP8 recipe: --dtype fp8, mxfp8 or nvfp4 (got " +
+                                std::string(ir::dtype_name(p.dtype)) + ")");
+  }
+  if (p.fp8_attention && !p.flash_attention) {
+    fail("--fp8-attention", "runs the fused attention kernel, not --unfused-attention");
+  }
   if (cp_ok && p.cp > 1 && !p.flash_attention) {
     // Ring and all-gather CP merge partial results with the log-sum-exp of blockwise (flash)
     // attention; Ulysses is modeled with the same kernel.

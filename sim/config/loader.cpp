@@ -501,6 +501,7 @@ constexpr std::pair<std::string_view, std::string_view> kFlagFields[] = {
     {"--no-fp8-weight-cache", "no_fp8_weight_cache"},
     {"--host-dispatch-us", "host_dispatch_us"},
     {"--launch-blocking", "launch_blocking"},
+    {"--fp8-attention", "fp8_attention"},
 };
 
 std::string field_of_flag(const std::string& flag) {
@@ -634,6 +635,7 @@ Scenario load_scenario(const std::string& path) {
   if (msg.has_tp_comm_overlap()) plan.tp_comm_overlap = msg.tp_comm_overlap();
   if (msg.has_no_fp8_weight_cache()) plan.fp8_weight_cache = !msg.no_fp8_weight_cache();
   if (msg.has_launch_blocking()) plan.launch_blocking = msg.launch_blocking();
+  if (msg.has_fp8_attention()) plan.fp8_attention = msg.fp8_attention();
   // A parse that throws InputError: its messages go to `field`, which is then reported.
   const auto parse_field = [&](const char* field, const auto& parse) {
     try {

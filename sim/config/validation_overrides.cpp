@@ -17,6 +17,7 @@ void RowOverride::apply(parallel::ParallelPlan& plan, topology::ClusterSpec& clu
   if (order) plan.order = *order;
   if (grad_reduce) plan.grad_reduce = *grad_reduce;
   if (launch_blocking) plan.launch_blocking = *launch_blocking;
+  if (fp8_attention) plan.fp8_attention = *fp8_attention;
   if (gpus_per_domain) {
     const std::string why = place_per_domain(cluster, *gpus_per_domain);
     if (!why.empty()) throw InputError(Diagnostic{file, line, "gpus_per_domain", why});
@@ -80,8 +81,9 @@ std::vector<RowOverride> load_validation_overrides(const std::filesystem::path& 
         }
       }
       if (m.has_launch_blocking()) o.launch_blocking = m.launch_blocking();
+      if (m.has_fp8_attention()) o.fp8_attention = m.fp8_attention();
       if (!o.mst_chunks && !o.optimizer_states && !o.optimizer_in_backward && !o.order &&
-          !o.gpus_per_domain && !o.grad_reduce && !o.launch_blocking) {
+          !o.gpus_per_domain && !o.grad_reduce && !o.launch_blocking && !o.fp8_attention) {
         c.fail("run_id", "the override sets no plan field");
       }
       out.push_back(std::move(o));

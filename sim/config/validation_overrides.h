@@ -26,6 +26,7 @@ struct RowOverride {
   std::optional<std::int32_t> gpus_per_domain;
   std::optional<parallel::GradReduce> grad_reduce;
   std::optional<bool> launch_blocking;
+  std::optional<bool> fp8_attention;
 
   // Sets the fields the override gives. Throws InputError naming the overrides file, line and
   // field when gpus_per_domain does not fit the row's cluster.

@@ -39,6 +39,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["elementwise"] = std::string(config::name(p.elementwise));
   j["order"] = config::format_order(p.order);
   if (p.launch_blocking) j["launch_blocking"] = true;  // only when set: older outputs unchanged
+  if (p.fp8_attention) j["fp8_attention"] = true;
   return j;
 }
 
@@ -319,7 +320,8 @@ std::string report_text(const config::Scenario& sc, const RunResult& r,
                    std::string(config::name(p.recompute)) +
                    (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per chunk)" : "") +
                    ", " + std::string(config::name(p.dtype)) +
-                   (p.launch_blocking ? ", launch blocking" : "")});
+                   (p.launch_blocking ? ", launch blocking" : "") +
+                   (p.fp8_attention ? ", fp8 attention" : "")});
     t.row({"status", std::string(status_name(r.status)) + (r.reason.empty() ? "" : " (" + r.reason + ")")});
     out += t.str("");
   }

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "sim/base/diagnostic.h"
+#include "sim/compute/calibrated_model.h"
 #include "sim/compute/dispatch_floor.h"
 #include "sim/compute/time_scale.h"
 #include "sim/config/network_calibration_loader.h"
@@ -16,6 +18,17 @@ compute::HostOverlap host_overlap(const parallel::ParallelPlan& plan) {
 // GPU, attention kernel and launch mode: what a host-dispatch wrapper is cached by.
 std::string model_key(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan) {
   return gpu.name + "|" + plan.attention_kernel + (plan.launch_blocking ? "|blocking" : "");
+}
+
+// FP8 attention is timed by the attention kernel's FP8 fit: a calibration without one cannot
+// price it (an uncalibrated GPU's roofline runs it at the FP8 peak).
+void require_fp8_attention(const compute::ComputeModel& model, const compute::GpuSpec& gpu) {
+  const auto* calibrated = dynamic_cast<const compute::CalibratedModel*>(&model);
+  if (calibrated != nullptr && !calibrated->fp8_attention_calibrated()) {
+    throw InputError(Diagnostic{"", 0, "--fp8-attention",
+                                "no FP8 attention is calibrated for " + gpu.name + " (its " +
+                                    calibrated->attention_kernel() + " has bf16 points only)"});
+  }
 }
 
 }  // namespace
@@ -38,6 +51,7 @@ const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu,
 }
 
 const compute::ComputeModel& Resources::compute(const compute::GpuSpec& gpu, const parallel::ParallelPlan& plan) {
+  if (plan.fp8_attention) require_fp8_attention(*gpu_model(gpu, plan.attention_kernel), gpu);
   if (plan.host_dispatch == Duration::zero()) return compute(gpu, plan.attention_kernel);
   auto& slot = dispatched_[{model_key(gpu, plan), plan.host_dispatch.ps()}];
   if (!slot) {

@@ -107,6 +107,7 @@ void row_text(std::string& out, const PublishedRun& r, const RowMapping& m,
     if (p.mst_chunks > 1) field(out, "    ", "mst_chunks", str(p.mst_chunks));
     if (p.optimizer_in_backward) field(out, "    ", "optimizer_in_backward", "true");
     if (p.launch_blocking) field(out, "    ", "launch_blocking", "true");
+    if (p.fp8_attention) field(out, "    ", "fp8_attention", "true");
     for (int s = 0; s < config::kNumFrameworkSettings; ++s) {
       const auto setting = static_cast<config::FrameworkSetting>(s);
       if (setting == config::FrameworkSetting::kZeroStage && !m.zero_given) {

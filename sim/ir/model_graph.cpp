@@ -40,6 +40,7 @@ Op attention(const ModelSpec& model, const LayerShape& s) {
   Op op;
   op.name = "attention";
   op.kind = OpKind::kAttention;
+  op.dtype = s.fp8_attention ? Dtype::kFp8 : Dtype::kBf16;
   op.attn.batch = s.micro_batch;
   const std::int64_t split = s.tp * s.attention_heads_divisor;
   op.attn.heads = model.num_heads / split;

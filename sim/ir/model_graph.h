@@ -66,6 +66,7 @@ struct LayerShape {
   // casts are cached across them, ParallelPlan::fp8_weight_cache; else 1).
   double fp8_weight_cast_share = 1.0;
   bool flash_attention = true;      // off: the attention core as separate kernels
+  bool fp8_attention = false;       // the fused attention kernel on FP8 operands
   // RMSNorm, the rotary embedding and SwiGLU as PyTorch's eager ops, LayerNorm as its native
   // kernel (parallel::Elementwise).
   bool eager_elementwise = false;

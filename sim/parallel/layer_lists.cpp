@@ -47,6 +47,7 @@ class ListBuilder {
           1.0 / static_cast<double>(std::max<std::int64_t>(1, plan_.num_micro_batches()));
     }
     shape.flash_attention = plan_.flash_attention;
+    shape.fp8_attention = plan_.fp8_attention;
     shape.eager_elementwise = plan_.elementwise == Elementwise::kEager;
     return shape;
   }

@@ -144,6 +144,10 @@ struct ParallelPlan {
   // of a step and the cast reused by the others (TE's `is_first_microbatch`, which Megatron-Core
   // and NeMo set); off = cast at every micro-batch (TE modules called without it).
   bool fp8_weight_cache = true;
+  // FP8 attention (Transformer Engine's fp8_dot_product_attention, Megatron-Core
+  // --fp8-dot-product-attention): the fused attention kernel runs on FP8 Q, K and V under an FP8,
+  // MXFP8 or NVFP4 recipe; off = bf16 attention, Transformer Engine's default in every recipe.
+  bool fp8_attention = false;
   // Parameters per data-parallel bucket (gradient reduction; ZeRO 1-2's parameter gather): the
   // Megatron-Core DDP default of 40 M (newer Megatron-Core grows it to 1 M × dp·cp above 40
   // data-parallel ranks, which is not modelled); 1: one bucket per layer (FSDP's units).

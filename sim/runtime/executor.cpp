@@ -35,9 +35,8 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
         a.head_dim = op.attn.head_dim;
         a.causal = op.attn.causal;
         a.direction = op.backward ? compute::Direction::kBackward : compute::Direction::kForward;
-        // Attention runs in bf16 even in FP8, MXFP8 and NVFP4 recipes (Transformer Engine keeps
-        // DPA in bf16).
-        a.dtype = ir::quantized_gemm(op.dtype) ? ir::Dtype::kBf16 : op.dtype;
+        // bf16, or FP8 where the plan asks for FP8 attention (ir::LayerShape::fp8_attention).
+        a.dtype = op.dtype;
         total += model.attention(a);
         break;
       }

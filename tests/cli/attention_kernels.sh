@@ -52,4 +52,21 @@ expect_error "--unfused-attention" run --model llama3-8b --cluster dgx-h100 --gp
   --seq 8192 --global-batch 1 --unfused-attention
 expect_error "--attention-kernel" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 \
   --tp 8 --attention-kernel nope
+# FP8 attention (--fp8-attention) on GB200, whose cuDNN attention has measured FP8 points: the
+# attention runs faster than in bf16, the plan says so, and GPUs or recipes that cannot run it are
+# input errors naming the flag.
+gb=(run --model llama3-8b --cluster gb200-nvl72 --gpus 8 --seq 8192 --global-batch 16 --micro-batch 2
+    --zero 1 --format json)
+"$bin" "${gb[@]}" --dtype nvfp4 > "$tmp/gb_bf16.json"
+"$bin" "${gb[@]}" --dtype nvfp4 --fp8-attention > "$tmp/gb_fp8.json"
+python3 - "$tmp/gb_bf16.json" "$tmp/gb_fp8.json" <<'PY'
+import json, sys
+b, f = (json.load(open(p)) for p in sys.argv[1:])
+assert f["plan"].get("fp8_attention") is True and "fp8_attention" not in b["plan"], (b["plan"], f["plan"])
+assert f["iteration_time_s"] < 0.99 * b["iteration_time_s"], (b["iteration_time_s"], f["iteration_time_s"])
+PY
+expect_error "--fp8-attention" "${gb[@]}" --fp8-attention
+expect_error "--fp8-attention" run --model llama3-8b --cluster dgx-h100 --gpus 8 --tp 8 --seq 8192 \
+  --global-batch 16 --dtype fp8 --fp8-attention
+grep -q "no FP8 attention is calibrated for H100" "$tmp/err"
 echo ok

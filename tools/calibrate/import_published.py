@@ -299,10 +299,12 @@ def attn_point(r):
     return s + " }"
 
 
-def attn_table(name, kernel, rows, prov, role=None, point_fn=attn_point):
+def attn_table(name, kernel, rows, prov, role=None, point_fn=attn_point, dtype=None):
     out = ["attention {", "  name: " + q(name), "  kernel: " + q(kernel)]
     if role:
         out.append("  role: " + q(role))
+    if dtype:
+        out.append("  dtype: " + q(dtype))
     out += provenance(2, *prov)
     for r in rows:
         out.append(point_fn(r))
@@ -442,18 +444,22 @@ def attention_tables(att, gpu):
             "check only: independent re-run of FA3 on Meta CI H100 (SXM presumably)"),
             role="check", point_fn=tb_point)
     elif gpu in CUDNN_SDPA_GPUS:
-        for direction in ("fwd", "bwd"):
-            rs = rows(gpu, CUDNN_SDPA, direction, "bf16", "cudnn-frontend")
+        for dtype, direction in (("bf16", "fwd"), ("bf16", "bwd"), ("fp8", "fwd"), ("fp8", "bwd")):
+            rs = rows(gpu, CUDNN_SDPA, direction, dtype, "cudnn-frontend")
             files = sorted({r["source"] for r in rs})
-            t += attn_table("cudnn-frontend %s %s" % (gpu, direction), CUDNN_SDPA, rs, (
+            name = "cudnn-frontend %s %s%s" % (gpu, direction, "" if dtype == "bf16" else " fp8")
+            t += attn_table(name, CUDNN_SDPA, rs, (
                 "; ".join(files), "2026-04-24 (results file time stamps)",
                 rs[0]["notes"].split("; ")[1] + " (" + rs[0]["notes"].split("; ")[0] + ")",
                 "NVIDIA's SDPA training benchmark (benchmark/sdpa_benchmark_training, "
                 "benchmark_single_sdpa.py): mean of " + rs[0]["notes"].split("; ")[2] +
                 "; TFLOP/s with the FlashAttention convention (causal halved, backward 2.5x "
                 "forward), checked against the published times",
-                "bf16 rows with equal query/value head dims and no sliding window; "
-                "non-deterministic backward (Transformer Engine's default)"))
+                "rows with equal query/value head dims and no sliding window; non-deterministic "
+                "backward (Transformer Engine's default)" + (
+                    "; FP8 (E4M3) Q, K, V with per-tensor scales, the benchmark's fp8 data type"
+                    if dtype == "fp8" else "")),
+                dtype=None if dtype == "bf16" else dtype)
     return t
 
 

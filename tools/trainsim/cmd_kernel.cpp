@@ -194,7 +194,8 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
     std::printf("  native LayerNorm: no points (its norms stream)\n");
   }
   for (const auto& a : r.fitted.attention) {
-    std::printf("attention %s (block %lld)%s\n", a.kernel.c_str(), static_cast<long long>(a.block),
+    std::printf("attention %s%s (block %lld)%s\n", a.kernel.c_str(),
+                a.dtype == ir::Dtype::kFp8 ? " fp8" : "", static_cast<long long>(a.block),
                 a.split ? ", forward share from the direction-split reference" : "");
     const auto pr = [](const char* n, const compute::AttentionDirParams& d) {
       std::printf("  %-5s a = %.4f, a_c = %.4f (causal), e = %.1f FLOP/score, b = %.3f us/wave, c = %.3f us\n", n,
@@ -295,8 +296,11 @@ int cmd_kernel(const Args& args) {
               " (tile " + r.extra["tile"].get<std::string>() + ", " + std::to_string(d.waves) + " waves" +
               (d.memory_bound ? ", HBM-bound" : "") + ")";
   } else if (op == "attention") {
-    if (dtype != ir::Dtype::kBf16 && dtype != ir::Dtype::kFp16) {
-      bad("--dtype", "attention is calibrated for bf16 and fp16 only (FlashAttention measurements)");
+    const std::string kernel = vm.count("kernel") ? vm["kernel"].as<std::string>() : model->default_attention_kernel();
+    const bool fp8_fit = model->fitted().find_attention(kernel, ir::Dtype::kFp8) != nullptr;
+    if (dtype != ir::Dtype::kBf16 && dtype != ir::Dtype::kFp16 && !(dtype == ir::Dtype::kFp8 && fp8_fit)) {
+      bad("--dtype", "attention of " + kernel + " on " + cal->gpu.name +
+                         " is calibrated for bf16 and fp16" + (fp8_fit ? " and fp8" : "") + " only");
     }
     compute::AttentionShape s;
     s.batch = need(vm, "batch", op);
@@ -318,7 +322,6 @@ int cmd_kernel(const Args& args) {
     else if (dir == "bwd") s.direction = compute::Direction::kBackward;
     else bad("--direction", "unknown direction '" + dir + "' (known: fwd, bwd)");
     s.dtype = dtype;
-    const std::string kernel = vm.count("kernel") ? vm["kernel"].as<std::string>() : model->default_attention_kernel();
     r.seconds = model->attention(s, kernel).seconds();
     r.flops = s.flops().value();
     r.bytes = compute::attention_bytes(s);

@@ -186,6 +186,9 @@ void add_fixed_plan_flags(po::options_description& o) {
       "host time per modeled operation of an eager framework (microseconds); no operation runs "
       "faster; "
       "0 for CUDA graphs or a compiled step")(
+      "fp8-attention", po::bool_switch(),
+      "FP8 recipes: run the fused attention kernel in FP8 (Transformer Engine's "
+      "fp8_dot_product_attention); default bf16")(
       "launch-blocking", po::bool_switch(),
       "the run exports CUDA_LAUNCH_BLOCKING=1: the host time per operation adds to each kernel's "
       "instead of overlapping it")(
@@ -230,6 +233,7 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   p.fp8_weight_cache = !vm["no-fp8-weight-cache"].as<bool>();
   p.moe_a2a_overlap = vm["moe-a2a-overlap"].as<bool>();
   p.launch_blocking = vm["launch-blocking"].as<bool>();
+  p.fp8_attention = vm["fp8-attention"].as<bool>();
   problems.collect([&] {
     p.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
   });

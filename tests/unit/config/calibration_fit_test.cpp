@@ -410,3 +410,34 @@ TEST_CASE("H200 runs compute as an H100 and memory-bound kernels faster") {
   };
   CHECK(stream(*h100) / stream(*h200) > 1.3);
 }
+
+TEST_CASE("FP8 attention takes its own fit where measured, else bf16") {
+  // cudnn-frontend's SDPA benchmark on GB200 (calibration/sources/attention.csv): Llama 3.1
+  // shape, causal, 8k tokens; bf16 1574 / 1332 and fp8 2047 / 1454 TFLOP/s forward / backward.
+  const auto gb200 = make_calibrated_model(config::load_calibration("GB200-NVL-186GB"));
+  REQUIRE(gb200->fp8_attention_calibrated());
+  AttentionShape s;
+  s.batch = 2;
+  s.heads = 64;
+  s.kv_heads = 8;
+  s.seq_q = s.seq_kv = 8192;
+  s.head_dim = 128;
+  s.causal = true;
+  for (const auto& [dir, measured_fp8] : {std::pair{Direction::kForward, 2047.0},
+                                          std::pair{Direction::kBackward, 1454.0}}) {
+    s.direction = dir;
+    s.dtype = ir::Dtype::kBf16;
+    const double bf16 = gb200->attention(s).seconds();
+    s.dtype = ir::Dtype::kFp8;
+    const double fp8 = gb200->attention(s).seconds();
+    CHECK(fp8 < bf16);
+    CHECK(s.flops().value() / fp8 * 1e-12 == Approx(measured_fp8).epsilon(0.12));
+  }
+  // No FP8 attention is measured on the H100: an fp8 shape takes the bf16 time.
+  const auto h100 = make_calibrated_model(config::load_calibration("H100-SXM5-80GB"));
+  CHECK_FALSE(h100->fp8_attention_calibrated());
+  s.dtype = ir::Dtype::kFp8;
+  const double fp8 = h100->attention(s).seconds();
+  s.dtype = ir::Dtype::kBf16;
+  CHECK(fp8 == h100->attention(s).seconds());
+}

@@ -318,6 +318,23 @@ TEST_CASE("every problem of a calibration file is reported at once, with line an
   for (const auto& x : ds) CHECK(ends_with(x.file, "BAD.textproto"));
 }
 
+TEST_CASE("an attention table's dtype is bf16 or fp8, fp8 on fp8 tensor cores") {
+  test::TempDir dir;
+  for (const auto& [dtype, message] : {std::pair{"fp6", "known: bf16, fp8"},
+                                       std::pair{"fp8", "no fp8 tensor cores"}}) {
+    std::string text(kValid);
+    const std::string from = "name: \"a\" kernel: \"k\"";
+    text.replace(text.find(from), from.size(), from + " dtype: \"" + dtype + "\"");
+    const auto path = dir.write("DT.textproto", text);
+    const auto ds = diagnostics_of([&] { load_calibration(path); });
+    INFO(test::dump(ds));
+    const Diagnostic* d = find_field(ds, "attention[0].dtype");
+    REQUIRE(d != nullptr);
+    CHECK(d->line == 22);
+    CHECK(d->message.find(message) != std::string::npos);
+  }
+}
+
 TEST_CASE("make_compute_model: calibrated for a calibrated GPU, roofline otherwise") {
   const auto cal = load_calibration("H100-SXM5-80GB");
   compute::GpuSpec gpu = cal->gpu;  // the cluster's spec of the same GPU
