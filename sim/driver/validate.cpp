@@ -15,7 +15,6 @@
 
 namespace ts::driver {
 
-using reading::apply_gradient_reduction;
 using reading::str;
 using reading::trim;
 
@@ -343,11 +342,8 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
     std::vector<std::string> best_notes;
     for (const int stage : {1, 2, 3}) {
       config::Scenario sharded = parts;
-      sharded.plan.zero_stage = stage;
       std::vector<std::string> extra;
-      apply_gradient_reduction(row, reading::named_frameworks(row, frameworks, vocabulary), sharded.plan, extra);
-      // The row's overrides still come last (map_run applied them to parts).
-      for (const auto& o : row.overrides) o.apply(sharded.plan, sharded.cluster.cluster);
+      restage(row, m, stage, sharded, extra);
       Choice again = search(m, sharded, resources, extra);
       if (!again.attempt || again.oom) continue;
       if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {

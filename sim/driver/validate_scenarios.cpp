@@ -139,7 +139,7 @@ std::string validation_scenarios(const std::vector<PublishedRun>& runs) {
       "# not listed keep the plan defaults of trainsim run.\n";
   for (const auto& r : runs) {
     const RowMapping m = map_run(r, calibrations, frameworks, vocabulary);
-    row_text(out, r, m, reading::named_frameworks(r, frameworks, vocabulary));
+    row_text(out, r, m, *m.frameworks);
   }
   return out;
 }
