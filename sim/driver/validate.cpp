@@ -105,12 +105,6 @@ std::optional<Attempt> try_simulate(const config::Scenario& parts, Resources& re
 
 bool static_oom(const RunResult& r) { return r.status == Status::kOutOfMemory && r.iteration_time_s <= 0; }
 
-std::string join_values(const std::vector<std::int64_t>& v) {
-  std::string out;
-  for (auto x : v) out += (out.empty() ? "" : "/") + str(x);
-  return out;
-}
-
 // The search over what a row leaves open: recompute and micro-batch (powers of two dividing the
 // per-replica batch). Among the combinations that fit it takes the fastest simulated, as a team
 // tuning a published run would: taking the least recompute first can leave a sharded (ZeRO-3)
@@ -178,7 +172,7 @@ Choice search(const RowMapping& m, const config::Scenario& parts, Resources& res
     }
     if (!m.micro_batch_given) {
       notes.push_back("micro_batch " + str(chosen.micro_batch) +
-                      (mbs.size() > 1 ? " (fastest that fits of " + join_values(mbs) + ")" : ""));
+                      (mbs.size() > 1 ? " (fastest that fits of " + reading::join(mbs, "/") + ")" : ""));
     }
     ch.attempt = std::move(best);
     return ch;

@@ -96,12 +96,6 @@ void put(ordered_json& j, const std::optional<Comparison>& c) {
   for (const auto& col : kComparisonColumns) j[col.key] = c ? col.value(*c) : ordered_json(nullptr);
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
-  return out;
-}
-
 std::string plan_text(const config::Scenario& sc) {
   const auto& p = sc.plan;
   std::string out = "tp" + str(p.tp) + " pp" + str(p.pp) + " dp" + str(p.dp) + " cp" + str(p.cp);
@@ -298,7 +292,7 @@ std::string validation_csv(const ValidationReport& report) {
     }
     const bool timed = r.result && r.result->iteration_time_s > 0;
     f.insert(f.end(), {r.scenario ? plan_text(*r.scenario) : "", timed ? cell(r.result->iteration_time_s) : "",
-                       r.reason, join(r.assumptions, "; "), r.convention});
+                       r.reason, reading::join(r.assumptions, "; "), r.convention});
     f.push_back(r.interval ? cell(r.interval->low) : "");
     f.push_back(r.interval ? cell(r.interval->high) : "");
     out += csv::line(f);
