@@ -24,6 +24,21 @@ void RowOverride::apply(parallel::ParallelPlan& plan, topology::ClusterSpec& clu
   }
 }
 
+namespace {
+
+// An enum-like field given by name: its value, or nothing with a problem naming the file, line,
+// field and the choices.
+template <class T>
+std::optional<T> choice(const detail::Checker& c, bool given, const std::string& value, const char* field,
+                        std::optional<T> (*parse)(std::string_view), std::string (*choices)()) {
+  if (!given) return std::nullopt;
+  std::optional<T> v = parse(value);
+  if (!v) c.fail(field, "unknown value '" + value + "' (one of " + choices() + ")");
+  return v;
+}
+
+}  // namespace
+
 std::filesystem::path overrides_path(const std::filesystem::path& runs_csv) {
   return runs_csv.parent_path() / (runs_csv.stem().string() + ".overrides.textproto");
 }
@@ -57,13 +72,8 @@ std::vector<RowOverride> load_validation_overrides(const std::filesystem::path& 
           c.fail("mst_chunks", "must be >= 1 (got " + std::to_string(m.mst_chunks()) + ")");
         o.mst_chunks = m.mst_chunks();
       }
-      if (m.has_optimizer_states()) {
-        o.optimizer_states = try_parse_optimizer_states(m.optimizer_states());
-        if (!o.optimizer_states) {
-          c.fail("optimizer_states", "unknown value '" + m.optimizer_states() + "' (one of " +
-                                         optimizer_states_choices() + ")");
-        }
-      }
+      o.optimizer_states = choice(c, m.has_optimizer_states(), m.optimizer_states(), "optimizer_states",
+                                  try_parse_optimizer_states, optimizer_states_choices);
       if (m.has_optimizer_in_backward()) o.optimizer_in_backward = m.optimizer_in_backward();
       if (m.has_order()) {
         try {
@@ -73,13 +83,8 @@ std::vector<RowOverride> load_validation_overrides(const std::filesystem::path& 
         }
       }
       if (m.has_gpus_per_domain()) o.gpus_per_domain = m.gpus_per_domain();
-      if (m.has_grad_reduce()) {
-        o.grad_reduce = try_parse_grad_reduce(m.grad_reduce());
-        if (!o.grad_reduce) {
-          c.fail("grad_reduce", "unknown value '" + m.grad_reduce() + "' (one of " +
-                                    grad_reduce_choices() + ")");
-        }
-      }
+      o.grad_reduce = choice(c, m.has_grad_reduce(), m.grad_reduce(), "grad_reduce", try_parse_grad_reduce,
+                             grad_reduce_choices);
       if (m.has_launch_blocking()) o.launch_blocking = m.launch_blocking();
       if (m.has_fp8_attention()) o.fp8_attention = m.fp8_attention();
       if (!o.mst_chunks && !o.optimizer_states && !o.optimizer_in_backward && !o.order &&

@@ -15,7 +15,6 @@
 
 namespace ts::driver {
 
-using reading::apply_gradient_reduction;
 using reading::str;
 using reading::trim;
 
@@ -106,12 +105,6 @@ std::optional<Attempt> try_simulate(const config::Scenario& parts, Resources& re
 
 bool static_oom(const RunResult& r) { return r.status == Status::kOutOfMemory && r.iteration_time_s <= 0; }
 
-std::string join_values(const std::vector<std::int64_t>& v) {
-  std::string out;
-  for (auto x : v) out += (out.empty() ? "" : "/") + str(x);
-  return out;
-}
-
 // The search over what a row leaves open: recompute and micro-batch (powers of two dividing the
 // per-replica batch). Among the combinations that fit it takes the fastest simulated, as a team
 // tuning a published run would: taking the least recompute first can leave a sharded (ZeRO-3)
@@ -179,7 +172,7 @@ Choice search(const RowMapping& m, const config::Scenario& parts, Resources& res
     }
     if (!m.micro_batch_given) {
       notes.push_back("micro_batch " + str(chosen.micro_batch) +
-                      (mbs.size() > 1 ? " (fastest that fits of " + join_values(mbs) + ")" : ""));
+                      (mbs.size() > 1 ? " (fastest that fits of " + reading::join(mbs, "/") + ")" : ""));
     }
     ch.attempt = std::move(best);
     return ch;
@@ -335,48 +328,47 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
 
   Choice ch = search(m, parts, resources, out.assumptions);
   if (!ch.attempt && !ch.unsupported && ch.oom == false && ch.reason.empty()) ch.reason = "no valid plan";
+  // Settings the row does not give, tried when even the static state overflows: the fastest
+  // variant that fits replaces the search's choice, noted with its reason and its own notes.
+  struct Variant {
+    config::Scenario scenario;
+    std::string reason;
+    std::vector<std::string> notes;
+  };
+  const auto overflows = [&] { return ch.oom && ch.attempt && static_oom(ch.attempt->result); };
+  const auto take_fastest = [&](std::vector<Variant> variants) {
+    std::optional<std::pair<Variant, Choice>> best;
+    for (auto& v : variants) {
+      Choice again = search(m, v.scenario, resources, v.notes);
+      if (!again.attempt || again.oom) continue;
+      if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {
+        best.emplace(std::move(v), std::move(again));
+      }
+    }
+    if (!best) return;
+    out.assumptions.push_back(best->first.reason);
+    out.assumptions.insert(out.assumptions.end(), best->first.notes.begin(), best->first.notes.end());
+    parts = std::move(best->first.scenario);
+    ch = std::move(best->second);
+  };
   // A row that states no sharding, whose weights and optimizer states cannot fit even before
   // activations, ran with some: the fastest ZeRO stage that fits (the search's rule for a setting
   // the row does not give).
-  if (!m.zero_given && ch.oom && ch.attempt && static_oom(ch.attempt->result) && parts.plan.dp * parts.plan.cp > 1) {
-    std::optional<std::pair<config::Scenario, Choice>> best;
-    std::vector<std::string> best_notes;
+  if (!m.zero_given && overflows() && parts.plan.dp * parts.plan.cp > 1) {
+    std::vector<Variant> stages;
     for (const int stage : {1, 2, 3}) {
-      config::Scenario sharded = parts;
-      sharded.plan.zero_stage = stage;
-      std::vector<std::string> extra;
-      apply_gradient_reduction(row, reading::named_frameworks(row, frameworks, vocabulary), sharded.plan, extra);
-      // The row's overrides still come last (map_run applied them to parts).
-      for (const auto& o : row.overrides) o.apply(sharded.plan, sharded.cluster.cluster);
-      Choice again = search(m, sharded, resources, extra);
-      if (!again.attempt || again.oom) continue;
-      if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {
-        best.emplace(std::move(sharded), std::move(again));
-        best_notes = std::move(extra);
-      }
+      Variant v{parts, "ZeRO-" + str(stage) + " (no sharding stated; the fastest stage that fits)", {}};
+      restage(row, m, stage, v.scenario, v.notes);
+      stages.push_back(std::move(v));
     }
-    if (best) {
-      out.assumptions.push_back("ZeRO-" + str(best->first.plan.zero_stage) +
-                                " (no sharding stated; the fastest stage that fits)");
-      out.assumptions.insert(out.assumptions.end(), best_notes.begin(), best_notes.end());
-      parts = std::move(best->first);
-      ch = std::move(best->second);
-    }
+    take_fastest(std::move(stages));
   }
   // Mixed-precision Adam (16-18 bytes per parameter) that cannot fit even before activations
   // means the source trained otherwise: pure bf16 weights, gradients and Adam states (8 bytes).
-  if (ch.oom && ch.attempt && static_oom(ch.attempt->result) &&
-      parts.plan.optimizer_states == parallel::OptimizerStates::kFp32) {
-    config::Scenario bf16 = parts;
-    bf16.plan.optimizer_states = parallel::OptimizerStates::kBf16;
-    std::vector<std::string> extra;
-    Choice again = search(m, bf16, resources, extra);
-    if (again.attempt && !again.oom) {
-      out.assumptions.push_back("bf16 optimizer states (fp32 mixed-precision Adam does not fit)");
-      out.assumptions.insert(out.assumptions.end(), extra.begin(), extra.end());
-      parts = bf16;
-      ch = std::move(again);
-    }
+  if (overflows() && parts.plan.optimizer_states == parallel::OptimizerStates::kFp32) {
+    Variant v{parts, "bf16 optimizer states (fp32 mixed-precision Adam does not fit)", {}};
+    v.scenario.plan.optimizer_states = parallel::OptimizerStates::kBf16;
+    take_fastest({std::move(v)});
   }
   if (ch.unsupported) return skip("simulator: " + ch.reason);
   if (!ch.attempt) return skip(ch.reason);

@@ -108,6 +108,10 @@ std::string describe(const FlopConvention& c);
 // ---------------------------------------------------------------------------------------------
 // Row → scenario
 
+namespace reading {
+struct RowFrameworks;  // validate_rules.h
+}
+
 // A row mapped to a scenario, or the reason it cannot be.
 struct RowMapping {
   // Model, cluster, GPU count and plan; not yet checked against each other (config::check_plan
@@ -122,6 +126,8 @@ struct RowMapping {
   // The recompute modes the search tries when the row gives none: those the frameworks its
   // framework column names implement (their profiles), else none and full.
   std::vector<parallel::Recompute> recompute_modes;
+  // The framework profiles the row names, as of its date (reading::named_frameworks).
+  std::shared_ptr<const reading::RowFrameworks> frameworks;
 };
 // Builds the model, cluster and plan of a row (rules in docs/validation-rules.md). Does not
 // simulate; the micro-batch and recompute of rows that omit them are provisional (see validate()).
@@ -132,6 +138,10 @@ RowMapping map_run(const PublishedRun& run);
 RowMapping map_run(const PublishedRun& run, config::ComputeModelCache& calibrations,
                    const std::vector<config::FrameworkProfile>& frameworks,
                    const config::ReadingVocabulary& vocabulary);
+// Sets a mapped row's scenario `sc` to ZeRO `zero_stage` (validate()'s search for a stage the row
+// does not state): the gradient reduction of that stage, then the row's overrides again.
+void restage(const PublishedRun& r, const RowMapping& m, int zero_stage, config::Scenario& sc,
+             std::vector<std::string>& notes);
 
 // ---------------------------------------------------------------------------------------------
 // Comparison

@@ -13,11 +13,13 @@ namespace ts::driver::reading {
 
 namespace {
 
-// Per-port line rate of an InfiniBand generation named in the interconnect text (the
-// vocabulary's link_generations).
-std::optional<double> ib_rate_gbits(const std::string& word, const config::ReadingVocabulary& vocab) {
+// Per-port line rate of an InfiniBand generation named in the interconnect text: the rate it
+// carries ("NDR200", "HDR100"), else the generation's (the vocabulary's link_generations).
+std::optional<double> ib_rate_gbits(const std::ssub_match& word, const std::ssub_match& rate,
+                                    const config::ReadingVocabulary& vocab) {
+  if (rate.matched) return std::stod(rate.str());
   for (const auto& g : vocab.link_generations) {
-    if (g.word == word) return g.gbits;
+    if (g.word == word.str()) return g.gbits;
   }
   return std::nullopt;
 }
@@ -139,11 +141,17 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
   }
   std::optional<std::int32_t> nics;
   std::optional<double> gbits;
-  // The text of a match's clause up to the match (from the last ',' or ';' before it).
-  const auto clause_before = [&ic](const std::smatch& match) {
-    const std::string before = ic.substr(0, static_cast<std::size_t>(match.position()));
-    const auto start = before.find_last_of(",;");
-    return start == std::string::npos ? before : before.substr(start);
+  // The first match of `re` whose clause (from the last ',' or ';' before it) is not about
+  // NVLink: "NVLink4 with 18 links per GPU", "NVLink/NVSwitch in node (900 GB/s)".
+  const auto outside_nvlink = [&](const std::regex& re) -> std::optional<std::smatch> {
+    for (auto it = std::sregex_iterator(ic.begin(), ic.end(), re); it != std::sregex_iterator(); ++it) {
+      const std::string before = ic.substr(0, static_cast<std::size_t>(it->position()));
+      const auto start = before.find_last_of(",;");
+      if (!says(vocab, config::Words::kNvlinkClause, start == std::string::npos ? before : before.substr(start))) {
+        return *it;
+      }
+    }
+    return std::nullopt;
   };
   // "8x200Gb/s", "8 x 400 Gbps", "4×100G", "8x NVIDIA Mellanox 400 Gbps" (up to three words
   // between the count and the rate, none of them a GPU: "8x A100 with 200 Gb/s" counts GPUs).
@@ -165,28 +173,15 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
     gbits = rate_gbits(m[2].str(), m[3].str());
   } else if (std::regex_search(ic, m, kCountIb)) {
     nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
-    gbits = m[3].matched ? std::stod(m[3].str()) : ib_rate_gbits(m[2].str(), vocab);
+    gbits = ib_rate_gbits(m[2], m[3], vocab);
   } else {
     std::optional<std::int32_t> stated_nics;
-    // The first count whose clause is not about NVLink ("NVLink4 with 18 links per GPU").
-    for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNicCount); it != std::sregex_iterator(); ++it) {
-      if (says(vocab, config::Words::kNvlinkClause, clause_before(*it))) continue;
-      stated_nics = static_cast<std::int32_t>(std::stoi((*it)[1].str()));
-      break;
-    }
+    if (const auto count = outside_nvlink(kNicCount)) stated_nics = static_cast<std::int32_t>(std::stoi((*count)[1].str()));
     std::optional<double> rate;
     bool per_node = false;
-    // The first rate whose clause is not about NVLink ("NVLink/NVSwitch in node (900 GB/s)").
-    bool found = false;
-    for (auto it = std::sregex_iterator(ic.begin(), ic.end(), kNum); it != std::sregex_iterator(); ++it) {
-      if (says(vocab, config::Words::kNvlinkClause, clause_before(*it))) continue;
-      m = *it;
-      found = true;
-      break;
-    }
-    if (found) {
-      rate = rate_gbits(m[1].str(), m[2].str());
-      const std::string after = m.suffix().str();
+    if (const auto num = outside_nvlink(kNum)) {
+      rate = rate_gbits((*num)[1].str(), (*num)[2].str());
+      const std::string after = num->suffix().str();
       std::smatch pn;
       // A per-node aggregate: "1600 Gbps per node", "800Gbps inter-node interconnect" (the
       // node's links to the others) unless the rate is said to be per GPU; an AWS EFA rate,
@@ -195,7 +190,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
       per_node = (std::regex_search(after, pn, kPerNode) && !std::regex_search(after, pn, kPerGpu)) ||
                  says(vocab, config::Words::kPerInstanceRate, ic) || *rate > 800;
     } else if (std::regex_search(ic, m, kIb)) {
-      rate = m[2].matched ? std::stod(m[2].str()) : ib_rate_gbits(m[1].str(), vocab);
+      rate = ib_rate_gbits(m[1], m[2], vocab);
     }
     if (stated_nics && *stated_nics > 0) {
       // With the adapters counted, a rate is per adapter unless no adapter reaches it.

@@ -1,5 +1,7 @@
-// Validation reports: the per-row table and error statistics as text, JSON and CSV.
+// Validation reports: the per-row table and error statistics as text, JSON and CSV, written from
+// one table of columns.
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "sim/config/names.h"
@@ -11,12 +13,10 @@ namespace ts::driver {
 
 using reading::str;
 
-// ---------------------------------------------------------------------------------------------
-// Reports
-
 namespace {
 
 using nlohmann::ordered_json;
+using J = ordered_json;
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
@@ -33,10 +33,67 @@ std::string cut(const std::string& s, std::size_t n) {
   return s.substr(0, n - 1) + "~";
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
+// One column of the reports: its JSON key and CSV header, its text-table header and width
+// (negative: left-aligned; no header: not in the text table), and its value as JSON, which the
+// text table and the CSV write as text (cell below).
+template <class T>
+struct Column {
+  const char* key;
+  const char* header = nullptr;
+  int width = 0;
+  bool percent = false;  // the text table writes the value ×100 with a sign and '%'
+  ordered_json (*value)(const T&) = nullptr;
+};
+
+// The columns that say which row a line is (every report), and those of a comparison (the
+// throughput and the memory metric).
+const Column<RowResult> kRowColumns[] = {
+    {"run_id", "run", -6, false, [](const RowResult& r) { return J(r.run_id); }},
+    {"line", nullptr, 0, false, [](const RowResult& r) { return J(r.line); }},
+    {"source", "source", -26, false, [](const RowResult& r) { return J(r.source); }},
+    {"model", "model", -18, false, [](const RowResult& r) { return J(r.model); }},
+    {"gpu", "gpu", -15, false, [](const RowResult& r) { return J(r.gpu); }},
+    {"num_gpus", "gpus", 5, false, [](const RowResult& r) { return J(r.num_gpus); }},
+    {"parallelism", "kind", -9, false, [](const RowResult& r) { return J(r.parallelism); }},
+    {"fp8", nullptr, 0, false, [](const RowResult& r) { return J(r.fp8); }},
+    {"status", nullptr, 0, false, [](const RowResult& r) { return J(r.skipped ? "skipped" : "compared"); }},
+};
+const Column<Comparison> kComparisonColumns[] = {
+    {"metric", "metric", -20, false, [](const Comparison& c) { return J(metric_name(c.metric)); }},
+    {"predicted", "predicted", 12, false, [](const Comparison& c) { return J(c.predicted); }},
+    {"measured", "measured", 12, false, [](const Comparison& c) { return J(c.measured); }},
+    {"error", "error", 8, true, [](const Comparison& c) { return J(c.error); }},
+};
+
+// A value as a text-table cell `width` wide (negative: left-aligned), or as a CSV field (width 0).
+std::string cell(const ordered_json& v, int width = 0, bool percent = false) {
+  if (v.is_null()) return "";
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    return width == 0 ? s : fmt("%*s", width, cut(s, static_cast<std::size_t>(std::abs(width))).c_str());
+  }
+  if (v.is_number_integer()) return fmt("%*lld", width, v.get<long long>());
+  if (width == 0) return fmt("%.6g", v.get<double>());
+  return percent ? fmt("%+*.1f%%", width - 1, 100 * v.get<double>()) : fmt("%*.5g", width, v.get<double>());
+}
+
+// The text table's header, or one line of it (the row's cells, then the comparison's).
+std::string text_line(const RowResult* r, const Comparison* c) {
   std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  const auto add = [&](const auto& col, const auto* of) {
+    if (col.header == nullptr) return;
+    out += (out.empty() ? "" : " ") +
+           (of ? cell(col.value(*of), col.width, col.percent) : fmt("%*s", col.width, col.header));
+  };
+  for (const auto& col : kRowColumns) add(col, r);
+  for (const auto& col : kComparisonColumns) add(col, c);
   return out;
+}
+
+// A comparison's keys and values in a JSON object (null when absent).
+void put(ordered_json& j, const std::optional<Comparison>& c) {
+  for (const auto& col : kComparisonColumns) j[col.key] = c ? col.value(*c) : ordered_json(nullptr);
 }
 
 std::string plan_text(const config::Scenario& sc) {
@@ -62,16 +119,6 @@ ordered_json stats_json(const ErrorStats& s) {
   j["p90_abs_error"] = s.p90_abs;
   j["mean_signed_error"] = s.mean_signed;
   j["max_abs_error"] = s.max_abs;
-  return j;
-}
-
-ordered_json comparison_json(const std::optional<Comparison>& c) {
-  if (!c) return nullptr;
-  ordered_json j;
-  j["metric"] = metric_name(c->metric);
-  j["predicted"] = c->predicted;
-  j["measured"] = c->measured;
-  j["error"] = c->error;
   return j;
 }
 
@@ -108,24 +155,16 @@ std::string stats_line(const std::string& name, const ErrorStats& s) {
 }  // namespace
 
 std::string validation_text(const ValidationReport& report) {
-  std::string out;
   // The interval column only when the rows have intervals (a report without them is unchanged).
   const bool intervals = !report.summary.coverage.empty();
-  out += fmt("%-6s %-26s %-18s %-15s %5s %-9s %-20s %12s %12s %8s", "run", "source", "model", "gpu",
-             "gpus", "kind", "metric", "predicted", "measured", "error");
-  out += intervals ? "  interval\n" : "\n";
+  std::string out = text_line(nullptr, nullptr) + (intervals ? "  interval\n" : "\n");
   for (const auto& r : report.rows) {
     if (r.skipped) continue;
     for (const auto* c : {r.throughput ? &*r.throughput : nullptr, r.memory ? &*r.memory : nullptr}) {
       if (c == nullptr) continue;
-      out += fmt("%-6s %-26s %-18s %-15s %5lld %-9s %-20s %12.5g %12.5g %+7.1f%%\n", cut(r.run_id, 6).c_str(),
-                 cut(r.source, 26).c_str(), cut(r.model, 18).c_str(), cut(r.gpu, 15).c_str(),
-                 static_cast<long long>(r.num_gpus), r.parallelism.c_str(), metric_name(c->metric),
-                 c->predicted, c->measured, 100 * c->error);
-      if (intervals && c == &*r.throughput && r.interval) {
-        out.pop_back();
-        out += fmt("  [%.5g, %.5g]\n", r.interval->low, r.interval->high);
-      }
+      out += text_line(&r, c);
+      const bool interval = intervals && c == &*r.throughput && r.interval;
+      out += interval ? fmt("  [%.5g, %.5g]\n", r.interval->low, r.interval->high) : "\n";
     }
   }
   const auto& s = report.summary;
@@ -169,73 +208,40 @@ std::string validation_json(const ValidationReport& report) {
   ordered_json rows = ordered_json::array();
   for (const auto& r : report.rows) {
     ordered_json j;
-    j["run_id"] = r.run_id;
-    j["line"] = r.line;
-    j["source"] = r.source;
-    j["model"] = r.model;
-    j["gpu"] = r.gpu;
-    j["num_gpus"] = r.num_gpus;
-    j["parallelism"] = r.parallelism;
-    j["fp8"] = r.fp8;
-    j["status"] = r.skipped ? "skipped" : "compared";
+    for (const auto& col : kRowColumns) j[col.key] = col.value(r);
     j["reason"] = r.reason;
-    const auto tp = comparison_json(r.throughput);
-    j["metric"] = r.throughput ? tp["metric"] : ordered_json(nullptr);
-    j["predicted"] = r.throughput ? tp["predicted"] : ordered_json(nullptr);
-    j["measured"] = r.throughput ? tp["measured"] : ordered_json(nullptr);
-    j["error"] = r.throughput ? tp["error"] : ordered_json(nullptr);
+    put(j, r.throughput);
     j["flop_convention"] = r.convention;
-    j["memory"] = comparison_json(r.memory);
+    j["memory"] = nullptr;
+    if (r.memory) put(j["memory"], r.memory);
     j["assumptions"] = r.assumptions;
+    j["plan"] = nullptr;
     if (r.scenario) {
       const auto& p = r.scenario->plan;
-      ordered_json plan;
-      plan["cluster"] = r.scenario->cluster.cluster.name;
-      plan["tp"] = p.tp;
-      plan["pp"] = p.pp;
-      plan["dp"] = p.dp;
-      plan["cp"] = p.cp;
-      plan["vpp"] = p.vpp;
-      plan["micro_batch"] = p.micro_batch;
-      plan["global_batch"] = p.global_batch;
-      plan["seq_len"] = p.seq_len;
-      plan["zero_stage"] = p.zero_stage;
-      plan["sequence_parallel"] = p.sequence_parallel;
-      plan["recompute"] = std::string(config::name(p.recompute));
-      plan["dtype"] = ir::dtype_name(p.dtype);
-      plan["schedule"] = std::string(config::name(p.schedule));
-      plan["optimizer_states"] = std::string(config::name(p.optimizer_states));
-      j["plan"] = plan;
-    } else {
-      j["plan"] = nullptr;
+      j["plan"] = {{"cluster", r.scenario->cluster.cluster.name}, {"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp},
+                   {"cp", p.cp}, {"vpp", p.vpp}, {"micro_batch", p.micro_batch},
+                   {"global_batch", p.global_batch}, {"seq_len", p.seq_len}, {"zero_stage", p.zero_stage},
+                   {"sequence_parallel", p.sequence_parallel}, {"recompute", config::name(p.recompute)},
+                   {"dtype", ir::dtype_name(p.dtype)}, {"schedule", config::name(p.schedule)},
+                   {"optimizer_states", config::name(p.optimizer_states)}};
     }
+    j["simulated"] = nullptr;
     if (r.result) {
       const auto& res = *r.result;
-      ordered_json sim;
-      sim["status"] = status_name(res.status);
-      sim["iteration_time_s"] = res.iteration_time_s;
-      sim["tokens_per_s"] = res.tokens_per_s;
-      sim["tflops_per_gpu"] = res.tflops_per_gpu;
-      sim["mfu"] = res.mfu;
-      sim["peak_memory_bytes"] = res.peak_memory.count();
       ordered_json tb;
       for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
         tb[std::string(runtime::time_category_name(static_cast<runtime::TimeCategory>(c))) + "_s"] =
             res.time.time[c].seconds();
       }
-      sim["time_breakdown"] = tb;
-      j["simulated"] = sim;
-    } else {
-      j["simulated"] = nullptr;
+      j["simulated"] = {{"status", status_name(res.status)}, {"iteration_time_s", res.iteration_time_s},
+                        {"tokens_per_s", res.tokens_per_s}, {"tflops_per_gpu", res.tflops_per_gpu},
+                        {"mfu", res.mfu}, {"peak_memory_bytes", res.peak_memory.count()}, {"time_breakdown", tb}};
     }
-    if (report.summary.coverage.empty()) {
-      // no intervals asked for: the row is unchanged
-    } else if (r.interval) {
-      j["interval"] = {r.interval->low, r.interval->high};
-      j["input_interval"] = {r.interval->input_low, r.interval->input_high};
-    } else {
-      j["interval"] = nullptr;
-      j["input_interval"] = nullptr;
+    // The intervals only when asked for (a report without them is unchanged).
+    if (!report.summary.coverage.empty()) {
+      j["interval"] = r.interval ? ordered_json{r.interval->low, r.interval->high} : ordered_json(nullptr);
+      j["input_interval"] =
+          r.interval ? ordered_json{r.interval->input_low, r.interval->input_high} : ordered_json(nullptr);
     }
     rows.push_back(std::move(j));
   }
@@ -270,34 +276,28 @@ std::string validation_json(const ValidationReport& report) {
 }
 
 std::string validation_csv(const ValidationReport& report) {
-  std::string out = csv::line({"run_id", "line", "source", "model", "gpu", "num_gpus", "parallelism", "fp8",
-                               "status", "metric", "predicted", "measured", "error", "memory_metric",
-                               "memory_predicted", "memory_measured", "memory_error", "plan",
-                               "iteration_time_s", "reason", "assumptions", "flop_convention",
+  std::vector<std::string> header;
+  for (const auto& col : kRowColumns) header.push_back(col.key);
+  for (const char* prefix : {"", "memory_"}) {
+    for (const auto& col : kComparisonColumns) header.push_back(prefix + std::string(col.key));
+  }
+  header.insert(header.end(), {"plan", "iteration_time_s", "reason", "assumptions", "flop_convention",
                                "interval_low", "interval_high"});
-  const auto num = [](double v) { return fmt("%.6g", v); };
+  std::string out = csv::line(header);
   for (const auto& r : report.rows) {
-    std::vector<std::string> f = {r.run_id, std::to_string(r.line), r.source, r.model, r.gpu,
-                                  std::to_string(r.num_gpus), r.parallelism, r.fp8 ? "yes" : "no",
-                                  r.skipped ? "skipped" : "compared"};
+    std::vector<std::string> f;
+    for (const auto& col : kRowColumns) f.push_back(cell(col.value(r)));
     for (const auto& c : {r.throughput, r.memory}) {
-      if (c) {
-        f.insert(f.end(), {metric_name(c->metric), num(c->predicted), num(c->measured), num(c->error)});
-      } else {
-        f.insert(f.end(), {"", "", "", ""});
-      }
+      for (const auto& col : kComparisonColumns) f.push_back(c ? cell(col.value(*c)) : "");
     }
-    f.push_back(r.scenario ? plan_text(*r.scenario) : "");
-    f.push_back(r.result && r.result->iteration_time_s > 0 ? num(r.result->iteration_time_s) : "");
-    f.push_back(r.reason);
-    f.push_back(join(r.assumptions, "; "));
-    f.push_back(r.convention);
-    f.push_back(r.interval ? num(r.interval->low) : "");
-    f.push_back(r.interval ? num(r.interval->high) : "");
+    const bool timed = r.result && r.result->iteration_time_s > 0;
+    f.insert(f.end(), {r.scenario ? plan_text(*r.scenario) : "", timed ? cell(r.result->iteration_time_s) : "",
+                       r.reason, reading::join(r.assumptions, "; "), r.convention});
+    f.push_back(r.interval ? cell(r.interval->low) : "");
+    f.push_back(r.interval ? cell(r.interval->high) : "");
     out += csv::line(f);
   }
   return out;
 }
-
 
 }  // namespace ts::driver

@@ -30,6 +30,10 @@ std::optional<int> zero_stage_named(std::string_view text, const config::Reading
   return std::nullopt;
 }
 
+// The framework, precision and notes columns in lower case: what the rules read of a run's
+// software stack.
+std::string stack_text(const PublishedRun& r) { return to_lower(r.framework + " " + r.precision + " " + r.notes); }
+
 }  // namespace
 
 bool RowFrameworks::offers(parallel::Recompute m) const {
@@ -127,7 +131,7 @@ bool names_unfused_core(const RowFrameworks& fw) {
 // its eras: Megatron-LM's legacy models, Megatron-DeepSpeed, DeepSpeed before FlashAttention-2,
 // GPT-NeoX, metaseq; their sources in frameworks/).
 bool flash_attention(const PublishedRun& r, const RowFrameworks& fw) {
-  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
+  const std::string all = stack_text(r);
   // "no flash attention", "without FlashAttention", "flash-attn not supported", "FA disabled" in
   // the columns that describe the run's own stack (notes may compare with other runs: "without
   // FlashAttention 142 TFLOP/s").
@@ -140,7 +144,7 @@ bool flash_attention(const PublishedRun& r, const RowFrameworks& fw) {
 
 // Plain SGD without momentum: the row names SGD and says nothing of a nonzero momentum.
 bool sgd_without_momentum(const PublishedRun& r) {
-  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
+  const std::string all = stack_text(r);
   static const std::regex kSgd(R"(\bsgd\b)");
   static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
   if (!std::regex_search(all, kSgd)) return false;
@@ -160,7 +164,7 @@ bool sgd_without_momentum(const PublishedRun& r) {
 // than the newest one; a row that names nothing gets the GPU's default. Empty = the GPU's default
 // kernel.
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
-  const std::string all = to_lower(r.framework + " " + r.precision + " " + r.notes);
+  const std::string all = stack_text(r);
   const auto& vocab = *fw.vocab;
   if (says(vocab, config::Words::kFlashAttention3, all)) return "FlashAttention-3";
   const bool names_fa2 = says(vocab, config::Words::kFlashAttention2, all);

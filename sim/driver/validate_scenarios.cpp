@@ -31,12 +31,6 @@ void field(std::string& out, const char* indent, const std::string& name, const 
   out += std::string(indent) + name + ": " + value + "\n";
 }
 
-std::string list(const std::vector<std::int64_t>& v) {
-  std::string out;
-  for (const auto x : v) out += (out.empty() ? "" : ", ") + str(x);
-  return "[" + out + "]";
-}
-
 void row_text(std::string& out, const PublishedRun& r, const RowMapping& m,
               const reading::RowFrameworks& fw) {
   out += "row {\n";
@@ -76,7 +70,7 @@ void row_text(std::string& out, const PublishedRun& r, const RowMapping& m,
     field(out, "    ", "cp", str(p.cp));
     if (p.cp > 1) field(out, "    ", "cp_algo", quoted(std::string(config::name(p.cp_algo))));
     if (p.vpp > 1) field(out, "    ", "vpp", str(p.vpp));
-    if (!p.pp_layers.empty()) field(out, "    ", "pp_layers", list(p.pp_layers));
+    if (!p.pp_layers.empty()) field(out, "    ", "pp_layers", "[" + reading::join(p.pp_layers, ", ") + "]");
     if (p.ep > 1 || p.etp > 1) {
       field(out, "    ", "ep", str(p.ep));
       field(out, "    ", "etp", str(p.etp));
@@ -140,7 +134,7 @@ std::string validation_scenarios(const std::vector<PublishedRun>& runs) {
       "# not listed keep the plan defaults of trainsim run.\n";
   for (const auto& r : runs) {
     const RowMapping m = map_run(r, calibrations, frameworks, vocabulary);
-    row_text(out, r, m, reading::named_frameworks(r, frameworks, vocabulary));
+    row_text(out, r, m, *m.frameworks);
   }
   return out;
 }

@@ -29,6 +29,21 @@ bool starts_with_nocase(const std::string& s, std::string_view prefix) {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (const auto& x : v) {
+    if (!out.empty()) out += sep;
+    out += x;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::int64_t>& v, std::string_view sep) {
+  std::vector<std::string> s;
+  for (const auto x : v) s.push_back(str(x));
+  return join(s, sep);
+}
+
 namespace {
 
 // " fsdp full shard zero 3 like ": lower case, every run of characters other than letters,

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/config/reading_loader.h"
 
@@ -14,6 +15,9 @@ bool has(const std::string& haystack, std::string_view needle);
 // Whether `s` starts with `prefix`, ignoring ASCII case.
 bool starts_with_nocase(const std::string& s, std::string_view prefix);
 std::string str(std::int64_t v);
+// The values with `sep` between them ("1/2/4", "7, 8, 8").
+std::string join(const std::vector<std::string>& v, std::string_view sep);
+std::string join(const std::vector<std::int64_t>& v, std::string_view sep);
 // Whether `text` says what the vocabulary's word list `list` is for, compared as the list's
 // `match` asks (sim/schema/reading.proto).
 bool says(const config::ReadingVocabulary& vocab, config::Words list, std::string_view text);

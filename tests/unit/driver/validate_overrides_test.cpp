@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "sim/config/names.h"
 #include "sim/driver/validate.h"
 #include "tests/unit/config/config_test_util.h"
 
@@ -99,6 +100,9 @@ TEST_CASE("validation overrides: a bad overrides file names its line and field")
   const Diagnostic* reduce = config::test::find_field(ds, "overrides[1].grad_reduce");
   REQUIRE(reduce);
   CHECK(reduce->line == 6);
+  // Both name the value and the choices (one helper for every enum-like field).
+  CHECK(states->message == "unknown value 'fp64' (one of " + config::optimizer_states_choices() + ")");
+  CHECK(reduce->message == "unknown value 'fp8' (one of " + config::grad_reduce_choices() + ")");
   dir.write("bad.overrides.textproto",
             "overrides { run_id: \"999\" reason: \"r\" source: \"s\" mst_chunks: 8 }\n");
   const auto d = config::test::first_diagnostic([&] { driver::read_published_runs(path); });
