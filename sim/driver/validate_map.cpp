@@ -243,6 +243,24 @@ RowMapping map_run(const PublishedRun& r, config::ComputeModelCache& calibration
                       (partial->layers > 0 ? "" : " (share " + format_double("%.2f", partial->share) + ")"));
     }
   }
+  // A recipe's module recompute ("recompute_modules mla_up_proj, mlp" in a row's notes, as
+  // Megatron-Bridge's recipes and the ModelZoo scripts list them): selective recompute of those
+  // modules; an empty list ("recompute_modules []") recomputes nothing.
+  if (const auto modules = recompute_modules_in(vocabulary, r.notes)) {
+    p.recompute = *modules == 0 ? parallel::Recompute::kNone : parallel::Recompute::kSelective;
+    p.recompute_modules = *modules;
+    p.recompute_layers = 0;
+    out.recompute_given = true;
+    notes.push_back(*modules == 0 ? std::string("no recompute (recompute_modules [])")
+                                  : "selective recompute of " + config::recompute_modules_name(*modules) +
+                                        " (--recompute-modules)");
+  }
+  // Megatron-Core's precision-aware optimizer with bf16 Adam moments ("exp_avg_dtype bf16").
+  if (says(vocabulary, config::Words::kBf16Moments, r.notes) &&
+      p.optimizer_states == parallel::OptimizerStates::kFp32) {
+    p.optimizer_states = parallel::OptimizerStates::kFp32Bf16Moments;
+    notes.push_back("bf16 Adam moments, fp32 master weights (--optimizer-states fp32-bf16-moments)");
+  }
   if (says(vocabulary, config::Words::kPureBf16, r.precision)) {
     // Pure 16-bit training: the parameters themselves are bf16, so a PyTorch optimizer keeps its
     // state in bf16 and there is no fp32 master copy.

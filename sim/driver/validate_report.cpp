@@ -49,9 +49,11 @@ std::string plan_text(const config::Scenario& sc) {
   if (p.sequence_parallel) out += " sp";
   out += " rc=" + std::string(config::name(p.recompute));
   if (p.recompute_layers > 0) out += ":" + str(p.recompute_layers);
+  if (p.recompute_modules != 0) out += "(" + config::recompute_modules_name(p.recompute_modules) + ")";
   out += " " + std::string(ir::dtype_name(p.dtype));
   if (p.optimizer_states == parallel::OptimizerStates::kBf16) out += " bf16-states";
   if (p.optimizer_states == parallel::OptimizerStates::kNone) out += " no-states";
+  if (p.optimizer_states == parallel::OptimizerStates::kFp32Bf16Moments) out += " bf16-moments";
   return out;
 }
 
@@ -202,6 +204,7 @@ std::string validation_json(const ValidationReport& report) {
       plan["zero_stage"] = p.zero_stage;
       plan["sequence_parallel"] = p.sequence_parallel;
       plan["recompute"] = std::string(config::name(p.recompute));
+      if (p.recompute_modules != 0) plan["recompute_modules"] = config::recompute_modules_name(p.recompute_modules);
       plan["dtype"] = ir::dtype_name(p.dtype);
       plan["schedule"] = std::string(config::name(p.schedule));
       plan["optimizer_states"] = std::string(config::name(p.optimizer_states));
