@@ -135,7 +135,15 @@ void model_rules(const ir::ModelSpec& m,
 // asserts --sequence-parallel for MoE with tensor parallelism).
 template <class Fail>
 void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, bool sizes_ok, const Fail& fail) {
+  // Recompute modules need the part they rerun (Megatron-Core ignores the others silently; a
+  // plan that names one is told).
+  if (p.recomputes(parallel::RecomputeModule::kMlaUpProj) && !m.mla) {
+    fail("--recompute-modules", "mla_up_proj needs a model with multi-head latent attention (mla { })");
+  }
   if (!m.moe) {
+    if (p.recomputes(parallel::RecomputeModule::kMoeAct)) {
+      fail("--recompute-modules", "moe_act: " + m.name + " is a dense model: it has no experts");
+    }
     if (p.ep != 1) fail("--ep", m.name + " is a dense model: expert parallelism needs a model with moe { }");
     if (p.etp != 1) fail("--etp", m.name + " is a dense model: expert tensor parallelism needs a model with moe { }");
     if (p.routing != parallel::Routing::kBalanced) fail("--routing", m.name + " is a dense model: it has no router");

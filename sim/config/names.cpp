@@ -80,10 +80,11 @@ constexpr std::array<std::pair<std::string_view, parallel::CrossEntropy>, 4> kCr
     {"fp32-unfused", parallel::CrossEntropy::kFp32Unfused}}};
 constexpr std::array<std::pair<std::string_view, parallel::Elementwise>, 2> kElementwise{{
     {"fused", parallel::Elementwise::kFused}, {"eager", parallel::Elementwise::kEager}}};
-constexpr std::array<std::pair<std::string_view, parallel::OptimizerStates>, 3> kOptStates{{
+constexpr std::array<std::pair<std::string_view, parallel::OptimizerStates>, 4> kOptStates{{
     {"fp32", parallel::OptimizerStates::kFp32},
     {"bf16", parallel::OptimizerStates::kBf16},
-    {"none", parallel::OptimizerStates::kNone}}};
+    {"none", parallel::OptimizerStates::kNone},
+    {"fp32-bf16-moments", parallel::OptimizerStates::kFp32Bf16Moments}}};
 constexpr std::array<std::pair<std::string_view, parallel::GradReduce>, 2> kGradReduces{{
     {"fp32", parallel::GradReduce::kFp32}, {"bf16", parallel::GradReduce::kBf16}}};
 constexpr std::array<std::pair<std::string_view, parallel::Axis>, 4> kAxes{{
@@ -243,6 +244,35 @@ std::string format_routing(parallel::Routing routing, double capacity_factor) {
     }
   }
   return "balanced";
+}
+
+// Megatron-Core's spellings of the recompute modules (TransformerConfig.recompute_modules).
+constexpr std::array<std::pair<std::string_view, parallel::RecomputeModule>, parallel::kNumRecomputeModules>
+    kRecomputeModules{{{"core_attn", parallel::RecomputeModule::kCoreAttn},
+                       {"layernorm", parallel::RecomputeModule::kLayernorm},
+                       {"moe_act", parallel::RecomputeModule::kMoeAct},
+                       {"mla_up_proj", parallel::RecomputeModule::kMlaUpProj},
+                       {"mlp", parallel::RecomputeModule::kMlp}}};
+
+std::optional<parallel::RecomputeModule> try_parse_recompute_module(std::string_view s) {
+  return lookup(kRecomputeModules, s);
+}
+
+std::uint32_t parse_recompute_modules(std::string_view s, std::string_view flag) {
+  std::uint32_t set = 0;
+  for (std::string_view item : split_list(s)) set |= parallel::module_bit(parse_flag(kRecomputeModules, item, flag));
+  if (set == 0) throw InputError(Diagnostic{"", 0, std::string(flag), "names no module"});
+  return set;
+}
+
+std::string recompute_modules_name(std::uint32_t set) {
+  std::string out;
+  for (const auto& [n, m] : kRecomputeModules) {
+    if ((set & parallel::module_bit(m)) == 0) continue;
+    if (!out.empty()) out += ',';
+    out += n;
+  }
+  return out;
 }
 
 std::vector<std::int64_t> parse_int_list(std::string_view s, std::string_view flag) {

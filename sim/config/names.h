@@ -75,6 +75,12 @@ RoutingChoice parse_routing(std::string_view s, std::string_view flag);
 std::string format_routing(parallel::Routing routing, double capacity_factor);
 // "15,16,16,15" → {15, 16, 16, 15}; each item an integer (signs allowed, ranges are plan rules).
 std::vector<std::int64_t> parse_int_list(std::string_view s, std::string_view flag);
+// Recompute modules (parallel::RecomputeModule) as Megatron-Core spells them: core_attn,
+// layernorm, moe_act, mla_up_proj, mlp. A comma-separated list becomes a set of module_bit()s
+// (exit 2 naming `flag` on an unknown name); the set prints back in that order.
+std::optional<parallel::RecomputeModule> try_parse_recompute_module(std::string_view s);
+std::uint32_t parse_recompute_modules(std::string_view s, std::string_view flag);
+std::string recompute_modules_name(std::uint32_t set);
 
 // The spelling of each value, for outputs.
 std::string_view name(ir::Dtype v);

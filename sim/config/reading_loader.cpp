@@ -72,6 +72,8 @@ std::string_view word_list_name(Words w) {
     case Words::kDispatcherHybridEp: return "dispatcher-hybridep";
     case Words::kDispatcherDeepEp: return "dispatcher-deepep";
     case Words::kMoeA2aOverlap: return "moe-a2a-overlap";
+    case Words::kRecomputeModules: return "recompute-modules";
+    case Words::kBf16Moments: return "bf16-moments";
     case Words::kSquaredRelu: return "squared-relu";
     case Words::kUnmodelledCard: return "unmodelled-card";
     case Words::kNvlink400: return "nvlink-400";

@@ -46,6 +46,8 @@ enum class Words {
   kDispatcherHybridEp,        // "dispatcher-hybridep"
   kDispatcherDeepEp,          // "dispatcher-deepep"
   kMoeA2aOverlap,             // "moe-a2a-overlap": the 1F1B all-to-all overlap
+  kRecomputeModules,          // "recompute-modules": the module names follow it
+  kBf16Moments,               // "bf16-moments": Adam's m and v in bf16, fp32 master weights
   kSquaredRelu,               // "squared-relu"
   kUnmodelledCard,            // "unmodelled-card": PCIe and NVL cards
   kNvlink400,                 // "nvlink-400": export parts with NVLink cut to 400 GB/s
@@ -53,7 +55,7 @@ enum class Words {
   kPerInstanceRate,           // "per-instance-rate": rates quoted per instance (AWS EFA)
   kNvlinkClause,              // "nvlink-clause": a clause about the NVLink domain, not the NICs
 };
-inline constexpr int kNumWordLists = 37;
+inline constexpr int kNumWordLists = 39;
 std::string_view word_list_name(Words w);
 
 // How a cell is compared with a word list (WordList.match).

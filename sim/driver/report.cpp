@@ -30,6 +30,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["grad_reduce"] = std::string(config::name(p.grad_reduce));
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = std::string(config::name(p.recompute));
+  if (p.recompute_modules != 0) j["recompute_modules"] = config::recompute_modules_name(p.recompute_modules);
   j["recompute_layers"] = p.recompute_layers;
   j["schedule"] = std::string(config::name(p.schedule));
   j["cp_algo"] = std::string(config::name(p.cp_algo));

@@ -274,7 +274,29 @@ void read_recompute(Reading& x) {
          (partial->layers > 0 ? "" : " (share " + format_double("%.2f", partial->share) + ")"));
 }
 
+// A recipe's module recompute ("recompute_modules mla_up_proj, mlp" in a row's notes, as
+// Megatron-Bridge's recipes and the ModelZoo scripts list them): selective recompute of those
+// modules; an empty list ("recompute_modules []") recomputes nothing.
+void read_recompute_modules(Reading& x) {
+  const auto modules = recompute_modules_in(x.vocab, x.r.notes);
+  if (!modules) return;
+  auto& p = x.p;
+  p.recompute = *modules == 0 ? parallel::Recompute::kNone : parallel::Recompute::kSelective;
+  p.recompute_modules = *modules;
+  p.recompute_layers = 0;
+  x.out.recompute_given = true;
+  x.note(*modules == 0 ? std::string("no recompute (recompute_modules [])")
+                       : "selective recompute of " + config::recompute_modules_name(*modules) +
+                             " (--recompute-modules)");
+}
+
 void read_optimizer_states(Reading& x) {
+  // Megatron-Core's precision-aware optimizer with bf16 Adam moments ("exp_avg_dtype bf16").
+  if (x.says(config::Words::kBf16Moments, x.r.notes) &&
+      x.p.optimizer_states == parallel::OptimizerStates::kFp32) {
+    x.p.optimizer_states = parallel::OptimizerStates::kFp32Bf16Moments;
+    x.note("bf16 Adam moments, fp32 master weights (--optimizer-states fp32-bf16-moments)");
+  }
   if (!x.says(config::Words::kPureBf16, x.r.precision)) return;
   // Pure 16-bit training: the parameters themselves are bf16, so a PyTorch optimizer keeps
   // its state in bf16 and there is no fp32 master copy. Plain SGD on pure bf16 parameters
@@ -378,6 +400,7 @@ const Step kSteps[] = {
     {"sharding", read_sharding},
     {"sequence parallelism", read_sequence_parallelism},
     {"recompute", read_recompute},
+    {"recompute modules", read_recompute_modules},
     {"optimizer states", read_optimizer_states},
     {"loss and elementwise ops", read_loss_and_elementwise_ops},
     {"precision", read_precision},

@@ -106,9 +106,11 @@ std::string plan_text(const config::Scenario& sc) {
   if (p.sequence_parallel) out += " sp";
   out += " rc=" + std::string(config::name(p.recompute));
   if (p.recompute_layers > 0) out += ":" + str(p.recompute_layers);
+  if (p.recompute_modules != 0) out += "(" + config::recompute_modules_name(p.recompute_modules) + ")";
   out += " " + std::string(ir::dtype_name(p.dtype));
   if (p.optimizer_states == parallel::OptimizerStates::kBf16) out += " bf16-states";
   if (p.optimizer_states == parallel::OptimizerStates::kNone) out += " no-states";
+  if (p.optimizer_states == parallel::OptimizerStates::kFp32Bf16Moments) out += " bf16-moments";
   return out;
 }
 
@@ -218,12 +220,24 @@ std::string validation_json(const ValidationReport& report) {
     j["plan"] = nullptr;
     if (r.scenario) {
       const auto& p = r.scenario->plan;
-      j["plan"] = {{"cluster", r.scenario->cluster.cluster.name}, {"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp},
-                   {"cp", p.cp}, {"vpp", p.vpp}, {"micro_batch", p.micro_batch},
-                   {"global_batch", p.global_batch}, {"seq_len", p.seq_len}, {"zero_stage", p.zero_stage},
-                   {"sequence_parallel", p.sequence_parallel}, {"recompute", config::name(p.recompute)},
-                   {"dtype", ir::dtype_name(p.dtype)}, {"schedule", config::name(p.schedule)},
-                   {"optimizer_states", config::name(p.optimizer_states)}};
+      ordered_json plan;
+      plan["cluster"] = r.scenario->cluster.cluster.name;
+      plan["tp"] = p.tp;
+      plan["pp"] = p.pp;
+      plan["dp"] = p.dp;
+      plan["cp"] = p.cp;
+      plan["vpp"] = p.vpp;
+      plan["micro_batch"] = p.micro_batch;
+      plan["global_batch"] = p.global_batch;
+      plan["seq_len"] = p.seq_len;
+      plan["zero_stage"] = p.zero_stage;
+      plan["sequence_parallel"] = p.sequence_parallel;
+      plan["recompute"] = std::string(config::name(p.recompute));
+      if (p.recompute_modules != 0) plan["recompute_modules"] = config::recompute_modules_name(p.recompute_modules);
+      plan["dtype"] = ir::dtype_name(p.dtype);
+      plan["schedule"] = std::string(config::name(p.schedule));
+      plan["optimizer_states"] = std::string(config::name(p.optimizer_states));
+      j["plan"] = plan;
     }
     j["simulated"] = nullptr;
     if (r.result) {

@@ -85,6 +85,9 @@ void row_text(std::string& out, const PublishedRun& r, const RowMapping& m,
     if (m.recompute_given) {
       field(out, "    ", "recompute", quoted(std::string(config::name(p.recompute))));
       if (p.recompute_layers > 0) field(out, "    ", "recompute_layers", str(p.recompute_layers));
+      if (p.recompute_modules != 0) {
+        field(out, "    ", "recompute_modules", quoted(config::recompute_modules_name(p.recompute_modules)));
+      }
     } else {
       std::string modes;
       for (const auto mode : m.recompute_modes) {

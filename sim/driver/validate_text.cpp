@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "sim/base/format.h"
+#include "sim/config/names.h"
 
 namespace ts::driver::reading {
 
@@ -117,6 +118,31 @@ const std::string* spelling_in(const config::ReadingVocabulary& vocab, config::W
 
 bool says(const config::ReadingVocabulary& vocab, config::Words list, std::string_view text) {
   return spelling_in(vocab, list, text) != nullptr;
+}
+
+std::optional<std::uint32_t> recompute_modules_in(const config::ReadingVocabulary& vocab, std::string_view text) {
+  const std::string t = to_lower(text);
+  const std::string* w = spelling_in(vocab, config::Words::kRecomputeModules, text);
+  if (w == nullptr) return std::nullopt;
+  std::size_t at = t.find(*w);
+  if (at == std::string::npos) return std::nullopt;
+  at += w->size();
+  std::uint32_t set = 0;
+  while (at < t.size()) {
+    while (at < t.size() && std::string_view(" ,[]'\":=").find(t[at]) != std::string_view::npos) ++at;
+    std::size_t end = at;
+    while (end < t.size() && (std::islower(static_cast<unsigned char>(t[end])) || t[end] == '_')) ++end;
+    const std::string_view token(t.data() + at, end - at);
+    if (token == "and") {
+      at = end;
+      continue;
+    }
+    const auto m = config::try_parse_recompute_module(token);
+    if (token.empty() || !m) break;
+    set |= parallel::module_bit(*m);
+    at = end;
+  }
+  return set;
 }
 
 std::string framework_column(const config::ReadingVocabulary& vocab, std::string_view framework) {

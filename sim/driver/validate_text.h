@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,10 @@ std::string join(const std::vector<std::int64_t>& v, std::string_view sep);
 // Whether `text` says what the vocabulary's word list `list` is for, compared as the list's
 // `match` asks (sim/schema/reading.proto).
 bool says(const config::ReadingVocabulary& vocab, config::Words list, std::string_view text);
+// The recompute modules `text` lists after a "recompute-modules" spelling (module names as
+// Megatron-Core spells them, separated by spaces, commas, "and" or list brackets, up to the
+// first other word) as parallel::module_bit()s; 0 for an empty list; none without the word.
+std::optional<std::uint32_t> recompute_modules_in(const config::ReadingVocabulary& vocab, std::string_view text);
 // The first of the list's spellings that `text` contains as its `match` asks; nullptr for none.
 const std::string* spelling_in(const config::ReadingVocabulary& vocab, config::Words list,
                                std::string_view text);

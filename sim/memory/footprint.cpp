@@ -123,6 +123,14 @@ BytesPerParameter bytes_per_parameter(const parallel::ParallelPlan& plan) {
       b.optimizer_states = 8;  // fp32 m and v
       b.master_weights = 4;    // fp32 master copy
       break;
+    case parallel::OptimizerStates::kFp32Bf16Moments:
+      // As kFp32 with m and v in bf16 (Megatron-Core's precision-aware optimizer with
+      // exp_avg_dtype and exp_avg_sq_dtype bf16): 2 + 2 bytes of states in place of 4 + 4.
+      b.weights = 2;
+      b.gradients = plan.zero_stage <= 1 ? plan.grad_reduce_bytes() : 4;
+      b.optimizer_states = 4;
+      b.master_weights = 4;
+      break;
     case parallel::OptimizerStates::kBf16:
     case parallel::OptimizerStates::kNone:
       // Pure bf16: the bf16 weights are the master copy and the gradient buffer is bf16.
@@ -142,6 +150,10 @@ Bytes optimizer_step_bytes_per_parameter(const parallel::ParallelPlan& plan) {
       // Reads the fp32 gradient, master weight, m and v (16 B); writes master, m, v (12 B) and
       // the bf16 weight (2 B).
       return Bytes(30);
+    case parallel::OptimizerStates::kFp32Bf16Moments:
+      // Reads the fp32 gradient and master weight and the bf16 m and v (12 B); writes the
+      // master (4 B), m and v (4 B) and the bf16 weight (2 B).
+      return Bytes(22);
     case parallel::OptimizerStates::kBf16:
       // Reads the bf16 gradient, weight, m and v (8 B); writes weight, m and v (6 B).
       return Bytes(14);
@@ -259,6 +271,7 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
   // Inside: Q, K, V, attention output (a GEMM input), MLP intermediates (the last a GEMM input).
   const double mlp_parts = m.activation == ir::Activation::kSwiglu ? 3.0 : 2.0;
   double moe_mlp = 0;
+  double moe_act = 0;  // the routed experts' activation outputs (fc2 inputs): what moe_act drops
   if (m.moe) {
     // A mixture of experts (every layer counted as an MoE layer) keeps, per token it routes
     // (its sequence-parallel share): the router's fp32 probabilities over the experts and the
@@ -274,6 +287,7 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
     const double per_width = (mlp_parts - 1) * 2 + in;
     moe_mlp = rows * (in * h + per_width * eff + 2 * h) +
           tokens * (4 * static_cast<double>(e.num_experts) + per_width * shared);
+    moe_act = rows * in * eff;
   }
   const double split =
       m.moe ? (2 * s * b * h + 4 * s * b * kv + in * s * b * h) / t + moe_mlp
@@ -298,10 +312,32 @@ LayerActivations layer_activations(const ir::ModelSpec& m, const parallel::Paral
       r.kept = Bytes::from_real(all);
       r.rematerialized = Bytes();
       break;
-    case parallel::Recompute::kSelective:
-      r.kept = Bytes::from_real(all - core);
-      r.rematerialized = Bytes::from_real(core);
+    case parallel::Recompute::kSelective: {
+      // The modules' outputs are dropped after use and rebuilt before the backward needs them
+      // (Megatron-Core's selective recompute; output-discarding checkpoints for layernorm,
+      // moe_act and mla_up_proj). Each drops what the derivation above counts for it:
+      //   core_attn    the core's internals (above)
+      //   layernorm    both norms' outputs, the QKV and fc1 (router) GEMM inputs: 2·in·sbh·u
+      //   moe_act      the routed experts' activation outputs, fc2's inputs: rows·in·f_e
+      //   mla_up_proj  the up-projected queries, keys and values: (2sbh + 4sb·kv)/t
+      //   mlp          a dense MLP's tensors after its input: in·sbh·u, the intermediates and
+      //                the dropout mask (every layer of an MoE model counts as an MoE layer
+      //                here, so none of its layers)
+      using parallel::RecomputeModule;
+      double dropped = 0;
+      if (plan.recomputes(RecomputeModule::kCoreAttn)) dropped += core;
+      if (plan.recomputes(RecomputeModule::kLayernorm)) dropped += 2 * in * sbh * u;
+      if (plan.recomputes(RecomputeModule::kMoeAct)) dropped += moe_act;
+      if (plan.recomputes(RecomputeModule::kMlaUpProj)) dropped += (2 * s * b * h + 4 * s * b * kv) / t;
+      if (plan.recomputes(RecomputeModule::kMlp) && !m.moe) {
+        dropped += (in + drop) * sbh * u + ((mlp_parts - 1) * 2 + in) * s * b * f / t + eager_mlp;
+        // layernorm already dropped fc1's input
+        if (plan.recomputes(RecomputeModule::kLayernorm)) dropped -= in * sbh * u;
+      }
+      r.kept = Bytes::from_real(all - dropped);
+      r.rematerialized = Bytes::from_real(dropped);
       break;
+    }
     case parallel::Recompute::kSelectiveOp: {
       // The layer's input, the matmul outputs the op policy saves (bf16, per token: the output
       // features of this rank's saved calls) and the flash attention kernel's output and

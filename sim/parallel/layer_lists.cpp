@@ -1,6 +1,7 @@
 #include "sim/parallel/layer_lists.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 namespace ts::parallel {
@@ -75,15 +76,9 @@ class ListBuilder {
     const ir::LayerOps layer = ir::build_layer(model_, shape);
     auto with_selective = [&](std::vector<ir::Op> bwd, const std::vector<ir::Op>& fwd) {
       // Selective recompute (Korthikanti et al. 2022) reruns the attention core before its
-      // backward; with flash attention this is the forward kernel.
-      if (plan_.recompute == Recompute::kSelective) {
-        std::vector<ir::Op> core;
-        for (const auto& op : fwd) {
-          if (op.core) core.push_back(op);
-        }
-        bwd.insert(bwd.begin(), core.begin(), core.end());
-      }
-      return bwd;
+      // backward; with flash attention this is the forward kernel. Other modules of the block
+      // (the norm, MLA's up projections) rerun with it, in forward order.
+      return with_rerun(std::move(bwd), fwd);
     };
     // The op policy reruns part of each block before the block's backward.
     const ir::OpPolicyRecompute op_policy = ir::op_policy_recompute(model_, layer);
@@ -99,7 +94,7 @@ class ListBuilder {
     } else {
       const ir::SplitAttention split = ir::split_attention(layer.attention);
       lists_.pre_fwd = add_ops(split.pre.forward);
-      lists_.pre_bwd = add_ops(split.pre.backward);
+      lists_.pre_bwd = add_ops(with_rerun(split.pre.backward, split.pre.forward));
       lists_.core_fwd = add_ops(split.core.forward);
       lists_.core_bwd = add_ops(with_selective(split.core.backward, split.core.forward));
       lists_.post_fwd = add_ops(split.post.forward);
@@ -132,7 +127,7 @@ class ListBuilder {
       lists_.mlp_bwd = add_ops(bwd);
     } else {
       lists_.mlp_fwd = add_ops(layer.mlp.forward);
-      lists_.mlp_bwd = add_ops(with_op_policy(layer.mlp.backward, op_policy.mlp));
+      lists_.mlp_bwd = add_ops(with_rerun(with_op_policy(layer.mlp.backward, op_policy.mlp), layer.mlp.forward));
     }
     if (model_.moe) build_moe_lists(shape);
     if (plan_.splits_backward()) split_weight_gradients();
@@ -184,19 +179,60 @@ class ListBuilder {
     const ir::MoeOps ops = ir::build_moe(model_, shape, moe);
     MoeLists& m = lists_.moe;
     m.router_fwd = add_ops(ops.router.forward);
-    m.router_bwd = add_ops(ops.router.backward);
+    m.router_bwd = add_ops(with_rerun(ops.router.backward, ops.router.forward));
     if (!ops.shared.forward.empty()) {
       m.shared_fwd = add_ops(ops.shared.forward);
       m.shared_bwd = add_ops(ops.shared.backward);
     }
     m.experts_fwd = add_ops(ops.experts.forward);
-    m.experts_bwd = add_ops(ops.experts.backward);
+    m.experts_bwd = add_ops(with_rerun(ops.experts.backward, ops.experts.forward));
     m.unpermute_fwd = add_ops(ops.unpermute.forward);
     m.unpermute_bwd = add_ops(ops.unpermute.backward);
     const std::int64_t tokens = shape.micro_batch * shape.seq / (shape.sequence_parallel ? shape.tp : 1);
     const double copies = static_cast<double>(tokens * model_.moe->top_k) * plan_.expert_load();
     m.dispatch_bytes = Bytes::from_real(copies * static_cast<double>(model_.hidden) * 2.0);
     if (plan_.etp > 1) m.etp_bytes = m.dispatch_bytes * plan_.etp;
+  }
+
+  // The forward ops of a block that selective recompute reruns before the block's backward
+  // (ParallelPlan::recomputes), in forward order, put in front of `bwd`. By module: core_attn,
+  // the attention core; layernorm, the norm opening an attention, MLP or router block;
+  // mla_up_proj, MLA's q_up and kv_up GEMMs (with their input casts) and the rotary embedding
+  // (Megatron-Core's MLA checkpoints the up projections and rope together); moe_act, the routed
+  // experts' activation; mlp, a dense MLP between its norm and the residual add.
+  std::vector<ir::Op> with_rerun(std::vector<ir::Op> bwd, const std::vector<ir::Op>& fwd) const {
+    if (plan_.recompute != Recompute::kSelective) return bwd;
+    using M = RecomputeModule;
+    auto named = [](const ir::Op& op, std::string_view a, std::string_view b = {}) {
+      return op.name == a || (!b.empty() && op.name == b);
+    };
+    auto is_cast = [](const ir::Op& op) {
+      const std::string_view n = op.name;
+      return n == "fp8_cast" || n == "mxfp8_quantize" || n == "nvfp4_quantize";
+    };
+    const bool dense_mlp = !fwd.empty() && std::any_of(fwd.begin(), fwd.end(), [&](const ir::Op& op) {
+      return named(op, "mlp_down");
+    });
+    std::vector<bool> take(fwd.size(), false);
+    for (std::size_t i = 0; i < fwd.size(); ++i) {
+      const ir::Op& op = fwd[i];
+      bool t = op.core && plan_.recomputes(M::kCoreAttn);
+      if (i == 0 && named(op, "rmsnorm", "layernorm") && plan_.recomputes(M::kLayernorm)) t = true;
+      if (plan_.recomputes(M::kMlaUpProj) && model_.mla &&
+          (named(op, "q_up", "kv_up") || named(op, "rotary"))) {
+        t = true;
+        if (i > 0 && is_cast(fwd[i - 1])) take[i - 1] = true;
+      }
+      if (named(op, "expert_swiglu", "expert_gelu") && plan_.recomputes(M::kMoeAct)) t = true;
+      if (dense_mlp && plan_.recomputes(M::kMlp) && i > 0 && i + 1 < fwd.size()) t = true;
+      if (t) take[i] = true;
+    }
+    std::vector<ir::Op> rerun;
+    for (std::size_t i = 0; i < fwd.size(); ++i) {
+      if (take[i]) rerun.push_back(fwd[i]);
+    }
+    bwd.insert(bwd.begin(), rerun.begin(), rerun.end());
+    return bwd;
   }
 
   static std::vector<ir::Op> without_weight_gradients(const std::vector<ir::Op>& ops) {

@@ -15,6 +15,16 @@ namespace ts::parallel {
 // kSelectiveOp: PyTorch selective checkpointing with torchtitan's op policy (every second matmul
 // and all non-matmul ops of a layer rerun, ir::op_policy_recompute); kFull: whole layers.
 enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
+// Modules that selective recompute reruns (Megatron-Core --recompute-granularity selective
+// --recompute-modules; megatron/core/transformer/transformer_config.py): kCoreAttn, the attention
+// core (Korthikanti et al. 2022, the default); kLayernorm, both norms of a layer, whose outputs are
+// discarded once the next linear layer has read them; kMoeAct, the routed experts' activation
+// (SwiGLU or GELU) between their two grouped GEMMs; kMlaUpProj, multi-head latent attention's
+// up projections and rotary embedding (the queries, keys and values); kMlp, the MLP of a dense
+// layer (an MoE layer's is not: Megatron-Core applies "mlp" to dense MLPs only). A bit each.
+enum class RecomputeModule : std::uint8_t { kCoreAttn, kLayernorm, kMoeAct, kMlaUpProj, kMlp };
+inline constexpr std::size_t kNumRecomputeModules = 5;
+constexpr std::uint32_t module_bit(RecomputeModule m) { return 1u << static_cast<unsigned>(m); }
 // Pipeline schedules (sim/parallel/schedule.h generates each rank's order of blocks). kZbH1:
 // zero-bubble H1 (Qi et al., ICLR 2024), 1F1B with each backward split into its input-gradient
 // (B) and weight-gradient (W) halves and the W's delayed into the bubbles; kDualPipeV: DeepSeek's
@@ -28,7 +38,10 @@ enum class CpAlgo { kRing, kAllGather, kUlysses };
 // and v); kBf16, pure bf16 Adam (the bf16 weights are the master copy, m and v in bf16); kNone, a
 // stateless optimizer on pure bf16 weights (SGD without momentum, as Lightning's bf16-true
 // benchmarks train).
-enum class OptimizerStates { kFp32, kBf16, kNone };
+// kFp32Bf16Moments: mixed-precision Adam with fp32 master weights and gradients and bf16 m and v
+// (Megatron-Core's precision-aware optimizer, --use-precision-aware-optimizer --exp-avg-dtype
+// bf16 --exp-avg-sq-dtype bf16; TransformerEngine FusedAdam).
+enum class OptimizerStates { kFp32, kBf16, kNone, kFp32Bf16Moments };
 // Precision of the data-parallel gradient reduction: fp32 (Megatron-LM and NeMo's default with
 // bf16, --accumulate-allreduce-grads-in-fp32; torchtitan's mixed_precision_reduce; FSDP
 // MixedPrecision reduce_dtype=float32) or bf16 (Megatron-Core --grad-reduce-in-bf16; FSDP
@@ -104,6 +117,14 @@ struct ParallelPlan {
   std::int64_t zero_shard_group = 0;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
+  // With Recompute::kSelective: the modules it reruns, module_bit() each; 0 = the attention core
+  // alone (Megatron-Core's default recompute_modules ["core_attn"]).
+  std::uint32_t recompute_modules = 0;
+  bool recomputes(RecomputeModule m) const {
+    if (recompute != Recompute::kSelective) return false;
+    const std::uint32_t set = recompute_modules == 0 ? module_bit(RecomputeModule::kCoreAttn) : recompute_modules;
+    return (set & module_bit(m)) != 0;
+  }
   // Full recompute of only the first `recompute_layers` layers of each model chunk (a pipeline
   // stage, or each virtual stage when interleaved); the others keep all their activations.
   // Megatron-LM's --recompute-method block --recompute-num-layers N, NeMo's

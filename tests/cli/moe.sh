@@ -93,6 +93,16 @@ expect 2 "--routing" "${base[@]}" --routing capacity:0.5
 expect 2 "--moe-imbalance" "${base[@]}" --routing dropless --moe-imbalance 0.5
 expect 2 "--etp" "${base[@]}" --etp 5
 expect 2 "--sequence-parallel" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --tp 2 --global-batch 32
+# Recompute modules: an unknown one, moe_act on a dense model, mla_up_proj without MLA, and a
+# recompute mode other than selective beside them exit 2 naming --recompute-modules; the recipe
+# modules lower the peak of an MoE run.
+expect 2 "--recompute-modules" "${base[@]}" --ep 16 --recompute-modules layernorm,attn
+expect 2 "--recompute-modules" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --recompute-modules moe_act
+expect 2 "--recompute-modules" "${base[@]}" --ep 16 --recompute-modules mla_up_proj
+expect 2 "--recompute-modules" "${base[@]}" --ep 16 --recompute full --recompute-modules moe_act
+"$bin" "${base[@]}" --ep 16 --recompute-modules layernorm,moe_act --format json > "$tmp/mods.json" || fail "modules"
+[ "$(python3 -c "import json; a=json.load(open('$tmp/bal.json')); b=json.load(open('$tmp/mods.json')); print(b['peak_memory_bytes'] < a['peak_memory_bytes'] and b['plan']['recompute_modules'] == 'layernorm,moe_act')")" = True ] ||
+  fail "module recompute did not lower the peak"
 # ep·etp must divide the stage's ranks (tp·cp·dp = 8 here).
 expect 2 "--ep" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --pp 2 --ep 16 --global-batch 32
 printf 'name: "bad"\nnum_layers: 2\nhidden: 64\nnum_heads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 64\nnorm: "rmsnorm"\nactivation: "swiglu"\nposition: "rope"\ntied_embeddings: false\nlinear_bias: false\nmoe {\n  num_experts: 8\n  top_k: 2\n  expert_ffn_hidden: 32\n  router_score: "softmax"\n  expert_groups: 3\n  group_limit: 1\n}\n' > "$tmp/groups.textproto"

@@ -166,8 +166,9 @@ void add_fixed_plan_flags(po::options_description& o) {
       "GPUs of each NVLink domain the job uses (64 of an NVL72 rack's 72, as a Slurm segment of "
       "16 trays places it); default: the cluster's")(
       "optimizer-states", po::value<std::string>()->default_value("fp32"),
-      "fp32 (mixed-precision Adam), bf16 (pure bf16 Adam) or none (SGD without momentum on bf16 "
-      "weights)")("grad-reduce", po::value<std::string>()->default_value("fp32"),
+      "fp32 (mixed-precision Adam), bf16 (pure bf16 Adam), none (SGD without momentum on bf16 "
+      "weights) or fp32-bf16-moments (fp32 master weights, bf16 Adam m and v: Megatron-Core's "
+      "precision-aware optimizer)")("grad-reduce", po::value<std::string>()->default_value("fp32"),
                   "data-parallel gradient reduction precision: fp32 or bf16")(
       "elementwise", po::value<std::string>()->default_value("fused"),
       "norms, rotary embedding and SwiGLU: fused (one kernel each) or eager (PyTorch's op-by-op "
@@ -266,6 +267,9 @@ void add_scenario_flags(po::options_description& o) {
       ("sequence-parallel", po::value<std::string>()->default_value("off")->implicit_value("on"),
        "Megatron sequence parallelism with TP; --sequence-parallel=off against a framework profile")
       ("recompute", po::value<std::string>()->default_value("none"), "none, selective, selective-op or full")
+      ("recompute-modules", po::value<std::string>(),
+       "modules selective recompute reruns (Megatron-Core --recompute-modules): core_attn, layernorm, "
+       "moe_act, mla_up_proj, mlp (dense MLPs); implies --recompute selective; default core_attn")
       ("recompute-layers", po::value<std::int64_t>()->default_value(0),
        "full recompute of only the first N layers of each model chunk (Megatron's block method); 0: all")
       ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b, interleaved, zb-h1, dualpipev or zb-v")
@@ -327,6 +331,16 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
     p.dp = mp > 0 ? std::max<std::int64_t>(1, gpus / mp) : 1;
   }
   problems.collect([&] { p.recompute = config::parse_recompute(vm["recompute"].as<std::string>(), "--recompute"); });
+  if (vm.count("recompute-modules")) {
+    problems.collect([&] {
+      p.recompute_modules =
+          config::parse_recompute_modules(vm["recompute-modules"].as<std::string>(), "--recompute-modules");
+      if (flag_given(vm, "recompute") && p.recompute != parallel::Recompute::kSelective) {
+        throw InputError(Diagnostic{"", 0, "--recompute-modules", "needs --recompute selective (or no --recompute)"});
+      }
+      p.recompute = parallel::Recompute::kSelective;
+    });
+  }
   problems.collect([&] { p.schedule = config::parse_schedule(vm["schedule"].as<std::string>(), "--schedule"); });
   problems.collect([&] { p.cp_algo = config::parse_cp_algo(vm["cp-algo"].as<std::string>(), "--cp-algo"); });
   problems.collect([&] {
