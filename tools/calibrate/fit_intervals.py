@@ -218,35 +218,121 @@ def split_factors(rows, coverage):
     return s[k_lo - 1], s[k_hi - 1], k_lo, k_hi
 
 
-def fit_factors(rows, a):
+def fold_factors(rows, coverage):
+    """Split-conformal factors of every source's complement: {source: (lower, upper)}."""
+    return {src: split_factors([r for r in rows if r[4] != src], coverage)[:2]
+            for src in sorted(set(r[4] for r in rows))}
+
+
+def level_of(sorted_scores, s):
+    """Where score s falls among sorted scores, as a level in [0, 1]: the i-th smallest (from 0)
+    sits at (i + 0.5) / n (mid-rank), linear in between, 0 below the smallest, 1 above the
+    largest. The inverse of quantile_at inside the scores' range."""
+    v, n = sorted_scores, len(sorted_scores)
+    if s < v[0]:
+        return 0.0
+    if s > v[-1]:
+        return 1.0
+    i = max(k for k in range(n) if v[k] <= s)
+    if i == n - 1 or v[i + 1] == v[i]:
+        return (i + 0.5) / n
+    return (i + 0.5 + (s - v[i]) / (v[i + 1] - v[i])) / n
+
+
+def quantile_at(sorted_scores, q):
+    """The score at level q (mid-rank positions, linear in between, the extremes beyond)."""
+    v, n = sorted_scores, len(sorted_scores)
+    pos = q * n - 0.5
+    if pos <= 0:
+        return v[0]
+    if pos >= n - 1:
+        return v[-1]
+    i = int(math.floor(pos))
+    return v[i] + (v[i + 1] - v[i]) * (pos - i)
+
+
+def cross_levels(rows, coverage):
+    """Cross-conformal over sources (Vovk 2015, "Cross-conformal predictors": each row ranked
+    against the scores of the folds it was not fitted on; here the folds are the public sources).
+    Every row's out-of-source score is its level among the scores of the other sources' rows
+    (level_of); the levels (q_lo, q_hi) are the split order statistics of those pooled levels, so
+    that the other sources' score quantiles at (q_lo, q_hi) cover at least `coverage` of the rows.
+    Returns q_lo, q_hi, the per-source score lists and the order statistics' ranks."""
+    others = {src: sorted(score(r) for r in rows if r[4] != src) for src in set(r[4] for r in rows)}
+    levels = sorted(level_of(others[r[4]], score(r)) for r in rows)
+    n = len(levels)
+    tail = (1 - coverage) / 2
+    k_lo = max(1, int(math.floor((n + 1) * tail)))
+    k_hi = min(n, int(math.ceil((n + 1) * (1 - tail))))
+    return levels[k_lo - 1], levels[k_hi - 1], others, k_lo, k_hi
+
+
+def cross_factors(rows, coverage):
+    """The scores of all rows at the cross-conformal levels (cross_levels)."""
+    q_lo, q_hi = cross_levels(rows, coverage)[:2]
+    s = scores(rows)
+    return quantile_at(s, q_lo), quantile_at(s, q_hi), q_lo, q_hi
+
+
+def leave_one_source_out(rows, fit, label):
+    """Each source's rows against the factors `fit` gives the other sources' rows."""
     n = len(rows)
-    covered = sum(1 for t, fast, slow, m, _ in rows if fast <= m <= slow)
-    fit = (lambda rs: grouped_factors(rs, a.coverage)[:2]) if a.grouped else (
-        lambda rs: split_factors(rs, a.coverage)[:2])
     loso = {}
     for src in sorted(set(r[4] for r in rows)):
         lo, hi = fit([r for r in rows if r[4] != src])
         own = [r for r in rows if r[4] == src]
         loso[src] = sum(1 for r in own if inside(r, lo, hi)), len(own)
-        print("leave out %-45s %3d of %3d inside (%5.1f %%), factors %.4f %.4f" % (
-            src[:45], loso[src][0], len(own), 100.0 * loso[src][0] / len(own), lo, hi))
+        print("%s: leave out %-40s %3d of %3d inside (%5.1f %%), factors %.4f %.4f" % (
+            label, src[:40], loso[src][0], len(own), 100.0 * loso[src][0] / len(own), lo, hi))
     hit = sum(v[0] for v in loso.values())
     per_source = sum(v[0] / v[1] for v in loso.values()) / len(loso)
-    print("leave-one-source-out coverage: %d of %d rows (%.1f %%), %.1f %% averaged over %d sources" % (
-        hit, n, 100.0 * hit / n, 100.0 * per_source, len(loso)))
-    loso_text = "leave-one-source-out coverage %d of %d rows, %.1f %% averaged over %d sources" % (
-        hit, n, 100.0 * per_source, len(loso))
+    print("%s: leave-one-source-out coverage %d of %d rows (%.1f %%), %.1f %% averaged over %d sources" % (
+        label, hit, n, 100.0 * hit / n, 100.0 * per_source, len(loso)))
+    return hit, per_source, len(loso)
+
+
+def fit_factors(rows, a):
+    n = len(rows)
+    covered = sum(1 for t, fast, slow, m, _ in rows if fast <= m <= slow)
+    split = lambda rs: split_factors(rs, a.coverage)[:2]
+    grouped = lambda rs: grouped_factors(rs, a.coverage)[:2]
+    cross = lambda rs: cross_factors(rs, a.coverage)[:2]
+    split_loso = leave_one_source_out(rows, split, "split")
     if a.grouped:
+        hit, per_source, sources = leave_one_source_out(rows, grouped, "grouped")
         lower, upper, sources = grouped_factors(rows, a.coverage)
         method = ("tools/calibrate/fit_intervals.py --grouped: normalized scores of the public rows, each "
                   "weighing 1/(rows of its source), so each of the %d sources counts once; lower and upper = "
-                  "the weighted %g and %g quantiles (%s; replays' range alone covered %d of %d)" % (
-                      sources, (1 - a.coverage) / 2, (1 + a.coverage) / 2, loso_text, covered, n))
-    else:
+                  "the weighted %g and %g quantiles (leave-one-source-out coverage %d of %d rows, %.1f %% "
+                  "averaged over sources; replays' range alone covered %d of %d)" % (
+                      sources, (1 - a.coverage) / 2, (1 + a.coverage) / 2, hit, n, 100.0 * per_source,
+                      covered, n))
+    elif a.split:
         lower, upper, k_lo, k_hi = split_factors(rows, a.coverage)
-        method = ("tools/calibrate/fit_intervals.py: normalized scores of the public rows; lower = score "
+        method = ("tools/calibrate/fit_intervals.py --split: normalized scores of the public rows; lower = score "
                   "%d of %d, upper = score %d (replays' range alone covered %d of %d)" % (
                       k_lo, n, k_hi, covered, n))
+    else:
+        lower, upper, q_lo, q_hi = cross_factors(rows, a.coverage)
+        _, _, others, k_lo, k_hi = cross_levels(rows, a.coverage)
+        inner = 0
+        for src in sorted(others):
+            fold = (quantile_at(others[src], q_lo), quantile_at(others[src], q_hi))
+            own = [r for r in rows if r[4] == src]
+            inner += sum(1 for r in own if inside(r, *fold))
+            print("cross: the other sources' scores at the levels, for %-40s %.4f %.4f" % (
+                src[:40], fold[0], fold[1]))
+        print("cross: levels %.4f %.4f cover %d of %d rows out of source (%.1f %%)" % (
+            q_lo, q_hi, inner, n, 100.0 * inner / n))
+        nested = leave_one_source_out(rows, cross, "cross, nested")
+        method = ("tools/calibrate/fit_intervals.py (cross-conformal over the %d public sources): each row's "
+                  "level among the normalized scores of the other sources' rows; the levels' order "
+                  "statistics %d and %d of %d, %.4f and %.4f; lower and upper = the scores of all rows at "
+                  "those levels. Each source against the other sources' scores at the levels: %d of %d rows "
+                  "inside (split factors: %d); nested (the whole fit repeated without each source): %d of %d, "
+                  "%.1f %% averaged over sources; the replays' range alone covered %d of %d" % (
+                      len(others), k_lo, k_hi, n, q_lo, q_hi, inner, n, split_loso[0], nested[0], n,
+                      100.0 * nested[1], covered, n))
     return {"lower": round(lower, 4), "upper": round(upper, 4), "coverage": a.coverage, "rows": n,
             "fitted_on": PUBLIC, "method": method, "date": datetime.date.today().isoformat()}
 
@@ -260,8 +346,12 @@ def main():
     ap.add_argument("--coverage", type=float, default=0.8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--grouped", action="store_true",
-                    help="source-grouped factors (every public source weighs one) instead of split-conformal")
+                    help="source-grouped factors (every public source weighs one) instead of cross-conformal")
+    ap.add_argument("--split", action="store_true",
+                    help="plain split-conformal factors of the public rows instead of cross-conformal")
     a = ap.parse_args()
+    if a.grouped and a.split:
+        ap.error("--grouped and --split exclude each other")
     if not a.factors_only and not a.network_accuracy_test:
         ap.error("NETWORK_ACCURACY_TEST is required unless --factors-only")
     if a.factors_only:
