@@ -251,27 +251,29 @@ def quantile_at(sorted_scores, q):
     return v[i] + (v[i + 1] - v[i]) * (pos - i)
 
 
-def cross_levels(rows, coverage):
-    """Cross-conformal over sources (Vovk 2015, "Cross-conformal predictors": each row ranked
-    against the scores of the folds it was not fitted on; here the folds are the public sources).
-    Every row's out-of-source score is its level among the scores of the other sources' rows
-    (level_of); the levels (q_lo, q_hi) are the split order statistics of those pooled levels, so
-    that the other sources' score quantiles at (q_lo, q_hi) cover at least `coverage` of the rows.
-    Returns q_lo, q_hi, the per-source score lists and the order statistics' ranks."""
+def cross_level(rows, coverage):
+    """Cross-conformal over sources (Vovk 2015, "Cross-conformal predictors": every row scored
+    against folds not fitted on it, the scores pooled; here the folds are the public sources, as
+    in the leave-one-group-out form of the jackknife+, Barber, Candes, Ramdas & Tibshirani 2021).
+    A row's out-of-source nonconformity score is how central an interval of the other sources'
+    scores must be to hold it: v = |2 F(s) - 1|, F = level_of among the other sources' scores
+    (v <= c exactly when the other sources' scores at levels (1 - c)/2 and (1 + c)/2 hold s).
+    The level is the split order statistic of the pooled v at `coverage` (the ceil((n+1) c)-th
+    smallest), so that every source's rows, against the other sources' scores at that level, are
+    covered at least at `coverage` in the pool. Returns the level, the per-source score lists and
+    the order statistic's rank."""
     others = {src: sorted(score(r) for r in rows if r[4] != src) for src in set(r[4] for r in rows)}
-    levels = sorted(level_of(others[r[4]], score(r)) for r in rows)
-    n = len(levels)
-    tail = (1 - coverage) / 2
-    k_lo = max(1, int(math.floor((n + 1) * tail)))
-    k_hi = min(n, int(math.ceil((n + 1) * (1 - tail))))
-    return levels[k_lo - 1], levels[k_hi - 1], others, k_lo, k_hi
+    v = sorted(abs(2 * level_of(others[r[4]], score(r)) - 1) for r in rows)
+    n = len(v)
+    k = min(n, int(math.ceil((n + 1) * coverage)))
+    return v[k - 1], others, k
 
 
 def cross_factors(rows, coverage):
-    """The scores of all rows at the cross-conformal levels (cross_levels)."""
-    q_lo, q_hi = cross_levels(rows, coverage)[:2]
+    """The scores of all rows at the central level of cross_level."""
+    level = cross_level(rows, coverage)[0]
     s = scores(rows)
-    return quantile_at(s, q_lo), quantile_at(s, q_hi), q_lo, q_hi
+    return quantile_at(s, (1 - level) / 2), quantile_at(s, (1 + level) / 2), level
 
 
 def leave_one_source_out(rows, fit, label):
@@ -313,26 +315,26 @@ def fit_factors(rows, a):
                   "%d of %d, upper = score %d (replays' range alone covered %d of %d)" % (
                       k_lo, n, k_hi, covered, n))
     else:
-        lower, upper, q_lo, q_hi = cross_factors(rows, a.coverage)
-        _, _, others, k_lo, k_hi = cross_levels(rows, a.coverage)
+        lower, upper, level = cross_factors(rows, a.coverage)
+        _, others, k = cross_level(rows, a.coverage)
         inner = 0
         for src in sorted(others):
-            fold = (quantile_at(others[src], q_lo), quantile_at(others[src], q_hi))
+            fold = (quantile_at(others[src], (1 - level) / 2), quantile_at(others[src], (1 + level) / 2))
             own = [r for r in rows if r[4] == src]
             inner += sum(1 for r in own if inside(r, *fold))
-            print("cross: the other sources' scores at the levels, for %-40s %.4f %.4f" % (
+            print("cross: the other sources' scores at the level, for %-40s %.4f %.4f" % (
                 src[:40], fold[0], fold[1]))
-        print("cross: levels %.4f %.4f cover %d of %d rows out of source (%.1f %%)" % (
-            q_lo, q_hi, inner, n, 100.0 * inner / n))
+        print("cross: level %.4f covers %d of %d rows out of source (%.1f %%)" % (
+            level, inner, n, 100.0 * inner / n))
         nested = leave_one_source_out(rows, cross, "cross, nested")
         method = ("tools/calibrate/fit_intervals.py (cross-conformal over the %d public sources): each row's "
-                  "level among the normalized scores of the other sources' rows; the levels' order "
-                  "statistics %d and %d of %d, %.4f and %.4f; lower and upper = the scores of all rows at "
-                  "those levels. Each source against the other sources' scores at the levels: %d of %d rows "
+                  "out-of-source score v = |2 F(s) - 1|, F its level among the normalized scores of the other "
+                  "sources' rows; level = v %d of %d = %.4f; lower and upper = the scores of all rows at levels "
+                  "(1 -+ level)/2. Each source against the other sources' scores at that level: %d of %d rows "
                   "inside (split factors: %d); nested (the whole fit repeated without each source): %d of %d, "
-                  "%.1f %% averaged over sources; the replays' range alone covered %d of %d" % (
-                      len(others), k_lo, k_hi, n, q_lo, q_hi, inner, n, split_loso[0], nested[0], n,
-                      100.0 * nested[1], covered, n))
+                  "%.1f %% averaged over sources (split: %d, %.1f %%); the replays' range alone covered %d of %d"
+                  % (len(others), k, n, level, inner, n, split_loso[0], nested[0], n, 100.0 * nested[1],
+                     split_loso[0], 100.0 * split_loso[1], covered, n))
     return {"lower": round(lower, 4), "upper": round(upper, 4), "coverage": a.coverage, "rows": n,
             "fitted_on": PUBLIC, "method": method, "date": datetime.date.today().isoformat()}
 

@@ -4,7 +4,9 @@
 
 #include <vector>
 
+#include "sim/network/network_model.h"
 #include "sim/network/nic_sharing.h"
+#include "tests/unit/topology/test_clusters.h"
 
 using namespace ts;
 using namespace ts::network;
@@ -98,4 +100,71 @@ TEST_CASE("nic sharing: sharing only lengthens tasks") {
   CHECK(f[0] == at_us(52));
   CHECK(f[1] == at_us(52));
   CHECK(f[2] == at_us(3));
+}
+
+TEST_CASE("nic load: what a collective puts on the NICs it crosses") {
+  auto spec = testing::dgx_a100();
+  spec.host.nics_per_host = 4;  // two GPUs per NIC
+  const topology::Topology topo(spec, 16);
+  const NetworkModel net(topo);
+  CollectiveRequest tp;
+  tp.op = CollectiveOp::kAllReduce;
+  tp.bytes = Bytes(std::int64_t{1} << 30);
+  tp.groups = {{0, 1, 2, 3, 4, 5, 6, 7}};
+  const NicLoad inside = net.nic_load(tp, net.collective(tp));
+  CHECK(inside.nics.empty());
+
+  CollectiveRequest dp = tp;
+  dp.groups = {{0, 8}};
+  const NicLoad ring = net.nic_load(dp, net.collective(dp));
+  REQUIRE(!ring.nics.empty());
+  for (const auto l : ring.nics) CHECK(topo.link(l).kind == topology::LinkKind::kNetwork);
+  // Two GPUs over one NIC each: the NICs are the bottleneck, used in full.
+  CHECK(ring.share == Approx(1.0).epsilon(1e-6));
+  // Eight DP rings over the nodes' four NICs: each NIC carries two rings' traffic.
+  dp.groups = {};
+  for (int g = 0; g < 8; ++g) dp.groups.push_back({g, 8 + g});
+  const NicLoad eight = net.nic_load(dp, net.collective(dp));
+  CHECK(eight.nics.size() == 16);  // four NICs of each node, both directions
+  CHECK(eight.share == Approx(1.0).epsilon(1e-6));
+}
+
+TEST_CASE("nic sharing: a DP all-reduce beside a pipeline send on one NIC") {
+  // GPUs 0 and 1 share NIC 0 of their node (4 NICs for 8 GPUs): GPU 0's data-parallel
+  // all-reduce with GPU 8 and GPU 1's pipeline send to GPU 9 start together.
+  auto spec = testing::dgx_a100();
+  spec.host.nics_per_host = 4;
+  const topology::Topology topo(spec, 16);
+  const NetworkModel net(topo);
+  CollectiveRequest dp;
+  dp.op = CollectiveOp::kAllReduce;
+  dp.bytes = Bytes(std::int64_t{256} << 20);
+  dp.groups = {{0, 8}};
+  CollectiveRequest pp;
+  pp.op = CollectiveOp::kSendRecv;
+  pp.bytes = Bytes(std::int64_t{64} << 20);
+  pp.groups = {{1, 9}};
+  std::vector<NicTask> tasks;
+  for (const CollectiveRequest* r : {&dp, &pp}) {
+    const CollectiveCost c = net.collective(*r);
+    const NicLoad load = net.nic_load(*r, c);
+    REQUIRE(!load.nics.empty());
+    tasks.push_back(NicTask{SimTime::zero(), c.latency, c.time - c.latency, load.nics, load.share});
+  }
+  const auto ends = shared_ends(tasks);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const SimTime alone = shared_ends(std::span<const NicTask>(&tasks[i], 1))[0];
+    CHECK(alone == tasks[i].start + tasks[i].latency + tasks[i].transfer);
+    INFO("task " << i);
+    CHECK(ends[i] > alone);
+    // Never longer than running after the other one (work conservation on the shared NIC).
+    CHECK(ends[i] <= alone + tasks[1 - i].transfer + Duration::from_ps(2));
+  }
+  // On GPUs 0 and 2 (NICs 0 and 1) they share nothing and keep their times.
+  pp.groups = {{2, 10}};
+  const CollectiveCost c = net.collective(pp);
+  tasks[1] = NicTask{SimTime::zero(), c.latency, c.time - c.latency, net.nic_load(pp, c).nics, 1.0};
+  const auto apart = shared_ends(tasks);
+  CHECK(apart[0] == tasks[0].start + tasks[0].latency + tasks[0].transfer);
+  CHECK(apart[1] == tasks[1].start + tasks[1].latency + tasks[1].transfer);
 }
