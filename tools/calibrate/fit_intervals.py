@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Compute calibration/intervals/intervals.textproto: the input uncertainties of prediction intervals and
-their split-conformal factors (docs/intervals.md).
+their conformal factors (docs/intervals.md).
 
-Usage: fit_intervals.py TRAINSIM NETWORK_ACCURACY_TEST [--coverage 0.8] [--threads 2] [--split]
-       fit_intervals.py TRAINSIM --factors-only [--coverage 0.8] [--threads 2] [--split]
+Usage: fit_intervals.py TRAINSIM NETWORK_ACCURACY_TEST [--coverage 0.8] [--threads 2] [--split | --grouped]
+       fit_intervals.py TRAINSIM --factors-only [--coverage 0.8] [--threads 2] [--split | --grouped]
 (--factors-only keeps the file's input uncertainties and refits only the conformal factors: the
 replays' ranges do not depend on the factors.)
 
@@ -24,16 +24,26 @@ test_network_accuracy (it prints the collective model against every measured NCC
 2. The file is written with identity conformal factors (lower -1, upper 1: the interval is the
    replays' range), and `trainsim validate --runs tests/validation/public-runs.csv` gives every
    public row its predicted time t, the replays' range [t_fast, t_slow] and its measured time m.
-3. Split-conformal factors (Lei et al. 2018, normalized scores): score = ln(m/t) / ln(t_slow/t)
-   when m >= t, else ln(m/t) / ln(t/t_fast); lower = the floor((n+1)(1-c)/2)-th smallest score,
-   upper = the ceil((n+1)(1+c)/2)-th smallest (each tail (1-c)/2), and the file is rewritten.
-   `--grouped` fits source-grouped factors instead: each row weighs 1/(rows of its source), so
-   every public source counts once, and the factors are the weighted (1-c)/2 and (1+c)/2
-   quantiles (Dunn, Wasserman & Ramdas 2022, "Distribution-free prediction sets for two-layer
-   hierarchical models", JASA: pooled CDFs for a new group; with six sources their finite-sample
-   correction would make the interval infinite, so the plain weighted quantile is used). Either
-   way the leave-one-source-out coverage is printed: each source's rows against the factors
-   fitted on the other sources, an estimate of what a new source sees (docs/intervals.md).
+3. Conformal factors on the normalized scores (Lei et al. 2018): score = ln(m/t) / ln(t_slow/t)
+   when m >= t, else ln(m/t) / ln(t/t_fast); the interval is the set of times whose score lies in
+   [lower, upper]. By default, cross-conformal over the public sources (a new source is what the
+   intervals must cover, and the public rows of one source are not exchangeable with another's):
+   every row's out-of-source score v = |2 F(s) - 1|, F(s) its level among the scores of the other
+   sources' rows (mid-rank, linear in between); the level c' = the ceil((n+1) c)-th smallest v, so
+   that each source's rows against the other sources' scores at levels (1 -+ c')/2 are covered at
+   least at c in the pool; lower and upper = the scores of all rows at levels (1 -+ c')/2 (Vovk
+   2015, "Cross-conformal predictors"; the leave-one-group-out form of Barber, Candes, Ramdas &
+   Tibshirani 2021, "Predictive inference with the jackknife+"). The fit is also repeated without
+   each source and scored on it (nested leave-one-source-out), which estimates what a new source
+   sees from the public set alone. `--split` fits plain split-conformal factors instead: lower =
+   the floor((n+1)(1-c)/2)-th smallest score, upper = the ceil((n+1)(1+c)/2)-th (each tail
+   (1-c)/2; exchangeable with the public rows only). `--grouped` fits source-grouped factors: each
+   row weighs 1/(rows of its source), so every public source counts once, and the factors are the
+   weighted (1-c)/2 and (1+c)/2 quantiles (Dunn, Wasserman & Ramdas 2022, "Distribution-free
+   prediction sets for two-layer hierarchical models", JASA: pooled CDFs for a new group; with six
+   sources their finite-sample correction would make the interval infinite, so the plain weighted
+   quantile is used). Every fit prints the split factors' leave-one-source-out coverage (each
+   source's rows against the factors fitted on the other sources; docs/intervals.md).
 """
 import argparse
 import csv
