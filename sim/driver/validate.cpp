@@ -93,10 +93,11 @@ std::string plan_reason(const InputError& e) {
 }
 
 // Validates and simulates one candidate; nullopt (with the reason) when its plan is invalid.
-std::optional<Attempt> try_simulate(const config::Scenario& parts, Resources& resources, std::string& reason) {
+std::optional<Attempt> try_simulate(const config::Scenario& parts, Resources& resources, std::string& reason,
+                                    const RunOptions& run_options) {
   try {
     config::Scenario sc = config::make_scenario(parts.model, parts.cluster, parts.num_gpus, parts.plan);
-    RunResult r = simulate(sc, RunOptions{}, resources);
+    RunResult r = simulate(sc, run_options, resources);
     return Attempt{std::move(sc), std::move(r)};
   } catch (const InputError& e) {
     if (reason.empty()) reason = plan_reason(e);
@@ -126,7 +127,7 @@ struct Choice {
 };
 
 Choice search(const RowMapping& m, const config::Scenario& parts, Resources& resources,
-              std::vector<std::string>& notes) {
+              std::vector<std::string>& notes, const RunOptions& run_options) {
   Choice ch;
   std::vector<parallel::Recompute> recomputes;
   if (m.recompute_given) {
@@ -153,7 +154,7 @@ Choice search(const RowMapping& m, const config::Scenario& parts, Resources& res
       config::Scenario cand = parts;
       cand.plan.recompute = rc;
       cand.plan.micro_batch = mb;
-      auto a = try_simulate(cand, resources, plan_error);
+      auto a = try_simulate(cand, resources, plan_error, run_options);
       if (!a) continue;
       if (a->result.status == Status::kUnsupported) {
         ch.unsupported = true;
@@ -269,7 +270,8 @@ bool has_throughput_value(const PublishedRun& r) {
 }
 
 // Largest sequence (a multiple of 256) whose simulated peak fits; 0 when none does.
-std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::optional<Attempt>& at_max) {
+std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::optional<Attempt>& at_max,
+                             const RunOptions& run_options) {
   const bool learned = parts.model.position == ir::Position::kLearned;
   const auto fits = [&](std::int64_t seq) {
     config::Scenario c = parts;
@@ -277,7 +279,7 @@ std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::
     c.plan.global_batch = c.plan.micro_batch * c.plan.dp;
     if (learned) c.model.max_seq_len = seq;
     std::string reason;
-    auto a = try_simulate(c, resources, reason);
+    auto a = try_simulate(c, resources, reason, run_options);
     if (!a || a->result.status != Status::kOk) return false;
     at_max = std::move(a);
     return true;
@@ -333,7 +335,9 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
                 "hfu_pct, peak_mem and max_seq_len are empty)");
   }
 
-  Choice ch = search(m, parts, resources, out.assumptions);
+  RunOptions run_options;
+  run_options.nic_sharing = options.nic_sharing;
+  Choice ch = search(m, parts, resources, out.assumptions, run_options);
   if (!ch.attempt && !ch.unsupported && ch.oom == false && ch.reason.empty()) ch.reason = "no valid plan";
   // A row that states no sharding, whose weights and optimizer states cannot fit even before
   // activations, ran with some: the fastest ZeRO stage that fits (the search's rule for a setting
@@ -348,7 +352,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
       apply_gradient_reduction(row, reading::named_frameworks(row, frameworks, vocabulary), sharded.plan, extra);
       // The row's overrides still come last (map_run applied them to parts).
       for (const auto& o : row.overrides) o.apply(sharded.plan, sharded.cluster.cluster);
-      Choice again = search(m, sharded, resources, extra);
+      Choice again = search(m, sharded, resources, extra, run_options);
       if (!again.attempt || again.oom) continue;
       if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {
         best.emplace(std::move(sharded), std::move(again));
@@ -370,7 +374,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
     config::Scenario bf16 = parts;
     bf16.plan.optimizer_states = parallel::OptimizerStates::kBf16;
     std::vector<std::string> extra;
-    Choice again = search(m, bf16, resources, extra);
+    Choice again = search(m, bf16, resources, extra, run_options);
     if (again.attempt && !again.oom) {
       out.assumptions.push_back("bf16 optimizer states (fp32 mixed-precision Adam does not fit)");
       out.assumptions.insert(out.assumptions.end(), extra.begin(), extra.end());
@@ -398,7 +402,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
   out.result = a.result;
   if (m.max_seq_search && row.max_seq_len && *row.max_seq_len > 0) {
     std::optional<Attempt> at_max;
-    const std::int64_t seq = max_fitting_seq(a.scenario, resources, at_max);
+    const std::int64_t seq = max_fitting_seq(a.scenario, resources, at_max, run_options);
     Comparison c;
     c.metric = Metric::kMaxSeqLen;
     c.predicted = static_cast<double>(seq);

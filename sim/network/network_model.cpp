@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -353,6 +354,7 @@ NicLoad NetworkModel::nic_load(const CollectiveRequest& r, const CollectiveCost&
   MaxMinSolver solver;
   std::vector<LinkId> path;
   std::vector<double> fractions;
+  std::set<LinkId> mine;          // NIC links the first group crosses
   std::map<LinkId, double> busy;  // NIC link → Σ over steps of repeat · bytes / capacity
   double total = 0;               // Σ over steps of repeat · step time, per byte
   for (const Step& step : sc->steps) {
@@ -360,6 +362,7 @@ NicLoad NetworkModel::nic_load(const CollectiveRequest& r, const CollectiveCost&
     fractions.clear();
     std::vector<std::vector<LinkId>> nic_links;  // per flow, its NIC links
     for (const auto& g : positions) {
+      const bool own = &g == &positions.front();
       for (const Pattern& p : step.patterns) {
         for_each_transfer(p, sc->shape, [&](std::int32_t src, std::int32_t dst, bool src_sw, bool dst_sw) {
           path.clear();
@@ -376,7 +379,9 @@ NicLoad NetworkModel::nic_load(const CollectiveRequest& r, const CollectiveCost&
           fractions.push_back(p.fraction);
           auto& nics = nic_links.emplace_back();
           for (const LinkId l : path) {
-            if (topo_.link(l).kind == LinkKind::kNetwork) nics.push_back(l);
+            if (topo_.link(l).kind != LinkKind::kNetwork) continue;
+            nics.push_back(l);
+            if (own) mine.insert(l);
           }
         });
       }
@@ -395,12 +400,14 @@ NicLoad NetworkModel::nic_load(const CollectiveRequest& r, const CollectiveCost&
     }
     if (step.tree) step_spb /= profile_.tree_bandwidth_fraction;
     total += static_cast<double>(step.repeat) * step_spb;
+    // A link's share counts every group's bytes on it (the equivalents load it too).
     for (const auto& [l, b] : bytes_on) {
       busy[l] += static_cast<double>(step.repeat) * b / cap[static_cast<std::size_t>(l)];
     }
   }
   if (total <= 0) return load;
   for (const auto& [l, seconds] : busy) {
+    if (mine.count(l) == 0) continue;
     load.nics.push_back(l);
     load.share = std::max(load.share, std::min(1.0, seconds / total));
   }

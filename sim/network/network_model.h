@@ -41,9 +41,11 @@ struct CollectiveCost {
 
 // How a collective loads the NICs it crosses, for sharing them with other network tasks in
 // flight at the same time (nic_sharing.h). A NIC is its NIC-to-leaf link in one direction (the
-// link ids of Topology::links(), kind kNetwork); `share` is the largest over them of the share
-// of the link's achievable bandwidth the collective uses alone, averaged over its steps weighted
-// by their duration. Empty `nics` when the collective crosses none (inside a scale-up domain).
+// link ids of Topology::links(), kind kNetwork). `nics`: those the request's first group crosses
+// (the communicator the replay runs; the other groups are its equivalents, running the same
+// collective at the same time); `share`: the largest over them of the share of the link's
+// achievable bandwidth used with every group of the request running, averaged over the steps
+// weighted by their duration. Empty `nics` when the group crosses none (inside a domain).
 struct NicLoad {
   std::vector<std::int32_t> nics;
   double share = 0;

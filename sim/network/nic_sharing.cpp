@@ -26,6 +26,7 @@ std::int32_t NicSharing::start(const NicTask& task) {
   Task t;
   t.latency = task.latency;
   t.share = task.share;
+  t.kind = task.kind;
   t.nics = task.nics;
   t.remaining_ps = static_cast<double>(task.transfer.ps());
   const auto id = static_cast<std::int32_t>(tasks_.size());
@@ -92,23 +93,39 @@ void NicSharing::reshare() {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   const auto num_nics = ids.size();
   capacity_.assign(num_nics, 1.0);
-  solver_.clear();
-  for (std::size_t k = 0; k < active_.size(); ++k) {
-    const Task& t = tasks_[static_cast<std::size_t>(active_[k])];
-    links_.clear();
+  // One flow per kind: the union of its tasks' NICs, capped at the largest of their shares.
+  kinds_.clear();
+  for (const std::int32_t id : active_) kinds_.push_back(tasks_[static_cast<std::size_t>(id)].kind);
+  std::sort(kinds_.begin(), kinds_.end());
+  kinds_.erase(std::unique(kinds_.begin(), kinds_.end()), kinds_.end());
+  const auto flow_of = [&](const Task& t) {
+    return static_cast<std::size_t>(std::lower_bound(kinds_.begin(), kinds_.end(), t.kind) - kinds_.begin());
+  };
+  std::vector<std::vector<std::int32_t>> flow_links(kinds_.size());
+  std::vector<double> cap(kinds_.size(), 0.0);
+  for (const std::int32_t id : active_) {
+    const Task& t = tasks_[static_cast<std::size_t>(id)];
+    const std::size_t f = flow_of(t);
     for (const std::int32_t nic : t.nics) {
-      links_.push_back(static_cast<std::int32_t>(
-          std::lower_bound(ids.begin(), ids.end(), nic) - ids.begin()));
+      flow_links[f].push_back(static_cast<std::int32_t>(std::lower_bound(ids.begin(), ids.end(), nic) - ids.begin()));
     }
-    links_.push_back(static_cast<std::int32_t>(num_nics + k));
-    capacity_.push_back(t.share);
+    cap[f] = std::max(cap[f], t.share);
+  }
+  solver_.clear();
+  for (std::size_t f = 0; f < kinds_.size(); ++f) {
+    links_ = flow_links[f];
+    std::sort(links_.begin(), links_.end());
+    links_.erase(std::unique(links_.begin(), links_.end()), links_.end());
+    links_.push_back(static_cast<std::int32_t>(num_nics + f));
+    capacity_.push_back(cap[f]);
     solver_.add_flow(links_);
   }
   solver_.solve(capacity_);
-  for (std::size_t k = 0; k < active_.size(); ++k) {
-    Task& t = tasks_[static_cast<std::size_t>(active_[k])];
-    // The cap link makes rate(k) <= share; alone it is exactly share: rate 1.
-    t.rate = std::min(1.0, solver_.rate(static_cast<std::int32_t>(k)) / t.share);
+  for (const std::int32_t id : active_) {
+    Task& t = tasks_[static_cast<std::size_t>(id)];
+    const std::size_t f = flow_of(t);
+    // The cap link makes the flow's rate <= its share; alone it is exactly that: rate 1.
+    t.rate = std::min(1.0, solver_.rate(static_cast<std::int32_t>(f)) / cap[f]);
     if (t.rate >= 1.0 - 1e-12) t.rate = 1.0;
   }
 }

@@ -22,13 +22,17 @@ struct NicTask {
   Duration transfer;
   std::vector<std::int32_t> nics;  // NIC ids (any non-negative numbering), each once
   double share = 1;                // in (0, 1]
+  // Tasks of one kind do not slow each other: their cost already counts them running together
+  // (the same collective of equivalent groups, costed as one request). They take one flow of
+  // the max-min sharing, over all their NICs, at the largest of their shares.
+  std::int64_t kind = 0;
 };
 
 // Runs tasks through time as a fluid: each in-flight transfer progresses at a rate r ≤ 1 (its
 // speed alone = 1), and the rates are re-shared max-min fairly over the NICs whenever a task
 // starts or a transfer completes (Bertsekas & Gallager §6.5.2, the progressive filling of
-// MaxMinSolver: a task's bandwidth on each of its NICs is r · share, a NIC's is 1, and no task
-// goes faster than alone). A task's end is its transfer's completion plus its latency; a task
+// MaxMinSolver: a kind's bandwidth on each of its NICs is r · share, a NIC's is 1, and no task
+// goes faster than alone; tasks of one kind share one rate). A task's end is its transfer's completion plus its latency; a task
 // alone, or on NICs no other task uses while it runs, ends at start + latency + transfer
 // exactly. Events must come in time order: start() at or after the last event, advance() to
 // at most next_completion().
@@ -51,6 +55,7 @@ class NicSharing {
   struct Task {
     Duration latency;
     double share = 1;
+    std::int64_t kind = 0;
     std::vector<std::int32_t> nics;
     double remaining_ps = 0;  // transfer work left, in picoseconds at rate 1
     double rate = 0;
@@ -65,6 +70,7 @@ class NicSharing {
   MaxMinSolver solver_;
   std::vector<double> capacity_;
   std::vector<std::int32_t> links_;
+  std::vector<std::int64_t> kinds_;
 };
 
 // Ends of tasks all known in advance (any order of starts), by NicSharing.

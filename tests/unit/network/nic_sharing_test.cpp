@@ -15,10 +15,12 @@ namespace {
 
 SimTime at_us(double us) { return SimTime::zero() + Duration::from_us(us); }
 
+// Every task of its own kind unless `kind` is given.
 NicTask task(double start_us, double latency_us, double transfer_us, std::vector<std::int32_t> nics,
-             double share = 1) {
+             double share = 1, std::int64_t kind = -1) {
+  static std::int64_t next_kind = 1000;
   return NicTask{at_us(start_us), Duration::from_us(latency_us), Duration::from_us(transfer_us),
-                 std::move(nics), share};
+                 std::move(nics), share, kind >= 0 ? kind : next_kind++};
 }
 
 }  // namespace
@@ -42,6 +44,22 @@ TEST_CASE("nic sharing: two tasks on one NIC take longer than either alone") {
   CHECK(e[0] == at_us(210));
   CHECK(e[1] == at_us(210));
   CHECK(e[0] > shared_ends(std::vector<NicTask>{both[0]})[0]);
+}
+
+TEST_CASE("nic sharing: tasks of one kind do not slow each other") {
+  // The same collective of two equivalent groups, costed together: each keeps its time. A task
+  // of another kind shares the NIC with both as one flow.
+  const std::vector<NicTask> same = {task(0, 0, 100, {0}, 1, 7), task(30, 0, 100, {0}, 1, 7)};
+  const auto e = shared_ends(same);
+  CHECK(e[0] == at_us(100));
+  CHECK(e[1] == at_us(130));
+  NicSharing s;
+  const auto a = s.start(task(0, 0, 100, {0}, 1, 7));
+  const auto b = s.start(task(0, 0, 100, {1}, 1, 7));
+  const auto c = s.start(task(0, 0, 100, {0}, 1, 8));
+  CHECK(s.rate(a) == Approx(0.5));
+  CHECK(s.rate(b) == Approx(0.5));  // its kind is held to half by NIC 0
+  CHECK(s.rate(c) == Approx(0.5));
 }
 
 TEST_CASE("nic sharing: rates are re-shared at each start and completion") {
@@ -125,7 +143,9 @@ TEST_CASE("nic load: what a collective puts on the NICs it crosses") {
   dp.groups = {};
   for (int g = 0; g < 8; ++g) dp.groups.push_back({g, 8 + g});
   const NicLoad eight = net.nic_load(dp, net.collective(dp));
-  CHECK(eight.nics.size() == 16);  // four NICs of each node, both directions
+  // The first group's NICs only (NIC 0 of each node, both directions), used in full with the
+  // group on GPUs 1 and 9 beside it.
+  CHECK(eight.nics.size() == 4);
   CHECK(eight.share == Approx(1.0).epsilon(1e-6));
 }
 
@@ -149,7 +169,8 @@ TEST_CASE("nic sharing: a DP all-reduce beside a pipeline send on one NIC") {
     const CollectiveCost c = net.collective(*r);
     const NicLoad load = net.nic_load(*r, c);
     REQUIRE(!load.nics.empty());
-    tasks.push_back(NicTask{SimTime::zero(), c.latency, c.time - c.latency, load.nics, load.share});
+    tasks.push_back(NicTask{SimTime::zero(), c.latency, c.time - c.latency, load.nics, load.share,
+                            static_cast<std::int64_t>(tasks.size())});
   }
   const auto ends = shared_ends(tasks);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -163,7 +184,7 @@ TEST_CASE("nic sharing: a DP all-reduce beside a pipeline send on one NIC") {
   // On GPUs 0 and 2 (NICs 0 and 1) they share nothing and keep their times.
   pp.groups = {{2, 10}};
   const CollectiveCost c = net.collective(pp);
-  tasks[1] = NicTask{SimTime::zero(), c.latency, c.time - c.latency, net.nic_load(pp, c).nics, 1.0};
+  tasks[1] = NicTask{SimTime::zero(), c.latency, c.time - c.latency, net.nic_load(pp, c).nics, 1.0, 1};
   const auto apart = shared_ends(tasks);
   CHECK(apart[0] == tasks[0].start + tasks[0].latency + tasks[0].transfer);
   CHECK(apart[1] == tasks[1].start + tasks[1].latency + tasks[1].transfer);
