@@ -43,6 +43,7 @@ void add_interval(const config::Scenario& scenario, RunResult& result,
   RunOptions o;
   o.full = options.full;
   o.fit = options.fit;
+  o.nic_sharing = options.nic_sharing;
   o.only_critical_breakdown = true;
   double ends[2] = {0, 0};
   for (int i = 0; i < 2; ++i) {

@@ -193,8 +193,9 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
   // replay from a smaller graph.
   const bool per_task = options.trace.has_value() || options.stats;
   parallel::LoweringOptions lo = lowering_options(sc, options.full);
-  lo.coarse = !per_task;
-  const bool memo = options.replay_memo && !per_task && options.perturbation.identity();
+  // NIC sharing replays every task on the event engine: no chains.
+  lo.coarse = !per_task && !options.nic_sharing;
+  const bool memo = options.replay_memo && !per_task && options.perturbation.identity() && !options.nic_sharing;
   const ReplayMemo::Key key = memo ? ReplayMemo::key(plan, lo, options.only_critical_breakdown) : ReplayMemo::Key{};
   std::shared_ptr<const MemoizedReplay> replayed = memo ? options.replay_memo->find(key) : nullptr;
   // Per-task timings only for the trace and the statistics; otherwise the replay's summary (the
@@ -228,6 +229,7 @@ RunResult simulate(const config::Scenario& sc, const RunOptions& options, Resour
       runtime::ExecuteOptions eo;
       eo.memory_timeline = options.trace.has_value();
       eo.compute_slowdown_under_comm = slowdown;
+      eo.nic_sharing = options.nic_sharing;
       if (per_task) ex = runtime::execute(graph, layout, compute, network, eo);
       fresh->replay = ex ? runtime::summarize(graph, *ex, slowdown)
                          : runtime::replay_summary(graph, layout, compute, network, eo, &resources.replay_buffers());

@@ -49,6 +49,9 @@ struct RunOptions {
   // Replays at a perturbed calibration (a prediction interval's, driver/intervals.h); such
   // replays are not memoized.
   Perturbation perturbation;
+  // Network tasks of different kinds in flight on one NIC share its bandwidth (runtime
+  // ExecuteOptions::nic_sharing): replays the full task graph on the event engine, slower.
+  bool nic_sharing = false;
 };
 
 // Per-device memory at its peak.

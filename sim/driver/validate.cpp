@@ -92,10 +92,11 @@ std::string plan_reason(const InputError& e) {
 }
 
 // Validates and simulates one candidate; nullopt (with the reason) when its plan is invalid.
-std::optional<Attempt> try_simulate(const config::Scenario& parts, Resources& resources, std::string& reason) {
+std::optional<Attempt> try_simulate(const config::Scenario& parts, Resources& resources, std::string& reason,
+                                    const RunOptions& run_options) {
   try {
     config::Scenario sc = config::make_scenario(parts.model, parts.cluster, parts.num_gpus, parts.plan);
-    RunResult r = simulate(sc, RunOptions{}, resources);
+    RunResult r = simulate(sc, run_options, resources);
     return Attempt{std::move(sc), std::move(r)};
   } catch (const InputError& e) {
     if (reason.empty()) reason = plan_reason(e);
@@ -119,7 +120,7 @@ struct Choice {
 };
 
 Choice search(const RowMapping& m, const config::Scenario& parts, Resources& resources,
-              std::vector<std::string>& notes) {
+              std::vector<std::string>& notes, const RunOptions& run_options) {
   Choice ch;
   std::vector<parallel::Recompute> recomputes;
   if (m.recompute_given) {
@@ -146,7 +147,7 @@ Choice search(const RowMapping& m, const config::Scenario& parts, Resources& res
       config::Scenario cand = parts;
       cand.plan.recompute = rc;
       cand.plan.micro_batch = mb;
-      auto a = try_simulate(cand, resources, plan_error);
+      auto a = try_simulate(cand, resources, plan_error, run_options);
       if (!a) continue;
       if (a->result.status == Status::kUnsupported) {
         ch.unsupported = true;
@@ -262,7 +263,8 @@ bool has_throughput_value(const PublishedRun& r) {
 }
 
 // Largest sequence (a multiple of 256) whose simulated peak fits; 0 when none does.
-std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::optional<Attempt>& at_max) {
+std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::optional<Attempt>& at_max,
+                             const RunOptions& run_options) {
   const bool learned = parts.model.position == ir::Position::kLearned;
   const auto fits = [&](std::int64_t seq) {
     config::Scenario c = parts;
@@ -270,7 +272,7 @@ std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::
     c.plan.global_batch = c.plan.micro_batch * c.plan.dp;
     if (learned) c.model.max_seq_len = seq;
     std::string reason;
-    auto a = try_simulate(c, resources, reason);
+    auto a = try_simulate(c, resources, reason, run_options);
     if (!a || a->result.status != Status::kOk) return false;
     at_max = std::move(a);
     return true;
@@ -326,7 +328,9 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
                 "hfu_pct, peak_mem and max_seq_len are empty)");
   }
 
-  Choice ch = search(m, parts, resources, out.assumptions);
+  RunOptions run_options;
+  run_options.nic_sharing = options.nic_sharing;
+  Choice ch = search(m, parts, resources, out.assumptions, run_options);
   if (!ch.attempt && !ch.unsupported && ch.oom == false && ch.reason.empty()) ch.reason = "no valid plan";
   // Settings the row does not give, tried when even the static state overflows: the fastest
   // variant that fits replaces the search's choice, noted with its reason and its own notes.
@@ -339,7 +343,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
   const auto take_fastest = [&](std::vector<Variant> variants) {
     std::optional<std::pair<Variant, Choice>> best;
     for (auto& v : variants) {
-      Choice again = search(m, v.scenario, resources, v.notes);
+      Choice again = search(m, v.scenario, resources, v.notes, run_options);
       if (!again.attempt || again.oom) continue;
       if (!best || again.attempt->result.iteration_time_s < best->second.attempt->result.iteration_time_s) {
         best.emplace(std::move(v), std::move(again));
@@ -390,7 +394,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
   out.result = a.result;
   if (m.max_seq_search && row.max_seq_len && *row.max_seq_len > 0) {
     std::optional<Attempt> at_max;
-    const std::int64_t seq = max_fitting_seq(a.scenario, resources, at_max);
+    const std::int64_t seq = max_fitting_seq(a.scenario, resources, at_max, run_options);
     Comparison c;
     c.metric = Metric::kMaxSeqLen;
     c.predicted = static_cast<double>(seq);

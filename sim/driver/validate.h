@@ -235,6 +235,9 @@ struct ValidateOptions {
   // Gives every compared row an interval of its throughput metric (driver/intervals.h); none:
   // no intervals.
   const config::IntervalCalibration* intervals = nullptr;
+  // Every simulation with RunOptions::nic_sharing (NIC bandwidth shared between network tasks of
+  // different kinds in flight at once).
+  bool nic_sharing = false;
 };
 
 // Maps, simulates and compares every row. Rows that omit the micro-batch or the recompute policy

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -319,6 +320,98 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
   }
   std::stable_sort(out.begin(), out.end(), [](const CollectiveCost& a, const CollectiveCost& b) { return a.time < b.time; });
   return out;
+}
+
+NicLoad NetworkModel::nic_load(const CollectiveRequest& r, const CollectiveCost& cost) const {
+  NicLoad load;
+  const auto n = static_cast<std::int32_t>(r.groups.front().size());
+  if (n == 1 || r.bytes.count() <= 0) return load;
+  // The groups' positions and shape, and the schedule, as candidates() builds them.
+  std::vector<Group> positions = r.groups;
+  const bool ranked = r.op == CollectiveOp::kSendRecv;
+  if (!ranked) {
+    for (auto& g : positions) std::sort(g.begin(), g.end());
+  }
+  GroupShape shape = shape_of(positions.front());
+  for (const auto& g : positions) {
+    const GroupShape s = shape_of(g);
+    if (!(s == shape)) shape = GroupShape{n, std::max(shape.nodes, s.nodes), 0};
+  }
+  if (ranked) shape.per_node = 0;
+  if (shape.nodes == 1) return load;  // no NIC crossed
+  const bool dispatch = r.op == CollectiveOp::kAllToAll && r.routing.experts > 0 && shape.per_node > 0 &&
+                        shape.per_node * shape.nodes == n && r.routing.experts % shape.nodes == 0 &&
+                        cost.algorithm == Algorithm::kHierarchical;
+  const std::vector<Schedule> schedules = dispatch ? std::vector<Schedule>{dispatch_schedule(shape, r.routing)}
+                                                   : build_schedules(r.op, cost.algorithm, shape, nvls_available());
+  const Schedule* sc = nullptr;
+  for (const Schedule& s : schedules) {
+    if (s.variant == cost.variant) sc = &s;
+  }
+  SIM_ASSERT(sc != nullptr, "nic_load: the cost's algorithm does not apply to the request");
+  const double ring_nvlink = profile_.nvlink_efficiency * profile_.ring_nvlink_factor(shape.per_node);
+
+  MaxMinSolver solver;
+  std::vector<LinkId> path;
+  std::vector<double> fractions;
+  std::set<LinkId> mine;          // NIC links the first group crosses
+  std::map<LinkId, double> busy;  // NIC link → Σ over steps of repeat · bytes / capacity
+  double total = 0;               // Σ over steps of repeat · step time, per byte
+  for (const Step& step : sc->steps) {
+    solver.clear();
+    fractions.clear();
+    std::vector<std::vector<LinkId>> nic_links;  // per flow, its NIC links
+    for (const auto& g : positions) {
+      const bool own = &g == &positions.front();
+      for (const Pattern& p : step.patterns) {
+        for_each_transfer(p, sc->shape, [&](std::int32_t src, std::int32_t dst, bool src_sw, bool dst_sw) {
+          path.clear();
+          const std::int32_t gs = g[static_cast<std::size_t>(src)];
+          const std::int32_t gd = g[static_cast<std::size_t>(dst)];
+          if (src_sw) {
+            path.push_back(topo_.nvlink_down(gd));
+          } else if (dst_sw) {
+            path.push_back(topo_.nvlink_up(gs));
+          } else {
+            topo_.route(gs, gd, path);
+          }
+          solver.add_flow(path);
+          fractions.push_back(p.fraction);
+          auto& nics = nic_links.emplace_back();
+          for (const LinkId l : path) {
+            if (topo_.link(l).kind != LinkKind::kNetwork) continue;
+            nics.push_back(l);
+            if (own) mine.insert(l);
+          }
+        });
+      }
+    }
+    const std::vector<double> cap =
+        capacities(topo_, step.nvls ? profile_.nvls_efficiency : ring_nvlink, profile_.network_efficiency);
+    solver.solve(cap);
+    // The step lasts as long as its slowest transfer (as in candidates()); a NIC link carries
+    // its transfers' bytes in that time, so its load over the step is bytes / (capacity · time).
+    double step_spb = 0;
+    std::map<LinkId, double> bytes_on;
+    for (std::int32_t f = 0; f < solver.num_flows(); ++f) {
+      const double fraction = fractions[static_cast<std::size_t>(f)];
+      step_spb = std::max(step_spb, fraction / solver.rate(f));
+      for (const LinkId l : nic_links[static_cast<std::size_t>(f)]) bytes_on[l] += fraction;
+    }
+    if (step.tree) step_spb /= profile_.tree_bandwidth_fraction;
+    total += static_cast<double>(step.repeat) * step_spb;
+    // A link's share counts every group's bytes on it (the equivalents load it too).
+    for (const auto& [l, b] : bytes_on) {
+      busy[l] += static_cast<double>(step.repeat) * b / cap[static_cast<std::size_t>(l)];
+    }
+  }
+  if (total <= 0) return load;
+  for (const auto& [l, seconds] : busy) {
+    if (mine.count(l) == 0) continue;
+    load.nics.push_back(l);
+    load.share = std::max(load.share, std::min(1.0, seconds / total));
+  }
+  return load;
 }
 
 CollectiveCost NetworkModel::collective(const CollectiveRequest& request) const {

@@ -39,6 +39,18 @@ struct CollectiveCost {
   Duration latency;          // the size-independent part of `time`
 };
 
+// How a collective loads the NICs it crosses, for sharing them with other network tasks in
+// flight at the same time (nic_sharing.h). A NIC is its NIC-to-leaf link in one direction (the
+// link ids of Topology::links(), kind kNetwork). `nics`: those the request's first group crosses
+// (the communicator the replay runs; the other groups are its equivalents, running the same
+// collective at the same time); `share`: the largest over them of the share of the link's
+// achievable bandwidth used with every group of the request running, averaged over the steps
+// weighted by their duration. Empty `nics` when the group crosses none (inside a domain).
+struct NicLoad {
+  std::vector<std::int32_t> nics;
+  double share = 0;
+};
+
 // Collectives are costed as NCCL runs them: the algorithm's schedule (schedule.h) is mapped onto
 // every concurrent group's GPUs, each step's transfers are routed on the topology and share the
 // links max-min fairly at the links' achievable bandwidth, and the protocol's latencies are
@@ -64,6 +76,10 @@ class NetworkModel {
   CollectiveCost collective(const CollectiveRequest& request) const;
   // One transfer with the links to itself.
   Duration send_recv(std::int32_t src, std::int32_t dst, Bytes bytes) const;
+
+  // The NICs `request` crosses run as `cost` (one of candidates(request): its algorithm and
+  // variant), and its share of them (NicLoad). Not cached: it routes and solves every step again.
+  NicLoad nic_load(const CollectiveRequest& request, const CollectiveCost& cost) const;
 
   // Every applicable algorithm (and hierarchical variant) with its best protocol, fastest first;
   // request.algorithm restricts to one algorithm unless kAuto.

@@ -1,6 +1,7 @@
 #include "sim/runtime/executor.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -8,6 +9,7 @@
 
 #include "sim/base/diagnostic.h"
 #include "sim/engine/simulator.h"
+#include "sim/network/nic_sharing.h"
 #include "sim/runtime/breakdown.h"
 #include "sim/runtime/replay_internal.h"
 
@@ -95,6 +97,7 @@ class EventReplay {
               const network::NetworkModel& network, const ExecuteOptions& options)
       : g_(g), costs_(g, layout, compute, network), timeline_(options.memory_timeline) {
     SIM_ASSERT(g.chains.empty(), "the event replay runs no chains");
+    if (options.nic_sharing) nic_.emplace();
     const std::size_t n = g.tasks.size();
     remaining_deps_.resize(n);
     dependents_begin_.assign(n + 1, 0);
@@ -176,6 +179,13 @@ class EventReplay {
         groups_[slot].swap(pending);
         pending.clear();
         for (std::uint32_t member : groups_[slot]) begin(member);
+        if (nic_ && task.hidden_by < 0) {
+          const network::NicLoad& load = costs_.nic_load(task);
+          if (!load.nics.empty()) {
+            start_shared(slot, d, cost.latency, load, share_kind(task));
+            break;
+          }
+        }
         sim_.schedule_in(d, [this, slot] { finish_group(slot); }, kPhaseEnd);
         break;
       }
@@ -233,9 +243,75 @@ class EventReplay {
     if (groups_[slot].capacity() == 0) groups_[slot].swap(members);  // keep the storage
   }
 
+  // NIC sharing: the group in pool slot `slot` starts a network task of duration `d` alone
+  // (`latency` of it fixed) on the NICs of `load`; its end, and every other shared task's, is
+  // rescheduled at the re-shared rates.
+  void start_shared(std::uint32_t slot, Duration d, Duration latency, const network::NicLoad& load,
+                    std::int64_t kind) {
+    const Duration fixed = std::min(latency, d);
+    const std::int32_t id =
+        nic_->start({sim_.now(), fixed, d - fixed, load.nics, std::max(load.share, 1e-9), kind});
+    if (static_cast<std::size_t>(id) >= shared_.size()) shared_.resize(static_cast<std::size_t>(id) + 1);
+    shared_[static_cast<std::size_t>(id)] = {slot, {}, SimTime(), true};
+    in_flight_.push_back(id);
+    reschedule_shared();
+  }
+
+  // Tasks of one kind were costed together (a collective over a set of parallel axes, every group
+  // of those axes in one request: NicTask::kind); a transfer, or a communicator without axes, is
+  // costed alone and is its own kind.
+  std::int64_t share_kind(const Task& task) {
+    const auto& comm = g_.communicators[static_cast<std::size_t>(task.communicator)];
+    if (task.kind == TaskKind::kP2p || comm.axes == 0) return -(++own_kinds_);
+    return (static_cast<std::int64_t>(comm.axes) << 8) | static_cast<std::int64_t>(task.comm);
+  }
+
+  // After a start or a transfer's completion: every shared task's end at the current rates, and
+  // the next completion (which re-shares the NICs it frees).
+  void reschedule_shared() {
+    for (const std::int32_t id : in_flight_) {
+      Shared& s = shared_[static_cast<std::size_t>(id)];
+      const SimTime end = nic_->end(id);
+      if (s.scheduled && end == s.end) continue;
+      if (s.scheduled) sim_.cancel(s.handle);
+      s.end = end;
+      s.scheduled = true;
+      s.handle = sim_.schedule_at(end, [this, id] { finish_shared(id); }, kPhaseEnd);
+    }
+    sim_.cancel(tick_);
+    const SimTime next = nic_->next_completion();
+    if (next.ps() != std::numeric_limits<std::int64_t>::max()) {
+      tick_ = sim_.schedule_at(next, [this] {
+        nic_->advance(sim_.now());
+        reschedule_shared();
+      }, kPhaseEnd);
+    }
+  }
+
+  void finish_shared(std::int32_t id) {
+    Shared& s = shared_[static_cast<std::size_t>(id)];
+    s.scheduled = false;
+    std::erase(in_flight_, id);
+    nic_->advance(sim_.now());
+    reschedule_shared();
+    finish_group(s.slot);
+  }
+
+  struct Shared {
+    std::uint32_t slot = 0;
+    engine::EventHandle handle;
+    SimTime end;
+    bool scheduled = false;
+  };
+
   const TaskGraph& g_;
   Costs costs_;
   bool timeline_;
+  std::optional<network::NicSharing> nic_;  // with ExecuteOptions::nic_sharing
+  std::vector<Shared> shared_;              // by NicSharing id
+  std::vector<std::int32_t> in_flight_;     // shared tasks not yet ended
+  engine::EventHandle tick_;
+  std::int64_t own_kinds_ = 0;
   engine::Simulator sim_;
   std::vector<std::uint32_t> remaining_deps_;
   std::vector<std::uint32_t> dependents_begin_;
@@ -659,7 +735,7 @@ bool direct_replay_applies(const TaskGraph& graph, const parallel::Layout& layou
 Execution execute(const TaskGraph& graph, const parallel::Layout& layout,
                   const compute::ComputeModel& compute, const network::NetworkModel& network,
                   const ExecuteOptions& options) {
-  if (!options.memory_timeline && !options.event_engine) {
+  if (!options.memory_timeline && !options.event_engine && !options.nic_sharing) {
     ReplayBuffers buffers;
     DirectReplay direct(graph, layout, compute, network, false, buffers);
     if (direct.applies()) {
@@ -672,7 +748,7 @@ Execution execute(const TaskGraph& graph, const parallel::Layout& layout,
 ReplaySummary replay_summary(const TaskGraph& graph, const parallel::Layout& layout,
                              const compute::ComputeModel& compute, const network::NetworkModel& network,
                              const ExecuteOptions& options, ReplayBuffers* buffers) {
-  if (!options.memory_timeline && !options.event_engine) {
+  if (!options.memory_timeline && !options.event_engine && !options.nic_sharing) {
     ReplayBuffers local;
     DirectReplay direct(graph, layout, compute, network, true, buffers != nullptr ? *buffers : local);
     if (direct.applies()) {

@@ -58,6 +58,10 @@ struct ExecuteOptions {
   // How much slower compute kernels run while communication kernels run beside them (the GPU's
   // compute_slowdown_under_comm): sets the breakdowns' contention (see device_breakdown).
   double compute_slowdown_under_comm = 0;
+  // Network tasks in flight on the same NICs at once share their bandwidth (network/nic_sharing.h;
+  // docs/network-model.md, "Collectives of different kinds sharing a NIC"): replays on the event
+  // engine, and needs a graph without chains.
+  bool nic_sharing = false;
 };
 
 struct Execution {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -215,6 +216,36 @@ class Costs {
  public:
   const network::CollectiveCost& comm_cost(const Task& task) { return cost(comm_cost_id(task)); }
 
+  // The NICs task's collective or transfer crosses and its share of them (NetworkModel::nic_load),
+  // once per cost id; the request is the one costed (the communicator and every other group of
+  // its kind; a transfer alone). Only the replay with NIC sharing asks for it.
+  const network::NicLoad& nic_load(const Task& task) {
+    const std::uint32_t id = comm_cost_id(task);
+    if (nic_loads_.size() <= id) nic_loads_.resize(costs_.size());
+    std::optional<network::NicLoad>& slot = nic_loads_[id];
+    if (!slot) {
+      const auto& comm = g_.communicators[static_cast<std::size_t>(task.communicator)];
+      network::CollectiveRequest r;
+      r.bytes = task.bytes;
+      if (task.kind == TaskKind::kP2p) {
+        r.op = network::CollectiveOp::kSendRecv;
+        r.groups = {{comm.ranks[0], comm.ranks[1]}};
+      } else {
+        r.op = to_network(task.comm);
+        r.routing = {comm.dispatch.experts, comm.dispatch.top_k, comm.dispatch.expert_groups,
+                     comm.dispatch.group_limit};
+        r.groups.push_back(comm.ranks);
+        if (comm.axes != 0) {
+          for (const auto& other : layout_.all_groups(comm.axes)) {
+            if (other != comm.ranks) r.groups.push_back(other);
+          }
+        }
+      }
+      slot = network_.nic_load(r, cost(id));
+    }
+    return *slot;
+  }
+
  private:
   Duration list_time(std::int32_t list) {
     auto& cached = op_time_[static_cast<std::size_t>(list)];
@@ -231,6 +262,8 @@ class Costs {
     const Duration uncovered = comm - std::min(comm, list_time(task.hidden_by));
     return std::max(one_chunk, uncovered);
   }
+
+  std::vector<std::optional<network::NicLoad>> nic_loads_;  // by cost id
 
   struct CachedCost {
     CommOp op;

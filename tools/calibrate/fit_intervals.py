@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Compute calibration/intervals/intervals.textproto: the input uncertainties of prediction intervals and
-their split-conformal factors (docs/intervals.md).
+their conformal factors (docs/intervals.md).
 
-Usage: fit_intervals.py TRAINSIM NETWORK_ACCURACY_TEST [--coverage 0.8] [--threads 2] [--split]
-       fit_intervals.py TRAINSIM --factors-only [--coverage 0.8] [--threads 2] [--split]
+Usage: fit_intervals.py TRAINSIM NETWORK_ACCURACY_TEST [--coverage 0.8] [--threads 2] [--split | --grouped]
+       fit_intervals.py TRAINSIM --factors-only [--coverage 0.8] [--threads 2] [--split | --grouped]
 (--factors-only keeps the file's input uncertainties and refits only the conformal factors: the
 replays' ranges do not depend on the factors.)
 
@@ -24,16 +24,26 @@ test_network_accuracy (it prints the collective model against every measured NCC
 2. The file is written with identity conformal factors (lower -1, upper 1: the interval is the
    replays' range), and `trainsim validate --runs tests/validation/public-runs.csv` gives every
    public row its predicted time t, the replays' range [t_fast, t_slow] and its measured time m.
-3. Split-conformal factors (Lei et al. 2018, normalized scores): score = ln(m/t) / ln(t_slow/t)
-   when m >= t, else ln(m/t) / ln(t/t_fast); lower = the floor((n+1)(1-c)/2)-th smallest score,
-   upper = the ceil((n+1)(1+c)/2)-th smallest (each tail (1-c)/2), and the file is rewritten.
-   `--grouped` fits source-grouped factors instead: each row weighs 1/(rows of its source), so
-   every public source counts once, and the factors are the weighted (1-c)/2 and (1+c)/2
-   quantiles (Dunn, Wasserman & Ramdas 2022, "Distribution-free prediction sets for two-layer
-   hierarchical models", JASA: pooled CDFs for a new group; with six sources their finite-sample
-   correction would make the interval infinite, so the plain weighted quantile is used). Either
-   way the leave-one-source-out coverage is printed: each source's rows against the factors
-   fitted on the other sources, an estimate of what a new source sees (docs/intervals.md).
+3. Conformal factors on the normalized scores (Lei et al. 2018): score = ln(m/t) / ln(t_slow/t)
+   when m >= t, else ln(m/t) / ln(t/t_fast); the interval is the set of times whose score lies in
+   [lower, upper]. By default, cross-conformal over the public sources (a new source is what the
+   intervals must cover, and the public rows of one source are not exchangeable with another's):
+   every row's out-of-source score v = |2 F(s) - 1|, F(s) its level among the scores of the other
+   sources' rows (mid-rank, linear in between); the level c' = the ceil((n+1) c)-th smallest v, so
+   that each source's rows against the other sources' scores at levels (1 -+ c')/2 are covered at
+   least at c in the pool; lower and upper = the scores of all rows at levels (1 -+ c')/2 (Vovk
+   2015, "Cross-conformal predictors"; the leave-one-group-out form of Barber, Candes, Ramdas &
+   Tibshirani 2021, "Predictive inference with the jackknife+"). The fit is also repeated without
+   each source and scored on it (nested leave-one-source-out), which estimates what a new source
+   sees from the public set alone. `--split` fits plain split-conformal factors instead: lower =
+   the floor((n+1)(1-c)/2)-th smallest score, upper = the ceil((n+1)(1+c)/2)-th (each tail
+   (1-c)/2; exchangeable with the public rows only). `--grouped` fits source-grouped factors: each
+   row weighs 1/(rows of its source), so every public source counts once, and the factors are the
+   weighted (1-c)/2 and (1+c)/2 quantiles (Dunn, Wasserman & Ramdas 2022, "Distribution-free
+   prediction sets for two-layer hierarchical models", JASA: pooled CDFs for a new group; with six
+   sources their finite-sample correction would make the interval infinite, so the plain weighted
+   quantile is used). Every fit prints the split factors' leave-one-source-out coverage (each
+   source's rows against the factors fitted on the other sources; docs/intervals.md).
 """
 import argparse
 import csv
@@ -218,35 +228,123 @@ def split_factors(rows, coverage):
     return s[k_lo - 1], s[k_hi - 1], k_lo, k_hi
 
 
-def fit_factors(rows, a):
+def fold_factors(rows, coverage):
+    """Split-conformal factors of every source's complement: {source: (lower, upper)}."""
+    return {src: split_factors([r for r in rows if r[4] != src], coverage)[:2]
+            for src in sorted(set(r[4] for r in rows))}
+
+
+def level_of(sorted_scores, s):
+    """Where score s falls among sorted scores, as a level in [0, 1]: the i-th smallest (from 0)
+    sits at (i + 0.5) / n (mid-rank), linear in between, 0 below the smallest, 1 above the
+    largest. The inverse of quantile_at inside the scores' range."""
+    v, n = sorted_scores, len(sorted_scores)
+    if s < v[0]:
+        return 0.0
+    if s > v[-1]:
+        return 1.0
+    i = max(k for k in range(n) if v[k] <= s)
+    if i == n - 1 or v[i + 1] == v[i]:
+        return (i + 0.5) / n
+    return (i + 0.5 + (s - v[i]) / (v[i + 1] - v[i])) / n
+
+
+def quantile_at(sorted_scores, q):
+    """The score at level q (mid-rank positions, linear in between, the extremes beyond)."""
+    v, n = sorted_scores, len(sorted_scores)
+    pos = q * n - 0.5
+    if pos <= 0:
+        return v[0]
+    if pos >= n - 1:
+        return v[-1]
+    i = int(math.floor(pos))
+    return v[i] + (v[i + 1] - v[i]) * (pos - i)
+
+
+def cross_level(rows, coverage):
+    """Cross-conformal over sources (Vovk 2015, "Cross-conformal predictors": every row scored
+    against folds not fitted on it, the scores pooled; here the folds are the public sources, as
+    in the leave-one-group-out form of the jackknife+, Barber, Candes, Ramdas & Tibshirani 2021).
+    A row's out-of-source nonconformity score is how central an interval of the other sources'
+    scores must be to hold it: v = |2 F(s) - 1|, F = level_of among the other sources' scores
+    (v <= c exactly when the other sources' scores at levels (1 - c)/2 and (1 + c)/2 hold s).
+    The level is the split order statistic of the pooled v at `coverage` (the ceil((n+1) c)-th
+    smallest), so that every source's rows, against the other sources' scores at that level, are
+    covered at least at `coverage` in the pool. Returns the level, the per-source score lists and
+    the order statistic's rank."""
+    others = {src: sorted(score(r) for r in rows if r[4] != src) for src in set(r[4] for r in rows)}
+    v = sorted(abs(2 * level_of(others[r[4]], score(r)) - 1) for r in rows)
+    n = len(v)
+    k = min(n, int(math.ceil((n + 1) * coverage)))
+    return v[k - 1], others, k
+
+
+def cross_factors(rows, coverage):
+    """The scores of all rows at the central level of cross_level."""
+    level = cross_level(rows, coverage)[0]
+    s = scores(rows)
+    return quantile_at(s, (1 - level) / 2), quantile_at(s, (1 + level) / 2), level
+
+
+def leave_one_source_out(rows, fit, label):
+    """Each source's rows against the factors `fit` gives the other sources' rows."""
     n = len(rows)
-    covered = sum(1 for t, fast, slow, m, _ in rows if fast <= m <= slow)
-    fit = (lambda rs: grouped_factors(rs, a.coverage)[:2]) if a.grouped else (
-        lambda rs: split_factors(rs, a.coverage)[:2])
     loso = {}
     for src in sorted(set(r[4] for r in rows)):
         lo, hi = fit([r for r in rows if r[4] != src])
         own = [r for r in rows if r[4] == src]
         loso[src] = sum(1 for r in own if inside(r, lo, hi)), len(own)
-        print("leave out %-45s %3d of %3d inside (%5.1f %%), factors %.4f %.4f" % (
-            src[:45], loso[src][0], len(own), 100.0 * loso[src][0] / len(own), lo, hi))
+        print("%s: leave out %-40s %3d of %3d inside (%5.1f %%), factors %.4f %.4f" % (
+            label, src[:40], loso[src][0], len(own), 100.0 * loso[src][0] / len(own), lo, hi))
     hit = sum(v[0] for v in loso.values())
     per_source = sum(v[0] / v[1] for v in loso.values()) / len(loso)
-    print("leave-one-source-out coverage: %d of %d rows (%.1f %%), %.1f %% averaged over %d sources" % (
-        hit, n, 100.0 * hit / n, 100.0 * per_source, len(loso)))
-    loso_text = "leave-one-source-out coverage %d of %d rows, %.1f %% averaged over %d sources" % (
-        hit, n, 100.0 * per_source, len(loso))
+    print("%s: leave-one-source-out coverage %d of %d rows (%.1f %%), %.1f %% averaged over %d sources" % (
+        label, hit, n, 100.0 * hit / n, 100.0 * per_source, len(loso)))
+    return hit, per_source, len(loso)
+
+
+def fit_factors(rows, a):
+    n = len(rows)
+    covered = sum(1 for t, fast, slow, m, _ in rows if fast <= m <= slow)
+    split = lambda rs: split_factors(rs, a.coverage)[:2]
+    grouped = lambda rs: grouped_factors(rs, a.coverage)[:2]
+    cross = lambda rs: cross_factors(rs, a.coverage)[:2]
+    split_loso = leave_one_source_out(rows, split, "split")
     if a.grouped:
+        hit, per_source, sources = leave_one_source_out(rows, grouped, "grouped")
         lower, upper, sources = grouped_factors(rows, a.coverage)
         method = ("tools/calibrate/fit_intervals.py --grouped: normalized scores of the public rows, each "
                   "weighing 1/(rows of its source), so each of the %d sources counts once; lower and upper = "
-                  "the weighted %g and %g quantiles (%s; replays' range alone covered %d of %d)" % (
-                      sources, (1 - a.coverage) / 2, (1 + a.coverage) / 2, loso_text, covered, n))
-    else:
+                  "the weighted %g and %g quantiles (leave-one-source-out coverage %d of %d rows, %.1f %% "
+                  "averaged over sources; replays' range alone covered %d of %d)" % (
+                      sources, (1 - a.coverage) / 2, (1 + a.coverage) / 2, hit, n, 100.0 * per_source,
+                      covered, n))
+    elif a.split:
         lower, upper, k_lo, k_hi = split_factors(rows, a.coverage)
-        method = ("tools/calibrate/fit_intervals.py: normalized scores of the public rows; lower = score "
+        method = ("tools/calibrate/fit_intervals.py --split: normalized scores of the public rows; lower = score "
                   "%d of %d, upper = score %d (replays' range alone covered %d of %d)" % (
                       k_lo, n, k_hi, covered, n))
+    else:
+        lower, upper, level = cross_factors(rows, a.coverage)
+        _, others, k = cross_level(rows, a.coverage)
+        inner = 0
+        for src in sorted(others):
+            fold = (quantile_at(others[src], (1 - level) / 2), quantile_at(others[src], (1 + level) / 2))
+            own = [r for r in rows if r[4] == src]
+            inner += sum(1 for r in own if inside(r, *fold))
+            print("cross: the other sources' scores at the level, for %-40s %.4f %.4f" % (
+                src[:40], fold[0], fold[1]))
+        print("cross: level %.4f covers %d of %d rows out of source (%.1f %%)" % (
+            level, inner, n, 100.0 * inner / n))
+        nested = leave_one_source_out(rows, cross, "cross, nested")
+        method = ("tools/calibrate/fit_intervals.py (cross-conformal over the %d public sources): each row's "
+                  "out-of-source score v = |2 F(s) - 1|, F its level among the normalized scores of the other "
+                  "sources' rows; level = v %d of %d = %.4f; lower and upper = the scores of all rows at levels "
+                  "(1 -+ level)/2. Each source against the other sources' scores at that level: %d of %d rows "
+                  "inside (split factors: %d); nested (the whole fit repeated without each source): %d of %d, "
+                  "%.1f %% averaged over sources (split: %d, %.1f %%); the replays' range alone covered %d of %d"
+                  % (len(others), k, n, level, inner, n, split_loso[0], nested[0], n, 100.0 * nested[1],
+                     split_loso[0], 100.0 * split_loso[1], covered, n))
     return {"lower": round(lower, 4), "upper": round(upper, 4), "coverage": a.coverage, "rows": n,
             "fitted_on": PUBLIC, "method": method, "date": datetime.date.today().isoformat()}
 
@@ -260,8 +358,12 @@ def main():
     ap.add_argument("--coverage", type=float, default=0.8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--grouped", action="store_true",
-                    help="source-grouped factors (every public source weighs one) instead of split-conformal")
+                    help="source-grouped factors (every public source weighs one) instead of cross-conformal")
+    ap.add_argument("--split", action="store_true",
+                    help="plain split-conformal factors of the public rows instead of cross-conformal")
     a = ap.parse_args()
+    if a.grouped and a.split:
+        ap.error("--grouped and --split exclude each other")
     if not a.factors_only and not a.network_accuracy_test:
         ap.error("NETWORK_ACCURACY_TEST is required unless --factors-only")
     if a.factors_only:

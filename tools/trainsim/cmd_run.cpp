@@ -80,6 +80,9 @@ int cmd_run(const Args& args) {
       ("fail-infeasible", po::bool_switch(), "exit 1 when the plan does not fit in memory")
       ("no-interval", po::bool_switch(),
        "skip the prediction interval (two replays at perturbed calibrations, docs/intervals.md)")
+      ("nic-sharing", po::bool_switch(),
+       "network tasks of different kinds in flight on one NIC share its bandwidth "
+       "(docs/network-model.md); replays every task on the event engine, slower")
       ("fit", po::value<double>()->default_value(0.8), "fraction of GPU memory a plan may safely use");
   po::options_description train_flags("time to train (with --train-days or --train-tokens)");
   train_flags.add_options()
@@ -108,6 +111,7 @@ int cmd_run(const Args& args) {
                                             "--trace-devices");
   }
   ro.stats = true;
+  ro.nic_sharing = vm["nic-sharing"].as<bool>();
   driver::Resources resources;
   driver::RunResult r = driver::simulate(sc, ro, resources);
   if (!vm["no-interval"].as<bool>()) {

@@ -31,6 +31,9 @@ int cmd_validate(const Args& args) {
       ("format", po::value<std::string>()->default_value("text"), "text or json")
       ("threads", po::value<int>()->default_value(1), "rows simulated concurrently")
       ("no-intervals", po::bool_switch(), "skip the rows' prediction intervals (docs/intervals.md)")
+      ("nic-sharing", po::bool_switch(),
+       "network tasks of different kinds in flight on one NIC share its bandwidth "
+       "(docs/network-model.md); needs --no-intervals")
       ("host-dispatch-us", po::value<double>(),
        "host time per modeled operation for every row, microseconds (default: the plan default)");
   po::variables_map vm;
@@ -59,6 +62,11 @@ int cmd_validate(const Args& args) {
   }
   driver::ValidateOptions options;
   options.threads = threads;
+  options.nic_sharing = vm["nic-sharing"].as<bool>();
+  if (options.nic_sharing && !vm["no-intervals"].as<bool>()) {
+    throw InputError(Diagnostic{"", 0, "--nic-sharing",
+                                "needs --no-intervals (the rows' interval replays do not share NICs)"});
+  }
   if (vm.count("host-dispatch-us")) {
     options.host_dispatch = config::parse_host_dispatch_us(vm["host-dispatch-us"].as<double>(), "--host-dispatch-us");
   }
