@@ -326,14 +326,9 @@ std::vector<Setting> sweep_settings(const SweepSpec& spec) {
       {"framework", "--framework", spec.framework},
       {"launch_blocking", "--launch-blocking", yes_no(b.launch_blocking)},
       {"moe_a2a_overlap", "--moe-a2a-overlap", yes_no(b.moe_a2a_overlap)},
-      {"routing", "--routing", config::format_routing(b.routing, b.capacity_factor)},
-      {"moe_imbalance", "--moe-imbalance", format_double("%.17g", b.moe_imbalance)},
-      {"moe_dispatcher", "--moe-dispatcher", std::string(config::name(b.moe_dispatcher))},
-      {"cross_entropy", "--cross-entropy", std::string(config::name(b.cross_entropy))},
       {"grad_bucket_params", "--grad-bucket-params", std::to_string(b.grad_bucket_params)},
-      {"recompute_layers", "--recompute-layers", std::to_string(b.recompute_layers)},
-      {"pp_layout", "--pp-layout", b.pp_layout},
-      {"pp_layers", "--pp-layers", join_layers(b.pp_layers)},
+      // Set by a framework profile only (sweep has no flag of its own for it).
+      {"cross_entropy", "--framework", std::string(config::name(b.cross_entropy))},
       {"gpus_used_per_domain", "--gpus-per-domain",
        std::to_string(spec.cluster.cluster.scale_up.gpus_used_per_domain)},
   };
