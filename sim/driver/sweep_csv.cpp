@@ -344,7 +344,8 @@ std::filesystem::path sweep_settings_path(const std::filesystem::path& csv) {
 
 std::string sweep_settings_text(const SweepSpec& spec) {
   std::string text =
-      "# base settings of a trainsim sweep CSV that are no column of it (checked on --out resume)\n";
+      "# base settings of a trainsim sweep CSV that are no column of it "
+      "(checked on --out resume)\n";
   for (const Setting& s : sweep_settings(spec)) {
     text += s.name;
     text += '=';
@@ -369,7 +370,8 @@ void check_sweep_settings(const SweepSpec& spec, const std::filesystem::path& cs
     if (line.empty() || line.front() == '#') continue;
     const auto eq = line.find('=');
     if (eq == std::string::npos) {
-      throw InputError(Diagnostic{path.string(), line_no, "--out", "expected name=value (got '" + line + "')"});
+      throw InputError(Diagnostic{path.string(), line_no, "--out",
+                                  "expected name=value (got '" + line + "')"});
     }
     recorded[line.substr(0, eq)] = {line.substr(eq + 1), line_no};
   }
@@ -377,14 +379,17 @@ void check_sweep_settings(const SweepSpec& spec, const std::filesystem::path& cs
     const auto it = recorded.find(s.name);
     if (it == recorded.end()) {
       throw InputError(Diagnostic{path.string(), 0, s.flag,
-                                  std::string("the settings of ") + csv.string() + " lack " + s.name +
-                                      ": written by another version; use another output file"});
+                                  std::string("the settings of ") + csv.string() + " lack " +
+                                      s.name + ": written by another version; use another "
+                                      "output file"});
     }
     if (it->second.first == s.value) continue;
     throw InputError(Diagnostic{path.string(), it->second.second, s.flag,
-                                std::string("the rows of ") + csv.string() + " were simulated with " +
-                                    s.name + " = '" + it->second.first + "', this run has '" + s.value +
-                                    "': resume with the same setting or use another output file"});
+                                std::string("the rows of ") + csv.string() +
+                                    " were simulated with " + s.name + " = '" +
+                                    it->second.first + "', this run has '" + s.value +
+                                    "': resume with the same setting or use another output "
+                                    "file"});
   }
 }
 

@@ -31,8 +31,9 @@ ResumedRows read_resumed_rows(const SweepSpec& spec,
 
 // The base settings of a sweep that shape every row's result but are no column of its CSV
 // (the --framework profile, launch_blocking, the MoE all-to-all overlap, the gradient bucket
-// size, the cross-entropy precision, the GPUs used per NVLink domain), kept beside the CSV in `sweep_settings_path(csv)`, one
-// `name=value` a line, so that a resumed sweep can be checked against them.
+// size, the cross-entropy precision, the GPUs used per NVLink domain), kept beside the CSV in
+// `sweep_settings_path(csv)`, one `name=value` a line, so that a resumed sweep can be checked
+// against them.
 std::filesystem::path sweep_settings_path(const std::filesystem::path& csv);
 std::string sweep_settings_text(const SweepSpec& spec);
 // Before resuming `csv` (a file with rows): throws InputError (exit 2) naming the flag of the
