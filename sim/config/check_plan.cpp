@@ -335,10 +335,12 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
     std::int64_t stages = p.pp;
     if (interleaved && !mul(p.pp, p.vpp, stages)) stages = -1;
     if (v_shape && !mul(p.pp, 2, stages)) stages = -1;
-    const std::string stage_words =
-        interleaved ? "pp·vpp = " + str(p.pp) + "·" + str(p.vpp) + " = " + str(stages) + " (interleaved)"
-        : v_shape   ? "2·pp = " + str(stages) + " (" + std::string(name(p.schedule)) + ": two chunks per rank in a V)"
-                    : "pp = " + str(p.pp);
+    // Formatted only for a message: most of a sweep's millions of checked plans need none.
+    const auto stage_words = [&]() -> std::string {
+      return interleaved ? "pp·vpp = " + str(p.pp) + "·" + str(p.vpp) + " = " + str(stages) + " (interleaved)"
+             : v_shape   ? "2·pp = " + str(stages) + " (" + std::string(name(p.schedule)) + ": two chunks per rank in a V)"
+                         : "pp = " + str(p.pp);
+    };
     if (!p.pp_layout.empty()) {
       if (!p.pp_layers.empty()) fail("--pp-layout", "give --pp-layout or --pp-layers, not both");
       const parallel::ParsedLayout layout = parallel::parse_pp_layout(p.pp_layout);
@@ -349,24 +351,24 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
         const std::string why =
             parallel::check_pp_layout(layout.stages, stages, m.num_layers, m.mtp_layers);
         if (!why.empty()) {
-          fail("--pp-layout", "'" + p.pp_layout + "' " + why + "; stages: " + stage_words);
+          fail("--pp-layout", "'" + p.pp_layout + "' " + why + "; stages: " + stage_words());
         }
       }
     } else if (p.pp_layers.empty()) {
       if (m.num_layers > 0 && stages > 0 && m.num_layers % stages != 0) {
         if (interleaved && m.num_layers % p.pp == 0) {
           fail("--vpp", "the interleaved schedule needs num_layers (" + str(m.num_layers) +
-                            ") divisible by " + stage_words + ", or --pp-layers");
+                            ") divisible by " + stage_words() + ", or --pp-layers");
         } else {
           fail("--pp", "must divide num_layers (" + m.name + " has " + str(m.num_layers) +
-                           "; stages: " + stage_words + "), or give the layers of each stage "
+                           "; stages: " + stage_words() + "), or give the layers of each stage "
                            "with --pp-layers");
         }
       }
     } else {
       if (static_cast<std::int64_t>(p.pp_layers.size()) != stages) {
         fail("--pp-layers", "has " + str(static_cast<std::int64_t>(p.pp_layers.size())) +
-                                " entries; needs one per pipeline stage: " + stage_words);
+                                " entries; needs one per pipeline stage: " + stage_words());
       }
       std::int64_t sum = 0;
       bool all_positive = true;

@@ -549,7 +549,11 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
 
   // Rows already written by an earlier run of the same sweep.
   ResumedRows resumed;
-  if (options.out) resumed = read_resumed_rows(spec, plans, *options.out, options.shard);
+  if (options.out) {
+    // Checked before anything of the file is read or changed.
+    check_sweep_settings(spec, *options.out);
+    resumed = read_resumed_rows(spec, plans, *options.out, options.shard);
+  }
   std::map<std::int64_t, SweepRecord>& done = resumed.rows;
   const bool write_header = resumed.write_header;
 
@@ -578,6 +582,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       throw InputError(Diagnostic{options.out->string(), 0, "--out", "cannot open for writing"});
     }
     if (write_header) {
+      write_sweep_settings(spec, *options.out);
       const auto h = sweep_csv_header(has_pp_layers_column(spec));
       std::fwrite(h.data(), 1, h.size(), file);
       std::fflush(file);

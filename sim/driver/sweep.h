@@ -78,6 +78,7 @@ struct SweepSpec {
   std::int64_t num_gpus = 0;
   parallel::ParallelPlan base;
   SweepAxes axes;
+  std::string framework;  // the --framework profile applied to base and axes ("": none)
 };
 
 // Plans that check_plan rejected, grouped by rule: the flag and the message with its numbers

@@ -310,6 +310,98 @@ ResumedRows read_resumed_rows(const SweepSpec& spec, const std::vector<parallel:
 }
 
 
+namespace {
+
+// One setting of the settings file: its name there, the flag that sets it, its value.
+struct Setting {
+  const char* name;
+  const char* flag;
+  std::string value;
+};
+
+std::vector<Setting> sweep_settings(const SweepSpec& spec) {
+  const parallel::ParallelPlan& b = spec.base;
+  const auto yes_no = [](bool v) { return std::string(v ? "true" : "false"); };
+  return {
+      {"framework", "--framework", spec.framework},
+      {"launch_blocking", "--launch-blocking", yes_no(b.launch_blocking)},
+      {"moe_a2a_overlap", "--moe-a2a-overlap", yes_no(b.moe_a2a_overlap)},
+      {"grad_bucket_params", "--grad-bucket-params", std::to_string(b.grad_bucket_params)},
+      // Set by a framework profile only (sweep has no flag of its own for it).
+      {"cross_entropy", "--framework", std::string(config::name(b.cross_entropy))},
+      {"gpus_used_per_domain", "--gpus-per-domain",
+       std::to_string(spec.cluster.cluster.scale_up.gpus_used_per_domain)},
+  };
+}
+
+}  // namespace
+
+std::filesystem::path sweep_settings_path(const std::filesystem::path& csv) {
+  std::filesystem::path p = csv;
+  p += ".settings";
+  return p;
+}
+
+std::string sweep_settings_text(const SweepSpec& spec) {
+  std::string text =
+      "# base settings of a trainsim sweep CSV that are no column of it "
+      "(checked on --out resume)\n";
+  for (const Setting& s : sweep_settings(spec)) {
+    text += s.name;
+    text += '=';
+    text += s.value;
+    text += '\n';
+  }
+  return text;
+}
+
+void check_sweep_settings(const SweepSpec& spec, const std::filesystem::path& csv) {
+  const auto path = sweep_settings_path(csv);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(csv, ec) == 0) return;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(Diagnostic{path.string(), 0, "--out", "cannot open the file"});
+  std::map<std::string, std::pair<std::string, int>> recorded;  // name → value, line
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.front() == '#') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      throw InputError(Diagnostic{path.string(), line_no, "--out",
+                                  "expected name=value (got '" + line + "')"});
+    }
+    recorded[line.substr(0, eq)] = {line.substr(eq + 1), line_no};
+  }
+  for (const Setting& s : sweep_settings(spec)) {
+    const auto it = recorded.find(s.name);
+    if (it == recorded.end()) {
+      throw InputError(Diagnostic{path.string(), 0, s.flag,
+                                  std::string("the settings of ") + csv.string() + " lack " +
+                                      s.name + ": written by another version; use another "
+                                      "output file"});
+    }
+    if (it->second.first == s.value) continue;
+    throw InputError(Diagnostic{path.string(), it->second.second, s.flag,
+                                std::string("the rows of ") + csv.string() +
+                                    " were simulated with " + s.name + " = '" +
+                                    it->second.first + "', this run has '" + s.value +
+                                    "': resume with the same setting or use another output "
+                                    "file"});
+  }
+}
+
+void write_sweep_settings(const SweepSpec& spec, const std::filesystem::path& csv) {
+  const auto path = sweep_settings_path(csv);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  const std::string text = sweep_settings_text(spec);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) throw InputError(Diagnostic{path.string(), 0, "--out", "cannot write the file"});
+}
+
 std::vector<SweepRecord> top_records(const std::vector<SweepRecord>& records, std::size_t k) {
   std::vector<SweepRecord> ok;
   for (const auto& r : records) {

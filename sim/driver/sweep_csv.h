@@ -29,4 +29,18 @@ ResumedRows read_resumed_rows(const SweepSpec& spec,
                               const std::vector<parallel::ParallelPlan>& plans,
                               const std::filesystem::path& path, const Shard& shard);
 
+// The base settings of a sweep that shape every row's result but are no column of its CSV
+// (the --framework profile, launch_blocking, the MoE all-to-all overlap, the gradient bucket
+// size, the cross-entropy precision, the GPUs used per NVLink domain), kept beside the CSV in
+// `sweep_settings_path(csv)`, one `name=value` a line, so that a resumed sweep can be checked
+// against them.
+std::filesystem::path sweep_settings_path(const std::filesystem::path& csv);
+std::string sweep_settings_text(const SweepSpec& spec);
+// Before resuming `csv` (a file with rows): throws InputError (exit 2) naming the flag of the
+// first setting whose value differs from the one in the settings file beside it. A file without
+// one (written before settings were kept) is not checked.
+void check_sweep_settings(const SweepSpec& spec, const std::filesystem::path& csv);
+// Writes the settings file of a sweep starting `csv` afresh.
+void write_sweep_settings(const SweepSpec& spec, const std::filesystem::path& csv);
+
 }  // namespace ts::driver

@@ -120,6 +120,14 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
   SIM_ASSERT(slowdown >= 0 && slowdown < 1, "compute slowdown under communication out of [0, 1)");
   if (slowdown == 0) return Duration();
   std::vector<Span> comm, next;
+  // Room for every span at once: growing the unions interval by interval moved them many times.
+  std::size_t spans = 0;
+  for (Stream s : kCommStreams) {
+    const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
+    if (s != Stream::kTpComm) spans += static_cast<std::size_t>(intervals.last - intervals.first);
+  }
+  comm.reserve(spans);
+  next.reserve(spans);
   for (Stream s : kCommStreams) {
     if (s == Stream::kTpComm) continue;
     const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
@@ -181,6 +189,11 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
     }
   }
   std::vector<Span> covered, next;
+  // Room for every span at once (see contention).
+  std::size_t spans = 0;
+  for (const StreamIntervals& s : streams) spans += static_cast<std::size_t>(s.last - s.first);
+  covered.reserve(spans);
+  next.reserve(spans);
   std::int64_t covered_length = unite(covered, compute.first, compute.last, next);
   covered.swap(next);
   for (Stream s : kCommStreams) {

@@ -41,13 +41,21 @@ inline network::CollectiveOp to_network(CommOp op) {
 
 // Costs of collectives and transfers kept from one replay to the next (ReplayBuffers): the plans
 // of a sweep share most of their communicators' costs, and costing a collective builds all its
-// concurrent groups. A collective is named by its ranks, the axes it spans and the layout (which
-// fix the concurrent groups), a transfer by its ranks.
+// concurrent groups. A collective is named by its ranks, the axes it spans and what of the layout
+// fixes its concurrent groups, a transfer by its ranks. A collective over order axes only (TP,
+// CP, DP, PP) has the groups Layout::all_groups gives: every rank's coordinate along axis a is
+// (rank / stride_a) mod size_a, the groups come in the order of their first rank and each lists
+// its ranks by the masked axes' strides, so the groups depend on the rank count and on the size
+// and stride of the masked axes alone. Its key keeps those (the other axes zero): a TP
+// collective of one size then costs once for every pipeline, context and data-parallel degree
+// with the same TP group (the request, hence its cost, is the same). Other collectives (expert
+// axes, shard groups) keep the whole layout.
 class CostCache {
  public:
   struct Key {
     const network::NetworkModel* network = nullptr;
     std::array<std::int64_t, 4> sizes{}, strides{};  // the layout (collectives)
+    std::int64_t num_ranks = 0;                       // of the layout (collectives)
     unsigned axes = 0;                                // collectives
     parallel::Communicator::Dispatch dispatch;        // collectives of a hierarchical dispatcher
     std::vector<std::int32_t> ranks;
@@ -73,6 +81,7 @@ class CostCache {
         mix(static_cast<std::uint64_t>(k.sizes[i]));
         mix(static_cast<std::uint64_t>(k.strides[i]));
       }
+      mix(static_cast<std::uint64_t>(k.num_ranks));
       mix(k.axes);
       for (std::int32_t r : k.ranks) mix(static_cast<std::uint32_t>(r));
       mix(static_cast<std::uint64_t>(k.op) << 1 | (k.transfer ? 1u : 0u));
@@ -149,8 +158,19 @@ class Costs {
       if (task.kind == TaskKind::kP2p) {
         key.transfer = true;
       } else {
-        key.sizes = sizes_;
-        key.strides = strides_;
+        constexpr unsigned kOrderAxes = (1u << parallel::kNumOrderAxes) - 1;
+        if ((comm.axes & ~kOrderAxes) == 0) {
+          // The masked axes' sizes and strides and the rank count fix the concurrent groups.
+          for (std::size_t a = 0; a < 4; ++a) {
+            if ((comm.axes & (1u << a)) == 0) continue;
+            key.sizes[a] = sizes_[a];
+            key.strides[a] = strides_[a];
+          }
+        } else {
+          key.sizes = sizes_;
+          key.strides = strides_;
+        }
+        key.num_ranks = layout_.num_ranks();
         key.axes = comm.axes;
         key.dispatch = comm.dispatch;
       }

@@ -45,4 +45,32 @@ rc=$?
 set -e
 test "$rc" -eq 2
 grep -q "full.csv:2" "$tmp/err"
+
+# Base settings that are no column of the CSV are kept beside it (full.csv.settings): resuming
+# with another value is refused (exit 2, naming the flag), the file left as it was.
+test -f "$tmp/full.csv.settings"
+grep -q "^launch_blocking=false$" "$tmp/full.csv.settings"
+cp "$tmp/full.csv" "$tmp/before.csv"
+"$bin" "${sweep[@]}" --out "$tmp/stopped2.csv" --stop-after $((rows / 3)) > /dev/null
+cp "$tmp/stopped2.csv" "$tmp/stopped2.before"
+for extra in "--launch-blocking" "--framework torchtitan" "--grad-bucket-params 1000"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$bin" "${sweep[@]}" $extra --out "$tmp/stopped2.csv" > /dev/null 2> "$tmp/err"
+  rc=$?
+  set -e
+  test "$rc" -eq 2
+  flag="${extra%% *}"
+  grep -q -- "$flag" "$tmp/err"
+  grep -q "stopped2.csv.settings" "$tmp/err"
+  cmp "$tmp/stopped2.before" "$tmp/stopped2.csv"
+done
+# The same settings resume it to the uninterrupted file.
+"$bin" "${sweep[@]}" --out "$tmp/stopped2.csv" > /dev/null
+cmp "$tmp/full.csv" "$tmp/stopped2.csv"
+# A file without settings (written before they were kept) resumes unchecked.
+rm "$tmp/full.csv.settings"
+"$bin" "${sweep[@]}" --launch-blocking --out "$tmp/full.csv" > "$tmp/again.out"
+grep -q " 0 simulated now" "$tmp/again.out"
+cmp "$tmp/before.csv" "$tmp/full.csv"
 echo ok

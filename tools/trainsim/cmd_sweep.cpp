@@ -115,6 +115,7 @@ int cmd_sweep(const Args& args) {
     if (const auto profile = framework_from_flags(vm)) {
       apply_framework(vm, *profile, b);
       apply_framework(vm, *profile, spec.axes);
+      spec.framework = vm["framework"].as<std::string>();
     }
   });
   driver::SweepOptions so;
