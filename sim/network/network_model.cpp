@@ -85,6 +85,29 @@ bool NetworkModel::nvls_available() const {
          topo_.spec().scale_up.gpus_per_domain > 1;
 }
 
+namespace {
+
+// The request's groups as the schedules walk them (`positions`: node by node for collectives, as
+// NCCL orders rings by topology; rank order for send/recv) and their common shape (flat when the
+// groups differ; no per-node split for send/recv).
+GroupShape place(const NetworkModel& model, const CollectiveRequest& r, std::vector<Group>& positions) {
+  const auto n = static_cast<std::int32_t>(r.groups.front().size());
+  positions = r.groups;
+  const bool ranked = r.op == CollectiveOp::kSendRecv;
+  if (!ranked) {
+    for (auto& g : positions) std::sort(g.begin(), g.end());
+  }
+  GroupShape shape = model.shape_of(positions.front());
+  for (const auto& g : positions) {
+    const GroupShape s = model.shape_of(g);
+    if (!(s == shape)) shape = GroupShape{n, std::max(shape.nodes, s.nodes), 0};
+  }
+  if (ranked) shape.per_node = 0;
+  return shape;
+}
+
+}  // namespace
+
 GroupShape NetworkModel::shape_of(const Group& group) const {
   GroupShape s;
   s.size = static_cast<std::int32_t>(group.size());
@@ -174,19 +197,8 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
   }
 
   if (evaluated == nullptr) {
-    // Positions: node by node for collectives (NCCL orders rings by topology), rank order for
-    // send/recv.
-    std::vector<Group> positions = r.groups;
-    const bool ranked = r.op == CollectiveOp::kSendRecv;
-    if (!ranked) {
-      for (auto& g : positions) std::sort(g.begin(), g.end());
-    }
-    GroupShape shape = shape_of(positions.front());
-    for (const auto& g : positions) {
-      const GroupShape s = shape_of(g);
-      if (!(s == shape)) shape = GroupShape{n, std::max(shape.nodes, s.nodes), 0};
-    }
-    if (ranked) shape.per_node = 0;
+    std::vector<Group> positions;
+    GroupShape shape = place(*this, r, positions);
     // Groups inside one node each use only their own GPUs' NVLink links (the NVSwitch is
     // non-blocking), so they cannot slow each other down: cost the first alone.
     if (shape.nodes == 1) positions.resize(1);
@@ -327,17 +339,8 @@ NicLoad NetworkModel::nic_load(const CollectiveRequest& r, const CollectiveCost&
   const auto n = static_cast<std::int32_t>(r.groups.front().size());
   if (n == 1 || r.bytes.count() <= 0) return load;
   // The groups' positions and shape, and the schedule, as candidates() builds them.
-  std::vector<Group> positions = r.groups;
-  const bool ranked = r.op == CollectiveOp::kSendRecv;
-  if (!ranked) {
-    for (auto& g : positions) std::sort(g.begin(), g.end());
-  }
-  GroupShape shape = shape_of(positions.front());
-  for (const auto& g : positions) {
-    const GroupShape s = shape_of(g);
-    if (!(s == shape)) shape = GroupShape{n, std::max(shape.nodes, s.nodes), 0};
-  }
-  if (ranked) shape.per_node = 0;
+  std::vector<Group> positions;
+  const GroupShape shape = place(*this, r, positions);
   if (shape.nodes == 1) return load;  // no NIC crossed
   const bool dispatch = r.op == CollectiveOp::kAllToAll && r.routing.experts > 0 && shape.per_node > 0 &&
                         shape.per_node * shape.nodes == n && r.routing.experts % shape.nodes == 0 &&
