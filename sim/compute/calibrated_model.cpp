@@ -241,8 +241,11 @@ CalibratedModel::CalibratedModel(std::shared_ptr<const Calibration> calibration,
                                   "no attention points for kernel '" + calibration_->attention_kernel + "'"});
     }
   }
-  if (default_attention_ != nullptr)
-    default_fp8_attention_ = fitted_.find_attention(default_attention_->kernel, ir::Dtype::kFp8);
+}
+
+bool CalibratedModel::fp8_attention_calibrated() const {
+  return default_attention_ != nullptr &&
+         fitted_.find_attention(default_attention_->kernel, ir::Dtype::kFp8) != nullptr;
 }
 
 GemmPrediction CalibratedModel::gemm_detail(const GemmShape& shape) const {

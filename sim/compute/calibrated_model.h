@@ -194,7 +194,7 @@ class CalibratedModel final : public ComputeModel {
   const std::string& attention_kernel() const;
   // Whether that kernel has an FP8 fit: an fp8 AttentionShape is timed by it; without one, an
   // fp8 shape takes the bf16 time (an upper bound).
-  bool fp8_attention_calibrated() const { return default_fp8_attention_ != nullptr; }
+  bool fp8_attention_calibrated() const;
 
   const FittedModel& fitted() const { return fitted_; }
   const Calibration& calibration() const { return *calibration_; }
@@ -205,7 +205,6 @@ class CalibratedModel final : public ComputeModel {
   FittedModel fitted_;
   GpuSpec gpu_;
   const AttentionParams* default_attention_ = nullptr;
-  const AttentionParams* default_fp8_attention_ = nullptr;
 };
 
 // Fits `calibration` and returns the model; `gpu` (the cluster's spec) defaults to the
