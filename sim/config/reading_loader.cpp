@@ -34,6 +34,7 @@ std::optional<WordMatch> word_match(const std::string& s) {
   if (s == "words") return WordMatch::kWords;
   if (s == "first-word") return WordMatch::kFirstWord;
   if (s == "letters") return WordMatch::kLetters;
+  if (s == "pattern") return WordMatch::kPattern;
   return std::nullopt;
 }
 
@@ -80,6 +81,12 @@ std::string_view word_list_name(Words w) {
     case Words::kStaticRouting: return "static-routing";
     case Words::kPerInstanceRate: return "per-instance-rate";
     case Words::kNvlinkClause: return "nvlink-clause";
+    case Words::kPerNodeRate: return "per-node-rate";
+    case Words::kPerGpuRate: return "per-gpu-rate";
+    case Words::kAttentionDisabled: return "attention-disabled";
+    case Words::kTritonAttention: return "triton-attention";
+    case Words::kSgd: return "sgd";
+    case Words::kNoMomentum: return "no-momentum";
   }
   return "";
 }
@@ -221,9 +228,17 @@ ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
       if (const auto match = word_match(m.match())) {
         list.match = *match;
       } else {
-        c.fail("match", "unknown value '" + m.match() + "' (one of text, words, first-word, letters)");
+        c.fail("match", "unknown value '" + m.match() + "' (one of text, words, first-word, letters, pattern)");
       }
       spellings(c, m.spelled(), list.spelled, "spelled", true);
+      for (const auto& w : list.spelled) {
+        if (list.match != WordMatch::kPattern) break;
+        try {
+          list.patterns.emplace_back(w);
+        } catch (const std::regex_error& e) {
+          c.fail("spelled", "'" + w + "' is not a regular expression (" + e.what() + ")");
+        }
+      }
       c.non_empty(m.has_source(), m.source(), "source");
       list.source = m.source();
     }

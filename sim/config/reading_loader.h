@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,12 +55,18 @@ enum class Words {
   kStaticRouting,             // "static-routing": fabrics routed by ECMP hashing
   kPerInstanceRate,           // "per-instance-rate": rates quoted per instance (AWS EFA)
   kNvlinkClause,              // "nvlink-clause": a clause about the NVLink domain, not the NICs
+  kPerNodeRate,               // "per-node-rate": what follows a rate says it is the node's
+  kPerGpuRate,                // "per-gpu-rate": what follows a rate says it is a GPU's or NIC's
+  kAttentionDisabled,         // "attention-disabled": the fused attention kernel said to be off
+  kTritonAttention,           // "triton-attention": Triton named as the attention kernel
+  kSgd,                       // "sgd": plain SGD named
+  kNoMomentum,                // "no-momentum": SGD said to run without momentum
 };
-inline constexpr int kNumWordLists = 39;
+inline constexpr int kNumWordLists = 45;
 std::string_view word_list_name(Words w);
 
 // How a cell is compared with a word list (WordList.match).
-enum class WordMatch { kText, kWords, kFirstWord, kLetters };
+enum class WordMatch { kText, kWords, kFirstWord, kLetters, kPattern };
 
 struct ReadingVocabulary {
   struct ModelFamily {
@@ -116,6 +123,7 @@ struct ReadingVocabulary {
   struct WordList {
     WordMatch match = WordMatch::kText;
     std::vector<std::string> spelled;
+    std::vector<std::regex> patterns;  // kPattern: `spelled` compiled
     std::string source;
   };
   std::array<WordList, kNumWordLists> words;  // by Words
@@ -128,7 +136,7 @@ std::filesystem::path reading_vocabulary_path();
 // Loads a vocabulary file (schema sim/schema/reading.proto). Throws InputError listing every
 // problem with its line and field: an entry without its source, an unknown style, an empty
 // spelling, a cluster the zoo does not have, a size or rate not > 0, a word list no rule reads
-// or given twice, a rule's list missing, an unknown match.
+// or given twice, a rule's list missing, an unknown match, a pattern that does not compile.
 ReadingVocabulary load_reading_vocabulary(
     const std::filesystem::path& path = reading_vocabulary_path());
 

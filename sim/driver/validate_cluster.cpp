@@ -164,9 +164,6 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
   static const std::regex kNicCount(
       R"((?:^|[^a-z0-9.\-])(\d{1,4})(?!\d|\s*(?:gb|gbps|gbit|g\b|tb|tbps))\s*(?:x|×)?\s*(?:(?!gpus?\b|per\b|and\b|with\b)[a-z0-9][^\s,;()]*\s+){0,4}(?:hcas?|nics?|adapters?|links|ports|rails)\b)");
   static const std::regex kNum(R"((\d{1,3}(?:,\d{3}){1,3}|\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|tb/s|tbps|tbit/s))");
-  static const std::regex kPerNode(
-      R"(^[^;.]*(per node|/node|node-node|node-to-node|inter-node|internode|inter node|per server|per instance|per host))");
-  static const std::regex kPerGpu(R"(^\s*(per gpu|/gpu|per device|each gpu|per nic|/nic))");
   const std::regex kIb(R"(\b()" + ib_words(vocab) + R"()(\d{3})?\b)");
   if (std::regex_search(ic, m, kCountRate)) {
     nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
@@ -182,12 +179,11 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
     if (const auto num = outside_nvlink(kNum)) {
       rate = rate_gbits((*num)[1].str(), (*num)[2].str());
       const std::string after = num->suffix().str();
-      std::smatch pn;
       // A per-node aggregate: "1600 Gbps per node", "800Gbps inter-node interconnect" (the
       // node's links to the others) unless the rate is said to be per GPU; an AWS EFA rate,
       // which AWS quotes per instance (p4d 400 Gbps over 4 EFA adapters, p5 3200 Gbps over 32);
       // or a rate no single NIC port reaches (above 800 Gb/s, XDR).
-      per_node = (std::regex_search(after, pn, kPerNode) && !std::regex_search(after, pn, kPerGpu)) ||
+      per_node = (says(vocab, config::Words::kPerNodeRate, after) && !says(vocab, config::Words::kPerGpuRate, after)) ||
                  says(vocab, config::Words::kPerInstanceRate, ic) || *rate > 800;
     } else if (std::regex_search(ic, m, kIb)) {
       rate = ib_rate_gbits(m[1], m[2], vocab);

@@ -301,7 +301,7 @@ void read_optimizer_states(Reading& x) {
   // Pure 16-bit training: the parameters themselves are bf16, so a PyTorch optimizer keeps
   // its state in bf16 and there is no fp32 master copy. Plain SGD on pure bf16 parameters
   // keeps no optimizer state at all.
-  const bool stateless = sgd_without_momentum(x.r);
+  const bool stateless = sgd_without_momentum(x.r, x.vocab);
   x.p.optimizer_states = stateless ? parallel::OptimizerStates::kNone : parallel::OptimizerStates::kBf16;
   x.note(stateless ? "no optimizer state (SGD without momentum on bf16 weights)"
                    : "bf16 optimizer states (pure bf16 parameters)");

@@ -131,24 +131,18 @@ bool names_unfused_core(const RowFrameworks& fw) {
 // its eras: Megatron-LM's legacy models, Megatron-DeepSpeed, DeepSpeed before FlashAttention-2,
 // GPT-NeoX, metaseq; their sources in frameworks/).
 bool flash_attention(const PublishedRun& r, const RowFrameworks& fw) {
-  const std::string all = stack_text(r);
-  // "no flash attention", "without FlashAttention", "flash-attn not supported", "FA disabled" in
-  // the columns that describe the run's own stack (notes may compare with other runs: "without
-  // FlashAttention 142 TFLOP/s").
-  static const std::regex kNoFlash(
-      R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
-  if (std::regex_search(to_lower(r.framework + " " + r.precision), kNoFlash)) return false;
-  if (says(*fw.vocab, config::Words::kFusedAttention, all)) return true;
+  // Said to be off in the columns that describe the run's own stack (notes may compare with
+  // other runs: "without FlashAttention 142 TFLOP/s").
+  if (says(*fw.vocab, config::Words::kAttentionDisabled, r.framework + " " + r.precision)) return false;
+  if (says(*fw.vocab, config::Words::kFusedAttention, stack_text(r))) return true;
   return fw.named_kernel.has_value() || !names_unfused_core(fw);
 }
 
 // Plain SGD without momentum: the row names SGD and says nothing of a nonzero momentum.
-bool sgd_without_momentum(const PublishedRun& r) {
+bool sgd_without_momentum(const PublishedRun& r, const config::ReadingVocabulary& vocab) {
   const std::string all = stack_text(r);
-  static const std::regex kSgd(R"(\bsgd\b)");
-  static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
-  if (!std::regex_search(all, kSgd)) return false;
-  return !has(all, "momentum") || std::regex_search(all, kNoMomentum);
+  if (!says(vocab, config::Words::kSgd, all)) return false;
+  return !has(all, "momentum") || says(vocab, config::Words::kNoMomentum, all);
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -181,11 +175,7 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
     return "FlashAttention-1";
   }
   if (names_fa2) return "FlashAttention-2";
-  // Triton named as the attention kernel ("Triton FlashAttention", "triton attention"), not as a
-  // compiler version or Inductor's code generation ("pytorch-triton 2.1.0").
-  static const std::regex kTritonAttention(
-      R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
-  if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
+  if (says(vocab, config::Words::kTritonAttention, all)) return "FlashAttention-Triton";
   if (says(vocab, config::Words::kFlashAttention1, all)) return "FlashAttention-1";
   if (fw.named_kernel) return *fw.named_kernel;
   // The kernel of the named frameworks: the GPU's default (Transformer Engine's) before a named

@@ -71,7 +71,7 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r,
 // Framework and plan rules (validate_rules.cpp).
 bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw);
 bool flash_attention(const PublishedRun& r, const RowFrameworks& fw);
-bool sgd_without_momentum(const PublishedRun& r);
+bool sgd_without_momentum(const PublishedRun& r, const config::ReadingVocabulary& vocab);
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw);
 std::set<std::string> calibrated_attention_kernels(const std::string& gpu,
                                                    config::ComputeModelCache& calibrations);

@@ -112,6 +112,13 @@ const std::string* spelling_in(const config::ReadingVocabulary& vocab, config::W
       const std::string t = to_lower(text);
       return first([&](const std::string& w) { return occurs_alone(t, w, letter); });
     }
+    case config::WordMatch::kPattern: {
+      const std::string t = to_lower(text);
+      for (std::size_t i = 0; i < l.patterns.size(); ++i) {
+        if (std::regex_search(t, l.patterns[i])) return &l.spelled[i];
+      }
+      return nullptr;
+    }
   }
   return nullptr;
 }

@@ -83,6 +83,7 @@ TEST_CASE("the reading rules' word lists load, bad ones are named") {
                                      "words { rule: \"zero-9\" spelled: [\"x\"] source: \"s\" }\n"
                                      "words { rule: \"zero-1\" match: \"regex\" spelled: [\"x\"] source: \"s\" }\n"
                                      "words { rule: \"zero-1\" spelled: [\"\"] source: \"s\" }\n"
+                                     "words { rule: \"sgd\" match: \"pattern\" spelled: [\"(sgd\"] source: \"s\" }\n"
                                      "framework_spellings { as: \"x\" spelled: [\"y\"] }\n"
                                      "gpu_architectures { word: \"volta\" part: \"v100\" source: \"s\" }\n");
   const auto ds = test::diagnostics_of([&] { load_reading_vocabulary(path); });
@@ -95,6 +96,7 @@ TEST_CASE("the reading rules' word lists load, bad ones are named") {
   CHECK(match->line == 2);
   CHECK(test::find_field(ds, "words[2].rule") != nullptr);     // given twice
   CHECK(test::find_field(ds, "words[2].spelled") != nullptr);  // empty spelling
+  CHECK(test::find_field(ds, "words[3].spelled") != nullptr);  // not a regular expression
   CHECK(test::find_field(ds, "framework_spellings[0].source") != nullptr);
   CHECK(test::find_field(ds, "gpu_architectures[0].part") != nullptr);  // no such GPU part
   CHECK(test::find_field(ds, "words") != nullptr);  // the other rules' lists are missing
