@@ -91,6 +91,17 @@ std::string_view word_list_name(Words w) {
   return "";
 }
 
+std::string_view number_rule_name(Numbers n) {
+  switch (n) {
+    case Numbers::kGpuMemoryGb: return "gpu-memory-gb";
+    case Numbers::kGpusPerNode: return "gpus-per-node";
+    case Numbers::kShardGroup: return "shard-group";
+    case Numbers::kRecomputeLayers: return "recompute-layers";
+    case Numbers::kRecomputeShare: return "recompute-share";
+  }
+  return "";
+}
+
 std::filesystem::path reading_vocabulary_path() { return data_dir() / "reading" / "published-runs.textproto"; }
 
 ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
@@ -241,6 +252,40 @@ ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
       }
       c.non_empty(m.has_source(), m.source(), "source");
       list.source = m.source();
+    }
+    for (int i = 0; i < msg.numbers_size(); ++i) {
+      const auto& m = msg.numbers(i);
+      const auto c = item("numbers", i);
+      int index = -1;
+      for (int n = 0; n < kNumNumberRules; ++n) {
+        if (number_rule_name(static_cast<Numbers>(n)) == m.rule()) index = n;
+      }
+      if (!c.require(m.has_rule(), "rule")) continue;
+      if (index < 0) {
+        c.fail("rule", "no reading rule reads a number '" + m.rule() + "'");
+        continue;
+      }
+      ReadingVocabulary::NumberPattern n;
+      c.non_empty(m.has_pattern(), m.pattern(), "pattern");
+      n.pattern = m.pattern();
+      try {
+        n.compiled = std::regex(m.pattern());
+        if (n.compiled.mark_count() == 0 && !m.has_value()) c.fail("pattern", "captures no number and no value is given");
+      } catch (const std::regex_error& e) {
+        c.fail("pattern", "'" + m.pattern() + "' is not a regular expression (" + e.what() + ")");
+      }
+      if (m.has_value()) n.value = m.value();
+      if (m.has_divide_by()) c.positive(true, m.divide_by(), "divide_by");
+      n.divide_by = m.has_divide_by() ? m.divide_by() : 1.0;
+      n.invert = m.invert();
+      c.non_empty(m.has_source(), m.source(), "source");
+      n.source = m.source();
+      out.numbers[static_cast<std::size_t>(index)].push_back(std::move(n));
+    }
+    for (int n = 0; n < kNumNumberRules; ++n) {
+      if (out.numbers[static_cast<std::size_t>(n)].empty()) {
+        top.fail("numbers", "no pattern for the rule '" + std::string(number_rule_name(static_cast<Numbers>(n))) + "'");
+      }
     }
     for (int w = 0; w < kNumWordLists; ++w) {
       if (!given[static_cast<std::size_t>(w)]) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -64,6 +65,18 @@ enum class Words {
 };
 inline constexpr int kNumWordLists = 45;
 std::string_view word_list_name(Words w);
+
+// The numbers the reading rules read with patterns (NumberPattern.rule), each named in the file as
+// number_rule_name gives it.
+enum class Numbers {
+  kGpuMemoryGb,      // "gpu-memory-gb": a memory size in the gpu column
+  kGpusPerNode,      // "gpus-per-node": in the interconnect column
+  kShardGroup,       // "shard-group": the data-parallel ranks a sharding cell shards within
+  kRecomputeLayers,  // "recompute-layers": layers per model chunk a recompute cell names
+  kRecomputeShare,   // "recompute-share": the share of layers a recompute cell names
+};
+inline constexpr int kNumNumberRules = 5;
+std::string_view number_rule_name(Numbers n);
 
 // How a cell is compared with a word list (WordList.match).
 enum class WordMatch { kText, kWords, kFirstWord, kLetters, kPattern };
@@ -128,6 +141,16 @@ struct ReadingVocabulary {
   };
   std::array<WordList, kNumWordLists> words;  // by Words
   const WordList& list(Words w) const { return words[static_cast<std::size_t>(w)]; }
+  struct NumberPattern {
+    std::string pattern;
+    std::regex compiled;
+    std::optional<double> value;
+    double divide_by = 1;
+    bool invert = false;
+    std::string source;
+  };
+  std::array<std::vector<NumberPattern>, kNumNumberRules> numbers;  // by Numbers, in file order
+  const std::vector<NumberPattern>& patterns(Numbers n) const { return numbers[static_cast<std::size_t>(n)]; }
 };
 
 // data_dir()/reading/published-runs.textproto.
@@ -136,7 +159,7 @@ std::filesystem::path reading_vocabulary_path();
 // Loads a vocabulary file (schema sim/schema/reading.proto). Throws InputError listing every
 // problem with its line and field: an entry without its source, an unknown style, an empty
 // spelling, a cluster the zoo does not have, a size or rate not > 0, a word list no rule reads
-// or given twice, a rule's list missing, an unknown match, a pattern that does not compile.
+// or given twice, a rule's list missing, an unknown match, a pattern that does not compile, a number rule without patterns.
 ReadingVocabulary load_reading_vocabulary(
     const std::filesystem::path& path = reading_vocabulary_path());
 

@@ -61,11 +61,8 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
   // A800 and H800: the export versions of the A100 and H100 SXM, the same chip with NVLink cut
   // to 400 GB/s (bidirectional, per GPU) from 600 GB/s (A100) and 900 GB/s (H100).
   const std::string* nvlink_400 = spelling_in(vocab, config::Words::kNvlink400, g);
-  // Memory size as written ("80GB", "40 GB", "40GiB", "40G"); a wattage or model number is not one.
-  static const std::regex kGb(R"((?:^|[^0-9])(\d{1,5})\s*(gb|gib|g)\b)");
-  std::smatch mg;
-  std::int64_t gb = 0;
-  if (std::regex_search(g, mg, kGb)) gb = std::stoll(mg[1].str());
+  // Memory size as written ("80GB", "40 GB"), the vocabulary's gpu-memory-gb pattern.
+  const auto gb = static_cast<std::int64_t>(number_in(vocab, config::Numbers::kGpuMemoryGb, g).value_or(0));
   // A column naming only the architecture ("NVIDIA Ampere GPUs", "Hopper GPUs") is read as its
   // data-centre training part (the vocabulary's gpu_architectures).
   std::string named = g;
@@ -122,10 +119,8 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
   // ("ConnectX-6", "NVLink4", "H100").
   const std::string ic = to_lower(r.interconnect);
   std::smatch m;
-  static const std::regex kGpusPerNode(
-      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x\s*)?(?:gpus?|[ah][18]00s?|h200s?)(?:\s+gpus?)?\s*(?:per|/|each)\s*(?:node|server|host))");
-  if (std::regex_search(ic, m, kGpusPerNode)) {
-    const auto n = static_cast<std::int32_t>(std::stoi(m[1].str()));
+  if (const auto per_node = number_in(vocab, config::Numbers::kGpusPerNode, ic)) {
+    const auto n = static_cast<std::int32_t>(*per_node);
     // A server of n GPUs is its own NVLink domain; in a rack-scale domain (NVL72) only the
     // host changes, when whole hosts still fill the domain.
     const bool server = domain.gpus_per_domain == host.gpus_per_host;

@@ -232,21 +232,6 @@ std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
   return std::nullopt;
 }
 
-// The shard group a sharding cell states as a number ("FSDP=128 x DP=16", "shard degree 8",
-// data_parallel_shard_degree=8): hybrid sharding, parameters sharded within groups of that many
-// data-parallel ranks and replicated across groups (MaxText's ici/dcn_fsdp_parallelism beside
-// dcn_data_parallelism, PyTorch's HYBRID_SHARD, torchtitan's data_parallel_replicate_degree).
-// nullopt when no number is stated: HSDP without one stays full sharding (see zero_stage_named).
-std::optional<std::int64_t> stated_shard_group(const std::string& text) {
-  static const std::regex kGroup(
-      R"((?:fsdp|shard(?:ing)?(?:[ _](?:group|degree|size))?)\s*[=:]\s*(\d{1,9})\b|shard(?:ing)?[ _](?:group|degree|size)\s+(?:of\s+)?(\d{1,9})\b)");
-  const std::string t = to_lower(text);
-  std::smatch m;
-  if (!std::regex_search(t, m, kGroup)) return std::nullopt;
-  const std::string digits = m[1].matched ? m[1].str() : m[2].str();
-  return std::stoll(digits);
-}
-
 // "yes", "True (TP with sequence parallel)", "enabled", "on": true; "no", "False", "off": false;
 // empty or "not stated": nullopt.
 std::optional<bool> parse_yes_no(const std::string& text, const config::ReadingVocabulary& vocab) {
@@ -256,39 +241,17 @@ std::optional<bool> parse_yes_no(const std::string& text, const config::ReadingV
          says(vocab, config::Words::kSequenceParallelOn, t);
 }
 
-// The share of layers that run full recompute when a recompute cell names only some: a count
-// ("full, 4 layers per stage", "recompute_num_layers 4": Megatron-LM's block method, per model
-// chunk) or a share ("every 2nd layer", "every other block", "half", "50%", "ratio 0.5": layer
-// checkpointing of torchtitan's layer policy or fms-fsdp's selective_checkpointing). Nothing
-// when the cell names none.
-std::optional<PartialRecompute> parse_partial_recompute(const std::string& text) {
-  const std::string t = to_lower(text);
-  std::smatch m;
-  static const std::regex kCount(R"((\d+)\s*(transformer\s+)?(layers?|blocks?)([^a-z]|$))");
-  static const std::regex kNumLayers(R"(num[_ -]?layers[^0-9]{0,3}(\d+))");
-  if (std::regex_search(t, m, kNumLayers) || std::regex_search(t, m, kCount)) {
-    const std::int64_t n = std::stoll(m[1].str().substr(0, 9));
-    if (n > 0) return PartialRecompute{n, 0};
+// The layers that run full recompute when a recompute cell names only some: a count ("full, 4
+// layers per stage", "recompute_num_layers 4": Megatron-LM's block method, per model chunk) or a
+// share ("every 2nd layer", "half", "50%", "ratio 0.5": torchtitan's layer policy, fms-fsdp's
+// selective_checkpointing), the vocabulary's recompute-layers and recompute-share patterns.
+// Nothing when the cell names none.
+std::optional<PartialRecompute> parse_partial_recompute(const std::string& text, const config::ReadingVocabulary& vocab) {
+  if (const auto n = number_in(vocab, config::Numbers::kRecomputeLayers, text); n && *n >= 1) {
+    return PartialRecompute{static_cast<std::int64_t>(std::min(*n, 1e9)), 0};
   }
-  static const std::regex kEvery(R"(every\s+(other|second|third|fourth|(\d+)(st|nd|rd|th)?)([^a-z0-9]|$))");
-  if (std::regex_search(t, m, kEvery)) {
-    const std::string w = m[1].str();
-    const double n = w == "other" || w == "second" ? 2 : w == "third" ? 3 : w == "fourth" ? 4
-                                                                      : std::stod(m[2].str().substr(0, 9));
-    if (n >= 1) return PartialRecompute{0, 1.0 / n};
-  }
-  static const std::regex kPercent(R"((\d+(\.\d+)?)\s*%)");
-  static const std::regex kRatio(R"((ratio|fraction|share)[^0-9]{0,3}(0?\.\d+|1(\.0+)?)([^0-9]|$))");
-  static const std::regex kHalf(R"((^|[^a-z])half([^a-z]|$))");
-  if (std::regex_search(t, m, kPercent)) {
-    const double share = std::stod(m[1].str()) / 100.0;
-    if (share > 0 && share <= 1) return PartialRecompute{0, share};
-  } else if (std::regex_search(t, m, kRatio)) {
-    const double share = std::stod(m[2].str());
-    if (share > 0 && share <= 1) return PartialRecompute{0, share};
-  } else if (std::regex_search(t, kHalf)) {
-    return PartialRecompute{0, 0.5};
-  }
+  const auto share = number_in(vocab, config::Numbers::kRecomputeShare, text);
+  if (share && *share > 0 && *share <= 1) return PartialRecompute{0, *share};
   return std::nullopt;
 }
 
@@ -313,7 +276,7 @@ std::optional<parallel::Recompute> parse_recompute(const std::string& text,
     return parallel::Recompute::kSelective;
   }
   if (says(vocab, Words::kRecomputeNone, t)) return parallel::Recompute::kNone;
-  if (says(vocab, Words::kRecomputeFull, t) || says(vocab, Words::kSwitchOn, t) || parse_partial_recompute(t)) {
+  if (says(vocab, Words::kRecomputeFull, t) || says(vocab, Words::kSwitchOn, t) || parse_partial_recompute(t, vocab)) {
     return parallel::Recompute::kFull;
   }
   return parallel::Recompute::kNone;
