@@ -87,6 +87,10 @@ std::string_view word_list_name(Words w) {
     case Words::kTritonAttention: return "triton-attention";
     case Words::kSgd: return "sgd";
     case Words::kNoMomentum: return "no-momentum";
+    case Words::kFlops6n: return "flops-6n";
+    case Words::kFlopsHardware: return "flops-hardware";
+    case Words::kFlopsHalved: return "flops-halved";
+    case Words::kFlopsNotHalved: return "flops-not-halved";
   }
   return "";
 }

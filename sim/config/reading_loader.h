@@ -62,8 +62,12 @@ enum class Words {
   kTritonAttention,           // "triton-attention": Triton named as the attention kernel
   kSgd,                       // "sgd": plain SGD named
   kNoMomentum,                // "no-momentum": SGD said to run without momentum
+  kFlops6n,                   // "flops-6n": the 6N FLOP convention named
+  kFlopsHardware,             // "flops-hardware": hardware FLOPs (HFU)
+  kFlopsHalved,               // "flops-halved": causal attention halved
+  kFlopsNotHalved,            // "flops-not-halved"
 };
-inline constexpr int kNumWordLists = 45;
+inline constexpr int kNumWordLists = 49;
 std::string_view word_list_name(Words w);
 
 // The numbers the reading rules read with patterns (NumberPattern.rule), each named in the file as

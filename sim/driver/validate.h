@@ -99,10 +99,10 @@ struct FlopConvention {
   bool hardware = false;       // counts recompute FLOPs (HFU-like)
   bool causal_halved = false;  // attention scores halved for causal masks
 };
-// The convention a row's throughput numbers use, read from tflops_kind and notes: "6N" /
-// "6*seqlen*params" names the 6N family, "hardware"/"HFU" the hardware variant, "halved" (not
-// "not halved") the causal halving; otherwise Megatron model FLOPs.
-FlopConvention flop_convention(const PublishedRun& run);
+// The convention a row's throughput numbers use, read from tflops_kind and notes by the
+// vocabulary's flops-* lists (the 6N family, hardware FLOPs, causal halving); otherwise Megatron
+// model FLOPs.
+FlopConvention flop_convention(const PublishedRun& run, const config::ReadingVocabulary& vocab);
 std::string describe(const FlopConvention& c);
 
 // ---------------------------------------------------------------------------------------------

@@ -624,14 +624,15 @@ TEST_CASE("spelling: family defaults and uneven pipeline splits") {
 
 TEST_CASE("spelling: FLOP conventions named as 6ND or 6 x parameters") {
   PublishedRun r;
+  const auto vocab = config::load_reading_vocabulary();
   r.tflops_kind = "model (6ND)";
-  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  CHECK(driver::flop_convention(r, vocab).family == driver::FlopFamily::kSixN);
   r.tflops_kind = "model: 6 × parameters + attention";
-  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  CHECK(driver::flop_convention(r, vocab).family == driver::FlopFamily::kSixN);
   r.tflops_kind = "model (6N + 12*L*H*Q*T per token)";
-  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  CHECK(driver::flop_convention(r, vocab).family == driver::FlopFamily::kSixN);
   r.tflops_kind = "model (6 nodes)";
-  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kMegatron);
+  CHECK(driver::flop_convention(r, vocab).family == driver::FlopFamily::kMegatron);
 }
 
 TEST_CASE("held-out-style runs: every row is compared or listed with its reason") {
