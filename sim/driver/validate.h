@@ -45,16 +45,13 @@ struct PublishedRun {
   // Read from FILE.overrides.textproto beside the CSV: settings the row's source states outside
   // the columns, applied after the reading rules.
   std::vector<config::RowOverride> overrides;
-  // Optional columns of mixture-of-experts rows (moe_run_columns()): the zoo model whose
+  // Optional columns of mixture-of-experts rows: the zoo model whose
   // architecture the row names (MoE, latent attention and MTP come from its file), the expert
   // counts as the source prints them (checked against it), and expert and expert-tensor
   // parallelism.
   std::string zoo_model;
   std::optional<std::int64_t> num_experts, top_k, moe_ffn_hidden, shared_experts, ep, etp;
 };
-
-// The optional columns of mixture-of-experts rows.
-const std::vector<std::string>& moe_run_columns();
 
 // The columns every file must have (any order; other columns are ignored).
 const std::vector<std::string>& published_run_columns();
