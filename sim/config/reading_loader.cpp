@@ -34,6 +34,7 @@ std::optional<WordMatch> word_match(const std::string& s) {
   if (s == "words") return WordMatch::kWords;
   if (s == "first-word") return WordMatch::kFirstWord;
   if (s == "letters") return WordMatch::kLetters;
+  if (s == "pattern") return WordMatch::kPattern;
   return std::nullopt;
 }
 
@@ -80,6 +81,27 @@ std::string_view word_list_name(Words w) {
     case Words::kStaticRouting: return "static-routing";
     case Words::kPerInstanceRate: return "per-instance-rate";
     case Words::kNvlinkClause: return "nvlink-clause";
+    case Words::kPerNodeRate: return "per-node-rate";
+    case Words::kPerGpuRate: return "per-gpu-rate";
+    case Words::kAttentionDisabled: return "attention-disabled";
+    case Words::kTritonAttention: return "triton-attention";
+    case Words::kSgd: return "sgd";
+    case Words::kNoMomentum: return "no-momentum";
+    case Words::kFlops6n: return "flops-6n";
+    case Words::kFlopsHardware: return "flops-hardware";
+    case Words::kFlopsHalved: return "flops-halved";
+    case Words::kFlopsNotHalved: return "flops-not-halved";
+  }
+  return "";
+}
+
+std::string_view number_rule_name(Numbers n) {
+  switch (n) {
+    case Numbers::kGpuMemoryGb: return "gpu-memory-gb";
+    case Numbers::kGpusPerNode: return "gpus-per-node";
+    case Numbers::kShardGroup: return "shard-group";
+    case Numbers::kRecomputeLayers: return "recompute-layers";
+    case Numbers::kRecomputeShare: return "recompute-share";
   }
   return "";
 }
@@ -221,11 +243,53 @@ ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
       if (const auto match = word_match(m.match())) {
         list.match = *match;
       } else {
-        c.fail("match", "unknown value '" + m.match() + "' (one of text, words, first-word, letters)");
+        c.fail("match", "unknown value '" + m.match() + "' (one of text, words, first-word, letters, pattern)");
       }
       spellings(c, m.spelled(), list.spelled, "spelled", true);
+      for (const auto& w : list.spelled) {
+        if (list.match != WordMatch::kPattern) break;
+        try {
+          list.patterns.emplace_back(w);
+        } catch (const std::regex_error& e) {
+          c.fail("spelled", "'" + w + "' is not a regular expression (" + e.what() + ")");
+        }
+      }
       c.non_empty(m.has_source(), m.source(), "source");
       list.source = m.source();
+    }
+    for (int i = 0; i < msg.numbers_size(); ++i) {
+      const auto& m = msg.numbers(i);
+      const auto c = item("numbers", i);
+      int index = -1;
+      for (int n = 0; n < kNumNumberRules; ++n) {
+        if (number_rule_name(static_cast<Numbers>(n)) == m.rule()) index = n;
+      }
+      if (!c.require(m.has_rule(), "rule")) continue;
+      if (index < 0) {
+        c.fail("rule", "no reading rule reads a number '" + m.rule() + "'");
+        continue;
+      }
+      ReadingVocabulary::NumberPattern n;
+      c.non_empty(m.has_pattern(), m.pattern(), "pattern");
+      n.pattern = m.pattern();
+      try {
+        n.compiled = std::regex(m.pattern());
+        if (n.compiled.mark_count() == 0 && !m.has_value()) c.fail("pattern", "captures no number and no value is given");
+      } catch (const std::regex_error& e) {
+        c.fail("pattern", "'" + m.pattern() + "' is not a regular expression (" + e.what() + ")");
+      }
+      if (m.has_value()) n.value = m.value();
+      if (m.has_divide_by()) c.positive(true, m.divide_by(), "divide_by");
+      n.divide_by = m.has_divide_by() ? m.divide_by() : 1.0;
+      n.invert = m.invert();
+      c.non_empty(m.has_source(), m.source(), "source");
+      n.source = m.source();
+      out.numbers[static_cast<std::size_t>(index)].push_back(std::move(n));
+    }
+    for (int n = 0; n < kNumNumberRules; ++n) {
+      if (out.numbers[static_cast<std::size_t>(n)].empty()) {
+        top.fail("numbers", "no pattern for the rule '" + std::string(number_rule_name(static_cast<Numbers>(n))) + "'");
+      }
     }
     for (int w = 0; w < kNumWordLists; ++w) {
       if (!given[static_cast<std::size_t>(w)]) {

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,12 +56,34 @@ enum class Words {
   kStaticRouting,             // "static-routing": fabrics routed by ECMP hashing
   kPerInstanceRate,           // "per-instance-rate": rates quoted per instance (AWS EFA)
   kNvlinkClause,              // "nvlink-clause": a clause about the NVLink domain, not the NICs
+  kPerNodeRate,               // "per-node-rate": what follows a rate says it is the node's
+  kPerGpuRate,                // "per-gpu-rate": what follows a rate says it is a GPU's or NIC's
+  kAttentionDisabled,         // "attention-disabled": the fused attention kernel said to be off
+  kTritonAttention,           // "triton-attention": Triton named as the attention kernel
+  kSgd,                       // "sgd": plain SGD named
+  kNoMomentum,                // "no-momentum": SGD said to run without momentum
+  kFlops6n,                   // "flops-6n": the 6N FLOP convention named
+  kFlopsHardware,             // "flops-hardware": hardware FLOPs (HFU)
+  kFlopsHalved,               // "flops-halved": causal attention halved
+  kFlopsNotHalved,            // "flops-not-halved"
 };
-inline constexpr int kNumWordLists = 39;
+inline constexpr int kNumWordLists = 49;
 std::string_view word_list_name(Words w);
 
+// The numbers the reading rules read with patterns (NumberPattern.rule), each named in the file as
+// number_rule_name gives it.
+enum class Numbers {
+  kGpuMemoryGb,      // "gpu-memory-gb": a memory size in the gpu column
+  kGpusPerNode,      // "gpus-per-node": in the interconnect column
+  kShardGroup,       // "shard-group": the data-parallel ranks a sharding cell shards within
+  kRecomputeLayers,  // "recompute-layers": layers per model chunk a recompute cell names
+  kRecomputeShare,   // "recompute-share": the share of layers a recompute cell names
+};
+inline constexpr int kNumNumberRules = 5;
+std::string_view number_rule_name(Numbers n);
+
 // How a cell is compared with a word list (WordList.match).
-enum class WordMatch { kText, kWords, kFirstWord, kLetters };
+enum class WordMatch { kText, kWords, kFirstWord, kLetters, kPattern };
 
 struct ReadingVocabulary {
   struct ModelFamily {
@@ -116,10 +140,21 @@ struct ReadingVocabulary {
   struct WordList {
     WordMatch match = WordMatch::kText;
     std::vector<std::string> spelled;
+    std::vector<std::regex> patterns;  // kPattern: `spelled` compiled
     std::string source;
   };
   std::array<WordList, kNumWordLists> words;  // by Words
   const WordList& list(Words w) const { return words[static_cast<std::size_t>(w)]; }
+  struct NumberPattern {
+    std::string pattern;
+    std::regex compiled;
+    std::optional<double> value;
+    double divide_by = 1;
+    bool invert = false;
+    std::string source;
+  };
+  std::array<std::vector<NumberPattern>, kNumNumberRules> numbers;  // by Numbers, in file order
+  const std::vector<NumberPattern>& patterns(Numbers n) const { return numbers[static_cast<std::size_t>(n)]; }
 };
 
 // data_dir()/reading/published-runs.textproto.
@@ -128,7 +163,7 @@ std::filesystem::path reading_vocabulary_path();
 // Loads a vocabulary file (schema sim/schema/reading.proto). Throws InputError listing every
 // problem with its line and field: an entry without its source, an unknown style, an empty
 // spelling, a cluster the zoo does not have, a size or rate not > 0, a word list no rule reads
-// or given twice, a rule's list missing, an unknown match.
+// or given twice, a rule's list missing, an unknown match, a pattern that does not compile, a number rule without patterns.
 ReadingVocabulary load_reading_vocabulary(
     const std::filesystem::path& path = reading_vocabulary_path());
 

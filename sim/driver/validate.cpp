@@ -199,7 +199,8 @@ double bytes_of(double value, const std::string& unit, std::vector<std::string>&
 }
 
 std::optional<Comparison> compare_throughput(const PublishedRun& r, const config::Scenario& sc,
-                                             const RunResult& res, std::string& convention) {
+                                             const RunResult& res, const config::ReadingVocabulary& vocab,
+                                             std::string& convention) {
   const double t = res.iteration_time_s;
   if (!(t > 0)) return std::nullopt;
   const auto& p = sc.plan;
@@ -224,7 +225,7 @@ std::optional<Comparison> compare_throughput(const PublishedRun& r, const config
   if (r.tokens_per_s_per_gpu && *r.tokens_per_s_per_gpu > 0) {
     return rate(Metric::kTokensPerSPerGpu, tokens / t / gpus, *r.tokens_per_s_per_gpu);
   }
-  FlopConvention conv = flop_convention(r);
+  FlopConvention conv = flop_convention(r, vocab);
   const double params = r.n_params_b ? *r.n_params_b * 1e9 : static_cast<double>(ir::parameter_count(sc.model));
   const auto flops = [&](bool hardware) {
     if (conv.family == FlopFamily::kSixN) {
@@ -381,7 +382,7 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
 
   const Attempt& a = *ch.attempt;
   out.parallelism = parallelism_kind(a.scenario.plan);
-  out.throughput = compare_throughput(row, a.scenario, a.result, out.convention);
+  out.throughput = compare_throughput(row, a.scenario, a.result, vocabulary, out.convention);
   if (row.peak_mem && *row.peak_mem > 0) {
     Comparison c;
     c.metric = Metric::kPeakMemory;

@@ -45,16 +45,13 @@ struct PublishedRun {
   // Read from FILE.overrides.textproto beside the CSV: settings the row's source states outside
   // the columns, applied after the reading rules.
   std::vector<config::RowOverride> overrides;
-  // Optional columns of mixture-of-experts rows (moe_run_columns()): the zoo model whose
+  // Optional columns of mixture-of-experts rows: the zoo model whose
   // architecture the row names (MoE, latent attention and MTP come from its file), the expert
   // counts as the source prints them (checked against it), and expert and expert-tensor
   // parallelism.
   std::string zoo_model;
   std::optional<std::int64_t> num_experts, top_k, moe_ffn_hidden, shared_experts, ep, etp;
 };
-
-// The optional columns of mixture-of-experts rows.
-const std::vector<std::string>& moe_run_columns();
 
 // The columns every file must have (any order; other columns are ignored).
 const std::vector<std::string>& published_run_columns();
@@ -99,10 +96,10 @@ struct FlopConvention {
   bool hardware = false;       // counts recompute FLOPs (HFU-like)
   bool causal_halved = false;  // attention scores halved for causal masks
 };
-// The convention a row's throughput numbers use, read from tflops_kind and notes: "6N" /
-// "6*seqlen*params" names the 6N family, "hardware"/"HFU" the hardware variant, "halved" (not
-// "not halved") the causal halving; otherwise Megatron model FLOPs.
-FlopConvention flop_convention(const PublishedRun& run);
+// The convention a row's throughput numbers use, read from tflops_kind and notes by the
+// vocabulary's flops-* lists (the 6N family, hardware FLOPs, causal halving); otherwise Megatron
+// model FLOPs.
+FlopConvention flop_convention(const PublishedRun& run, const config::ReadingVocabulary& vocab);
 std::string describe(const FlopConvention& c);
 
 // ---------------------------------------------------------------------------------------------

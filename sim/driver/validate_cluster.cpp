@@ -61,11 +61,8 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
   // A800 and H800: the export versions of the A100 and H100 SXM, the same chip with NVLink cut
   // to 400 GB/s (bidirectional, per GPU) from 600 GB/s (A100) and 900 GB/s (H100).
   const std::string* nvlink_400 = spelling_in(vocab, config::Words::kNvlink400, g);
-  // Memory size as written ("80GB", "40 GB", "40GiB", "40G"); a wattage or model number is not one.
-  static const std::regex kGb(R"((?:^|[^0-9])(\d{1,5})\s*(gb|gib|g)\b)");
-  std::smatch mg;
-  std::int64_t gb = 0;
-  if (std::regex_search(g, mg, kGb)) gb = std::stoll(mg[1].str());
+  // Memory size as written ("80GB", "40 GB"), the vocabulary's gpu-memory-gb pattern.
+  const auto gb = static_cast<std::int64_t>(number_in(vocab, config::Numbers::kGpuMemoryGb, g).value_or(0));
   // A column naming only the architecture ("NVIDIA Ampere GPUs", "Hopper GPUs") is read as its
   // data-centre training part (the vocabulary's gpu_architectures).
   std::string named = g;
@@ -122,10 +119,8 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
   // ("ConnectX-6", "NVLink4", "H100").
   const std::string ic = to_lower(r.interconnect);
   std::smatch m;
-  static const std::regex kGpusPerNode(
-      R"((?:^|[^a-z0-9.\-])(\d{1,4})\s*(?:x\s*)?(?:gpus?|[ah][18]00s?|h200s?)(?:\s+gpus?)?\s*(?:per|/|each)\s*(?:node|server|host))");
-  if (std::regex_search(ic, m, kGpusPerNode)) {
-    const auto n = static_cast<std::int32_t>(std::stoi(m[1].str()));
+  if (const auto per_node = number_in(vocab, config::Numbers::kGpusPerNode, ic)) {
+    const auto n = static_cast<std::int32_t>(*per_node);
     // A server of n GPUs is its own NVLink domain; in a rack-scale domain (NVL72) only the
     // host changes, when whole hosts still fill the domain.
     const bool server = domain.gpus_per_domain == host.gpus_per_host;
@@ -164,9 +159,6 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
   static const std::regex kNicCount(
       R"((?:^|[^a-z0-9.\-])(\d{1,4})(?!\d|\s*(?:gb|gbps|gbit|g\b|tb|tbps))\s*(?:x|×)?\s*(?:(?!gpus?\b|per\b|and\b|with\b)[a-z0-9][^\s,;()]*\s+){0,4}(?:hcas?|nics?|adapters?|links|ports|rails)\b)");
   static const std::regex kNum(R"((\d{1,3}(?:,\d{3}){1,3}|\d{1,7}(?:\.\d+)?)\s*(gb/s|gbps|gbit/s|gbits?\b|tb/s|tbps|tbit/s))");
-  static const std::regex kPerNode(
-      R"(^[^;.]*(per node|/node|node-node|node-to-node|inter-node|internode|inter node|per server|per instance|per host))");
-  static const std::regex kPerGpu(R"(^\s*(per gpu|/gpu|per device|each gpu|per nic|/nic))");
   const std::regex kIb(R"(\b()" + ib_words(vocab) + R"()(\d{3})?\b)");
   if (std::regex_search(ic, m, kCountRate)) {
     nics = static_cast<std::int32_t>(std::stoi(m[1].str()));
@@ -182,12 +174,11 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r, const config
     if (const auto num = outside_nvlink(kNum)) {
       rate = rate_gbits((*num)[1].str(), (*num)[2].str());
       const std::string after = num->suffix().str();
-      std::smatch pn;
       // A per-node aggregate: "1600 Gbps per node", "800Gbps inter-node interconnect" (the
       // node's links to the others) unless the rate is said to be per GPU; an AWS EFA rate,
       // which AWS quotes per instance (p4d 400 Gbps over 4 EFA adapters, p5 3200 Gbps over 32);
       // or a rate no single NIC port reaches (above 800 Gb/s, XDR).
-      per_node = (std::regex_search(after, pn, kPerNode) && !std::regex_search(after, pn, kPerGpu)) ||
+      per_node = (says(vocab, config::Words::kPerNodeRate, after) && !says(vocab, config::Words::kPerGpuRate, after)) ||
                  says(vocab, config::Words::kPerInstanceRate, ic) || *rate > 800;
     } else if (std::regex_search(ic, m, kIb)) {
       rate = ib_rate_gbits(m[1], m[2], vocab);

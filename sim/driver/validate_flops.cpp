@@ -1,6 +1,5 @@
 // FLOP conventions of the published sources (Megatron model/hardware FLOPs, 6N) and their reading.
 #include <cmath>
-#include <regex>
 
 #include "sim/base/format.h"
 #include "sim/driver/validate.h"
@@ -8,8 +7,6 @@
 #include "sim/ir/model_graph.h"
 
 namespace ts::driver {
-
-using reading::has;
 
 double megatron_model_flops(const ir::ModelSpec& m, std::int64_t seq, double sequences) {
   // Mixture-of-experts, latent-attention and MTP models: Megatron-Core's count is ir::model_flops.
@@ -71,18 +68,13 @@ double recomputed_layer_share(const parallel::ParallelPlan& plan, const ir::Mode
   return static_cast<double>(recomputed) / static_cast<double>(model.num_layers);
 }
 
-FlopConvention flop_convention(const PublishedRun& run) {
-  const std::string kind = to_lower(run.tflops_kind);
-  const std::string text = kind + " " + to_lower(run.notes);
+FlopConvention flop_convention(const PublishedRun& run, const config::ReadingVocabulary& vocab) {
+  const std::string text = run.tflops_kind + " " + run.notes;
   FlopConvention c;
-  // "6N", "6*N", "6·N", "6ND", "6 * params", "6 × parameters", "6*seqlen*params": FLOPs from
-  // the parameter count.
-  static const std::regex kSixN(
-      R"((^|[^0-9.])6\s*(\*|·|×)?\s*(n(\s*(\*|·|×)?\s*d)?|params|parameters|seqlen\s*(\*|·|×)\s*params)([^a-z]|$))");
-  if (std::regex_search(text, kSixN)) c.family = FlopFamily::kSixN;
-  c.hardware = has(kind, "hardware") || has(kind, "hfu");
-  c.causal_halved = has(text, "halved") && !has(text, "not halved") && !has(text, "not causal-halved") &&
-                    !has(text, "not be halved");
+  if (reading::says(vocab, config::Words::kFlops6n, text)) c.family = FlopFamily::kSixN;
+  c.hardware = reading::says(vocab, config::Words::kFlopsHardware, run.tflops_kind);
+  c.causal_halved = reading::says(vocab, config::Words::kFlopsHalved, text) &&
+                    !reading::says(vocab, config::Words::kFlopsNotHalved, text);
   return c;
 }
 

@@ -187,11 +187,15 @@ void read_sharding(Reading& x) {
   const auto zero = parse_zero(x.r, x.fw, x.out.assumptions);
   p.zero_stage = zero.value_or(0);
   x.out.zero_given = zero.has_value();
-  if (const auto group = stated_shard_group(x.r.zero_fsdp); group && p.zero_stage > 0) {
+  // A shard group the sharding cell states as a number: hybrid sharding, parameters sharded
+  // within groups of that many data-parallel ranks and replicated across groups. HSDP without
+  // one stays full sharding (validate_rules.cpp, zero_stage_named).
+  if (const auto stated = number_in(x.vocab, config::Numbers::kShardGroup, x.r.zero_fsdp); stated && p.zero_stage > 0) {
     const std::int64_t ranks = p.dp * p.cp;
-    if (*group > 1 && *group < ranks && ranks % *group == 0) {
-      p.zero_shard_group = *group;
-      x.note("sharded within groups of " + str(*group) + " of the " + str(ranks) +
+    const auto group = static_cast<std::int64_t>(*stated);
+    if (group > 1 && group < ranks && ranks % group == 0) {
+      p.zero_shard_group = group;
+      x.note("sharded within groups of " + str(group) + " of the " + str(ranks) +
              " data-parallel ranks, replicated across groups (stated shard degree)");
     }
   }
@@ -254,7 +258,7 @@ void read_recompute(Reading& x) {
   // "selective" recomputes the attention core in every layer): a row with both HFU and MFU
   // tells the share, as full recompute of a share f of the layers adds f/3 to the model
   // FLOPs (the forward again: 8N instead of 6N per token with every layer).
-  std::optional<PartialRecompute> partial = parse_partial_recompute(rtext);
+  std::optional<PartialRecompute> partial = parse_partial_recompute(rtext, x.vocab);
   if (!partial && p.recompute == parallel::Recompute::kSelective &&
       !x.fw.offers(parallel::Recompute::kSelective) && r.hfu_pct && r.mfu_pct && *r.mfu_pct > 0) {
     const double share = 3.0 * (*r.hfu_pct / *r.mfu_pct - 1.0);
@@ -301,7 +305,7 @@ void read_optimizer_states(Reading& x) {
   // Pure 16-bit training: the parameters themselves are bf16, so a PyTorch optimizer keeps
   // its state in bf16 and there is no fp32 master copy. Plain SGD on pure bf16 parameters
   // keeps no optimizer state at all.
-  const bool stateless = sgd_without_momentum(x.r);
+  const bool stateless = sgd_without_momentum(x.r, x.vocab);
   x.p.optimizer_states = stateless ? parallel::OptimizerStates::kNone : parallel::OptimizerStates::kBf16;
   x.note(stateless ? "no optimizer state (SGD without momentum on bf16 weights)"
                    : "bf16 optimizer states (pure bf16 parameters)");

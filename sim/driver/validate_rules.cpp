@@ -131,24 +131,18 @@ bool names_unfused_core(const RowFrameworks& fw) {
 // its eras: Megatron-LM's legacy models, Megatron-DeepSpeed, DeepSpeed before FlashAttention-2,
 // GPT-NeoX, metaseq; their sources in frameworks/).
 bool flash_attention(const PublishedRun& r, const RowFrameworks& fw) {
-  const std::string all = stack_text(r);
-  // "no flash attention", "without FlashAttention", "flash-attn not supported", "FA disabled" in
-  // the columns that describe the run's own stack (notes may compare with other runs: "without
-  // FlashAttention 142 TFLOP/s").
-  static const std::regex kNoFlash(
-      R"(\b(no|without|not|disabled?)\s+(use\s+|using\s+)?(flash|fa2?\b|fused attention)|(flash[- _]?(attn|attention)?|\bfa2?)\s+(is\s+)?(not|disabled|off)\b)");
-  if (std::regex_search(to_lower(r.framework + " " + r.precision), kNoFlash)) return false;
-  if (says(*fw.vocab, config::Words::kFusedAttention, all)) return true;
+  // Said to be off in the columns that describe the run's own stack (notes may compare with
+  // other runs: "without FlashAttention 142 TFLOP/s").
+  if (says(*fw.vocab, config::Words::kAttentionDisabled, r.framework + " " + r.precision)) return false;
+  if (says(*fw.vocab, config::Words::kFusedAttention, stack_text(r))) return true;
   return fw.named_kernel.has_value() || !names_unfused_core(fw);
 }
 
 // Plain SGD without momentum: the row names SGD and says nothing of a nonzero momentum.
-bool sgd_without_momentum(const PublishedRun& r) {
+bool sgd_without_momentum(const PublishedRun& r, const config::ReadingVocabulary& vocab) {
   const std::string all = stack_text(r);
-  static const std::regex kSgd(R"(\bsgd\b)");
-  static const std::regex kNoMomentum(R"((no|without) momentum|momentum\s*=\s*0(\.0+)?(?![\d.]))");
-  if (!std::regex_search(all, kSgd)) return false;
-  return !has(all, "momentum") || std::regex_search(all, kNoMomentum);
+  if (!says(vocab, config::Words::kSgd, all)) return false;
+  return !has(all, "momentum") || says(vocab, config::Words::kNoMomentum, all);
 }
 
 // The fused-attention kernel a row's framework ran, by name when the row gives a version:
@@ -181,11 +175,7 @@ std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw) {
     return "FlashAttention-1";
   }
   if (names_fa2) return "FlashAttention-2";
-  // Triton named as the attention kernel ("Triton FlashAttention", "triton attention"), not as a
-  // compiler version or Inductor's code generation ("pytorch-triton 2.1.0").
-  static const std::regex kTritonAttention(
-      R"(triton[^,;]{0,16}(flash|attention|attn)|(flash|attention|attn)[^,;]{0,16}triton)");
-  if (std::regex_search(all, kTritonAttention)) return "FlashAttention-Triton";
+  if (says(vocab, config::Words::kTritonAttention, all)) return "FlashAttention-Triton";
   if (says(vocab, config::Words::kFlashAttention1, all)) return "FlashAttention-1";
   if (fw.named_kernel) return *fw.named_kernel;
   // The kernel of the named frameworks: the GPU's default (Transformer Engine's) before a named
@@ -242,21 +232,6 @@ std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
   return std::nullopt;
 }
 
-// The shard group a sharding cell states as a number ("FSDP=128 x DP=16", "shard degree 8",
-// data_parallel_shard_degree=8): hybrid sharding, parameters sharded within groups of that many
-// data-parallel ranks and replicated across groups (MaxText's ici/dcn_fsdp_parallelism beside
-// dcn_data_parallelism, PyTorch's HYBRID_SHARD, torchtitan's data_parallel_replicate_degree).
-// nullopt when no number is stated: HSDP without one stays full sharding (see zero_stage_named).
-std::optional<std::int64_t> stated_shard_group(const std::string& text) {
-  static const std::regex kGroup(
-      R"((?:fsdp|shard(?:ing)?(?:[ _](?:group|degree|size))?)\s*[=:]\s*(\d{1,9})\b|shard(?:ing)?[ _](?:group|degree|size)\s+(?:of\s+)?(\d{1,9})\b)");
-  const std::string t = to_lower(text);
-  std::smatch m;
-  if (!std::regex_search(t, m, kGroup)) return std::nullopt;
-  const std::string digits = m[1].matched ? m[1].str() : m[2].str();
-  return std::stoll(digits);
-}
-
 // "yes", "True (TP with sequence parallel)", "enabled", "on": true; "no", "False", "off": false;
 // empty or "not stated": nullopt.
 std::optional<bool> parse_yes_no(const std::string& text, const config::ReadingVocabulary& vocab) {
@@ -266,39 +241,17 @@ std::optional<bool> parse_yes_no(const std::string& text, const config::ReadingV
          says(vocab, config::Words::kSequenceParallelOn, t);
 }
 
-// The share of layers that run full recompute when a recompute cell names only some: a count
-// ("full, 4 layers per stage", "recompute_num_layers 4": Megatron-LM's block method, per model
-// chunk) or a share ("every 2nd layer", "every other block", "half", "50%", "ratio 0.5": layer
-// checkpointing of torchtitan's layer policy or fms-fsdp's selective_checkpointing). Nothing
-// when the cell names none.
-std::optional<PartialRecompute> parse_partial_recompute(const std::string& text) {
-  const std::string t = to_lower(text);
-  std::smatch m;
-  static const std::regex kCount(R"((\d+)\s*(transformer\s+)?(layers?|blocks?)([^a-z]|$))");
-  static const std::regex kNumLayers(R"(num[_ -]?layers[^0-9]{0,3}(\d+))");
-  if (std::regex_search(t, m, kNumLayers) || std::regex_search(t, m, kCount)) {
-    const std::int64_t n = std::stoll(m[1].str().substr(0, 9));
-    if (n > 0) return PartialRecompute{n, 0};
+// The layers that run full recompute when a recompute cell names only some: a count ("full, 4
+// layers per stage", "recompute_num_layers 4": Megatron-LM's block method, per model chunk) or a
+// share ("every 2nd layer", "half", "50%", "ratio 0.5": torchtitan's layer policy, fms-fsdp's
+// selective_checkpointing), the vocabulary's recompute-layers and recompute-share patterns.
+// Nothing when the cell names none.
+std::optional<PartialRecompute> parse_partial_recompute(const std::string& text, const config::ReadingVocabulary& vocab) {
+  if (const auto n = number_in(vocab, config::Numbers::kRecomputeLayers, text); n && *n >= 1) {
+    return PartialRecompute{static_cast<std::int64_t>(std::min(*n, 1e9)), 0};
   }
-  static const std::regex kEvery(R"(every\s+(other|second|third|fourth|(\d+)(st|nd|rd|th)?)([^a-z0-9]|$))");
-  if (std::regex_search(t, m, kEvery)) {
-    const std::string w = m[1].str();
-    const double n = w == "other" || w == "second" ? 2 : w == "third" ? 3 : w == "fourth" ? 4
-                                                                      : std::stod(m[2].str().substr(0, 9));
-    if (n >= 1) return PartialRecompute{0, 1.0 / n};
-  }
-  static const std::regex kPercent(R"((\d+(\.\d+)?)\s*%)");
-  static const std::regex kRatio(R"((ratio|fraction|share)[^0-9]{0,3}(0?\.\d+|1(\.0+)?)([^0-9]|$))");
-  static const std::regex kHalf(R"((^|[^a-z])half([^a-z]|$))");
-  if (std::regex_search(t, m, kPercent)) {
-    const double share = std::stod(m[1].str()) / 100.0;
-    if (share > 0 && share <= 1) return PartialRecompute{0, share};
-  } else if (std::regex_search(t, m, kRatio)) {
-    const double share = std::stod(m[2].str());
-    if (share > 0 && share <= 1) return PartialRecompute{0, share};
-  } else if (std::regex_search(t, kHalf)) {
-    return PartialRecompute{0, 0.5};
-  }
+  const auto share = number_in(vocab, config::Numbers::kRecomputeShare, text);
+  if (share && *share > 0 && *share <= 1) return PartialRecompute{0, *share};
   return std::nullopt;
 }
 
@@ -323,7 +276,7 @@ std::optional<parallel::Recompute> parse_recompute(const std::string& text,
     return parallel::Recompute::kSelective;
   }
   if (says(vocab, Words::kRecomputeNone, t)) return parallel::Recompute::kNone;
-  if (says(vocab, Words::kRecomputeFull, t) || says(vocab, Words::kSwitchOn, t) || parse_partial_recompute(t)) {
+  if (says(vocab, Words::kRecomputeFull, t) || says(vocab, Words::kSwitchOn, t) || parse_partial_recompute(t, vocab)) {
     return parallel::Recompute::kFull;
   }
   return parallel::Recompute::kNone;

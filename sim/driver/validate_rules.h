@@ -71,19 +71,19 @@ std::optional<config::Cluster> build_cluster(const PublishedRun& r,
 // Framework and plan rules (validate_rules.cpp).
 bool eager_elementwise(const PublishedRun& r, const RowFrameworks& fw);
 bool flash_attention(const PublishedRun& r, const RowFrameworks& fw);
-bool sgd_without_momentum(const PublishedRun& r);
+bool sgd_without_momentum(const PublishedRun& r, const config::ReadingVocabulary& vocab);
 std::string attention_kernel(const PublishedRun& r, const RowFrameworks& fw);
 std::set<std::string> calibrated_attention_kernels(const std::string& gpu,
                                                    config::ComputeModelCache& calibrations);
 std::optional<int> parse_zero(const PublishedRun& r, const RowFrameworks& fw,
                               std::vector<std::string>& notes);
-std::optional<std::int64_t> stated_shard_group(const std::string& text);
 std::optional<bool> parse_yes_no(const std::string& text, const config::ReadingVocabulary& vocab);
 struct PartialRecompute {
   std::int64_t layers = 0;  // per model chunk
   double share = 0;         // of each chunk's layers
 };
-std::optional<PartialRecompute> parse_partial_recompute(const std::string& text);
+std::optional<PartialRecompute> parse_partial_recompute(const std::string& text,
+                                                        const config::ReadingVocabulary& vocab);
 std::optional<parallel::Recompute> parse_recompute(const std::string& text,
                                                    const config::ReadingVocabulary& vocab);
 std::vector<std::int64_t> uneven_stage_layers(std::int64_t layers, std::int64_t stages);

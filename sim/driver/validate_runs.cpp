@@ -81,12 +81,6 @@ const std::vector<std::string>& published_run_columns() {
   return kColumns;
 }
 
-const std::vector<std::string>& moe_run_columns() {
-  static const std::vector<std::string> kColumns = {"zoo_model", "num_experts", "top_k", "moe_ffn_hidden",
-                                                    "shared_experts", "ep", "etp"};
-  return kColumns;
-}
-
 std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file) {
   const csv::Table table = csv::parse_table(text, file);
   DiagnosticList problems;
@@ -100,7 +94,8 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
     }
   }
   problems.throw_if_any();
-  for (const auto& name : moe_run_columns()) {
+  // The optional columns of mixture-of-experts rows.
+  for (const char* name : {"zoo_model", "num_experts", "top_k", "moe_ffn_hidden", "shared_experts", "ep", "etp"}) {
     if (const int i = table.column(name); i >= 0) col[name] = static_cast<std::size_t>(i);
   }
 

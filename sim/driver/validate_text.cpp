@@ -112,12 +112,38 @@ const std::string* spelling_in(const config::ReadingVocabulary& vocab, config::W
       const std::string t = to_lower(text);
       return first([&](const std::string& w) { return occurs_alone(t, w, letter); });
     }
+    case config::WordMatch::kPattern: {
+      const std::string t = to_lower(text);
+      for (std::size_t i = 0; i < l.patterns.size(); ++i) {
+        if (std::regex_search(t, l.patterns[i])) return &l.spelled[i];
+      }
+      return nullptr;
+    }
   }
   return nullptr;
 }
 
 bool says(const config::ReadingVocabulary& vocab, config::Words list, std::string_view text) {
   return spelling_in(vocab, list, text) != nullptr;
+}
+
+std::optional<double> number_in(const config::ReadingVocabulary& vocab, config::Numbers rule, std::string_view text) {
+  const std::string t = to_lower(text);
+  std::smatch m;
+  for (const auto& n : vocab.patterns(rule)) {
+    if (!std::regex_search(t, m, n.compiled)) continue;
+    double v = n.value.value_or(0);
+    for (std::size_t g = 1; !n.value && g < m.size(); ++g) {
+      if (!m[g].matched) continue;
+      std::string digits = m[g].str();
+      std::erase(digits, ',');
+      v = std::stod(digits);
+      break;
+    }
+    v /= n.divide_by;
+    return n.invert ? 1.0 / v : v;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::uint32_t> recompute_modules_in(const config::ReadingVocabulary& vocab, std::string_view text) {

@@ -22,6 +22,9 @@ std::string join(const std::vector<std::int64_t>& v, std::string_view sep);
 // Whether `text` says what the vocabulary's word list `list` is for, compared as the list's
 // `match` asks (sim/schema/reading.proto).
 bool says(const config::ReadingVocabulary& vocab, config::Words list, std::string_view text);
+// The number `text` gives by the vocabulary's patterns for `rule` (the first that matches, in
+// file order, as sim/schema/reading.proto describes); none when no pattern matches.
+std::optional<double> number_in(const config::ReadingVocabulary& vocab, config::Numbers rule, std::string_view text);
 // The recompute modules `text` lists after a "recompute-modules" spelling (module names as
 // Megatron-Core spells them, separated by spaces, commas, "and" or list brackets, up to the
 // first other word) as parallel::module_bit()s; 0 for an empty list; none without the word.

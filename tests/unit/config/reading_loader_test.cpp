@@ -76,6 +76,11 @@ TEST_CASE("the reading rules' word lists load, bad ones are named") {
     CHECK(v.list(static_cast<Words>(w)).source.size() > 5);
   }
   CHECK(v.list(Words::kZero3).match == WordMatch::kWords);
+  for (int n = 0; n < kNumNumberRules; ++n) {
+    INFO(number_rule_name(static_cast<Numbers>(n)));
+    CHECK_FALSE(v.patterns(static_cast<Numbers>(n)).empty());
+    for (const auto& p : v.patterns(static_cast<Numbers>(n))) CHECK(p.source.size() > 5);
+  }
   REQUIRE_FALSE(v.framework_spellings.empty());
 
   TempDir dir;
@@ -83,6 +88,8 @@ TEST_CASE("the reading rules' word lists load, bad ones are named") {
                                      "words { rule: \"zero-9\" spelled: [\"x\"] source: \"s\" }\n"
                                      "words { rule: \"zero-1\" match: \"regex\" spelled: [\"x\"] source: \"s\" }\n"
                                      "words { rule: \"zero-1\" spelled: [\"\"] source: \"s\" }\n"
+                                     "words { rule: \"sgd\" match: \"pattern\" spelled: [\"(sgd\"] source: \"s\" }\n"
+                                     "numbers { rule: \"shard-group\" pattern: \"shard\" source: \"s\" }\n"
                                      "framework_spellings { as: \"x\" spelled: [\"y\"] }\n"
                                      "gpu_architectures { word: \"volta\" part: \"v100\" source: \"s\" }\n");
   const auto ds = test::diagnostics_of([&] { load_reading_vocabulary(path); });
@@ -95,6 +102,9 @@ TEST_CASE("the reading rules' word lists load, bad ones are named") {
   CHECK(match->line == 2);
   CHECK(test::find_field(ds, "words[2].rule") != nullptr);     // given twice
   CHECK(test::find_field(ds, "words[2].spelled") != nullptr);  // empty spelling
+  CHECK(test::find_field(ds, "words[3].spelled") != nullptr);  // not a regular expression
+  CHECK(test::find_field(ds, "numbers[0].pattern") != nullptr);  // neither a capture nor a value
+  CHECK(test::find_field(ds, "numbers") != nullptr);  // the other rules' patterns are missing
   CHECK(test::find_field(ds, "framework_spellings[0].source") != nullptr);
   CHECK(test::find_field(ds, "gpu_architectures[0].part") != nullptr);  // no such GPU part
   CHECK(test::find_field(ds, "words") != nullptr);  // the other rules' lists are missing

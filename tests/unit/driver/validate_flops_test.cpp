@@ -112,32 +112,33 @@ TEST_CASE("6N convention: MosaicML's MFU = (6N + 12·L·d·s)·tokens/s / (GPUs 
 
 TEST_CASE("flop_convention reads the family, hardware and causal halving from tflops_kind and notes") {
   driver::PublishedRun r;
+  const auto vocab = config::load_reading_vocabulary();
   r.tflops_kind = "hardware (Megatron formula 96*B*s*l*h^2*(1+s/6h+V/16lh) counts the recompute forward pass)";
-  auto c = driver::flop_convention(r);
+  auto c = driver::flop_convention(r, vocab);
   CHECK(c.family == driver::FlopFamily::kMegatron);
   CHECK(c.hardware);
 
   r.tflops_kind = "model (6*seqlen*params + 12*L*h*seqlen^2, attention not halved for causal)";
-  c = driver::flop_convention(r);
+  c = driver::flop_convention(r, vocab);
   CHECK(c.family == driver::FlopFamily::kSixN);
   CHECK_FALSE(c.hardware);
   CHECK_FALSE(c.causal_halved);
 
   r.tflops_kind = "model";
   r.notes = "MFU = (6N + 12*L*d*s)*tokens/s / (GPUs*peak), attention term not halved for causal";
-  c = driver::flop_convention(r);
+  c = driver::flop_convention(r, vocab);
   CHECK(c.family == driver::FlopFamily::kSixN);
   CHECK_FALSE(c.causal_halved);
 
   r.notes = "model FLOPs 6·N per token plus attention, causal-halved";
-  c = driver::flop_convention(r);
+  c = driver::flop_convention(r, vocab);
   CHECK(c.family == driver::FlopFamily::kSixN);
   CHECK(c.causal_halved);
 
   // "96*B" or "16 nodes" are not 6N.
   r.tflops_kind = "model";
   r.notes = "aggregate over 16 nodes, 96*B*s formula";
-  c = driver::flop_convention(r);
+  c = driver::flop_convention(r, vocab);
   CHECK(c.family == driver::FlopFamily::kMegatron);
 }
 

@@ -622,16 +622,38 @@ TEST_CASE("spelling: family defaults and uneven pipeline splits") {
   CHECK(total == 70);
 }
 
+TEST_CASE("spelling: numbers read by the vocabulary's patterns") {
+  const auto vocab = config::load_reading_vocabulary();
+  using driver::reading::number_in;
+  using driver::reading::parse_partial_recompute;
+  CHECK(parse_partial_recompute("full, 4 layers per stage", vocab)->layers == 4);
+  CHECK(parse_partial_recompute("recompute_num_layers=2", vocab)->layers == 2);
+  CHECK(parse_partial_recompute("every other block", vocab)->share == 0.5);
+  CHECK(parse_partial_recompute("every 3rd layer", vocab)->share == 1.0 / 3.0);
+  CHECK(parse_partial_recompute("Every fourth layer", vocab)->share == 0.25);
+  CHECK(parse_partial_recompute("50%", vocab)->share == 0.5);
+  CHECK(parse_partial_recompute("ratio 0.25", vocab)->share == 0.25);
+  CHECK(parse_partial_recompute("half of the blocks", vocab)->share == 0.5);
+  CHECK_FALSE(parse_partial_recompute("full", vocab));
+  CHECK(number_in(vocab, config::Numbers::kShardGroup, "FSDP=128 x DP=16") == 128);
+  CHECK(number_in(vocab, config::Numbers::kShardGroup, "HSDP, shard group of 8") == 8);
+  CHECK_FALSE(number_in(vocab, config::Numbers::kShardGroup, "HSDP"));
+  CHECK(number_in(vocab, config::Numbers::kGpuMemoryGb, "H100 SXM 94GB 700W") == 94);
+  CHECK(number_in(vocab, config::Numbers::kGpusPerNode, "4 H100 GPUs per node, 4x 200 Gb/s") == 4);
+  CHECK_FALSE(number_in(vocab, config::Numbers::kGpusPerNode, "ConnectX-6 per node"));
+}
+
 TEST_CASE("spelling: FLOP conventions named as 6ND or 6 x parameters") {
   PublishedRun r;
+  const auto vocab = config::load_reading_vocabulary();
   r.tflops_kind = "model (6ND)";
-  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  CHECK(driver::flop_convention(r, vocab).family == driver::FlopFamily::kSixN);
   r.tflops_kind = "model: 6 × parameters + attention";
-  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  CHECK(driver::flop_convention(r, vocab).family == driver::FlopFamily::kSixN);
   r.tflops_kind = "model (6N + 12*L*H*Q*T per token)";
-  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kSixN);
+  CHECK(driver::flop_convention(r, vocab).family == driver::FlopFamily::kSixN);
   r.tflops_kind = "model (6 nodes)";
-  CHECK(driver::flop_convention(r).family == driver::FlopFamily::kMegatron);
+  CHECK(driver::flop_convention(r, vocab).family == driver::FlopFamily::kMegatron);
 }
 
 TEST_CASE("held-out-style runs: every row is compared or listed with its reason") {
