@@ -33,7 +33,9 @@ TEST_CASE("sliding window: query-key pairs and computed blocks") {
   CHECK(full == 32.0 * 33.0 / 2.0);
   s.window = 128;  // 127 keys back reach one block before the diagonal block
   CHECK(compute::detail::attention_blocks(s, 128) == 1.0 + 2.0 * 31.0);
-  s.window = 129;  // 128 keys back can reach two blocks back
+  s.window = 129;  // 128 keys back from a block's first row: still the block before
+  CHECK(compute::detail::attention_blocks(s, 128) == 1.0 + 2.0 * 31.0);
+  s.window = 130;  // 129 keys back reach two blocks back
   CHECK(compute::detail::attention_blocks(s, 128) == 1.0 + 2.0 + 3.0 * 30.0);
   s.window = 4096;
   CHECK(compute::detail::attention_blocks(s, 128) == full);
