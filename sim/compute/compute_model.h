@@ -51,7 +51,8 @@ struct AttentionShape {
                static_cast<double>(seq_q) * static_cast<double>(seq_kv);
     if (causal) f *= 0.5;
     if (causal && window > 0) {
-      f = 4.0 * static_cast<double>(batch * heads * head_dim) * ir::banded_pairs(seq_q, seq_kv, window);
+      f = 4.0 * static_cast<double>(batch * heads * head_dim) *
+          ir::banded_pairs(seq_q, seq_kv, window);
     }
     if (direction == Direction::kBackward) f *= 2.5;
     return Flops(f);

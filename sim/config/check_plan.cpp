@@ -76,7 +76,8 @@ void model_rules(const ir::ModelSpec& m,
     fail("mtp_layers", "must be in 0.." + str(kMaxLayers) + " (got " + str(m.mtp_layers) + ")");
   }
   if (m.sliding_window < 0 || m.sliding_window > kMaxSeqLen) {
-    fail("sliding_window.tokens", "must be in 1.." + str(kMaxSeqLen) + " (got " + str(m.sliding_window) + ")");
+    fail("sliding_window.tokens",
+         "must be in 1.." + str(kMaxSeqLen) + " (got " + str(m.sliding_window) + ")");
   }
   if (m.full_attention_every < 0 || m.full_attention_every > kMaxLayers) {
     fail("sliding_window.full_every",

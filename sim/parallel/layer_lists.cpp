@@ -297,7 +297,8 @@ class ListBuilder {
 }  // namespace
 
 LayerLists build_layer_lists(const ir::ModelSpec& model, const ParallelPlan& plan,
-                             std::vector<std::vector<ir::Op>>& op_lists, std::int64_t attention_window) {
+                             std::vector<std::vector<ir::Op>>& op_lists,
+                             std::int64_t attention_window) {
   return ListBuilder(model, plan, op_lists, attention_window).run();
 }
 

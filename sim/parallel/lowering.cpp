@@ -176,11 +176,13 @@ std::int32_t Lowerer::attention_backward(const Label& l, std::int32_t dep, Bytes
   const LayerLists& al = attn_lists(l.layer);
   dep = tp_before(l, dep);
   if (plan_.cp == 1) {
-    return tp_after(l, compute(split ? al.attn_bwd_in : al.attn_bwd, l, {dep}, grads, release + grads));
+    return tp_after(l, compute(split ? al.attn_bwd_in : al.attn_bwd, l, {dep}, grads,
+                               release + grads));
   }
   dep = compute(split ? al.post_bwd_in : al.post_bwd, l, {dep}, grads);
   dep = attention_core(l, dep);
-  return tp_after(l, compute(split ? al.pre_bwd_in : al.pre_bwd, l, {dep}, Bytes(), release + grads));
+  return tp_after(l,
+                  compute(split ? al.pre_bwd_in : al.pre_bwd, l, {dep}, Bytes(), release + grads));
 }
 
 std::int32_t Lowerer::layer_forward(const Label& l, std::int32_t dep, Bytes attn_alloc, Bytes mlp_alloc) {
@@ -224,7 +226,8 @@ Lowerer::BackwardMemory Lowerer::backward_memory(bool full) const {
 std::int32_t Lowerer::layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem, bool split) {
   const std::int32_t gathered = gather_layer(l);
   const Bytes mlp_left = split ? std::min(mem.mlp_release, mlp_weight_held(l.layer)) : Bytes();
-  const Bytes attn_left = split ? std::min(mem.attn_release, attn_lists(l.layer).w_held_attn) : Bytes();
+  const Bytes attn_left =
+      split ? std::min(mem.attn_release, attn_lists(l.layer).w_held_attn) : Bytes();
   dep = mlp_backward({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep, gathered, mem.mlp_grads,
                      mem.mlp_release - mlp_left + mem.mlp_grads, split);
   dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, mem.attn_release - attn_left,

@@ -52,7 +52,8 @@ TEST_CASE("sliding window: GPT-OSS bands every other layer, bad fields named") {
 
   config::test::TempDir dir;
   const std::string base(config::test::kValidModel);
-  const auto all = config::load_model(dir.write("all.textproto", base + "sliding_window { tokens: 64 }\n"));
+  const auto all =
+      config::load_model(dir.write("all.textproto", base + "sliding_window { tokens: 64 }\n"));
   CHECK(all.attention_window(0) == 64);
   CHECK(all.attention_window(1) == 64);
   for (const char* bad : {"sliding_window { tokens: 0 }\n", "sliding_window { full_every: 2 }\n",
