@@ -7,6 +7,7 @@
 #include "sim/base/units.h"
 #include "sim/compute/gpu_spec.h"
 #include "sim/ir/dtype.h"
+#include "sim/ir/model_graph.h"
 
 namespace ts::compute {
 
@@ -36,15 +37,23 @@ struct AttentionShape {
   std::int64_t seq_kv = 0;
   std::int64_t head_dim = 0;
   bool causal = true;
+  // Causal sliding window: keys each query attends to (0: all earlier keys). The kernel skips
+  // the blocks outside the band (attention_blocks in kernel_features.h).
+  std::int64_t window = 0;
   Direction direction = Direction::kForward;
   ir::Dtype dtype = ir::Dtype::kBf16;
 
   // FlashAttention paper convention: forward 4·sq·skv·d·heads per sequence, halved when causal
-  // (for square blocks); backward 2.5× forward (Dao 2023, FA2 benchmark script).
+  // (for square blocks); backward 2.5× forward (Dao 2023, FA2 benchmark script). A window
+  // counts its query-key pairs (ir::banded_pairs).
   Flops flops() const {
     double f = 4.0 * static_cast<double>(batch * heads * head_dim) *
                static_cast<double>(seq_q) * static_cast<double>(seq_kv);
     if (causal) f *= 0.5;
+    if (causal && window > 0) {
+      f = 4.0 * static_cast<double>(batch * heads * head_dim) *
+          ir::banded_pairs(seq_q, seq_kv, window);
+    }
     if (direction == Direction::kBackward) f *= 2.5;
     return Flops(f);
   }

@@ -48,9 +48,13 @@ inline double gemm_bytes(const GemmShape& s) {
 // Computed B×B blocks per (sequence, head). A causal mask keeps, for query block i, the key
 // blocks up to the diagonal; queries are the last seq_q of the seq_kv positions (bottom-right
 // aligned, as FlashAttention >= 2.1 does), so block i sees min(nkv, i + 1 + ceil(offset/B)).
+// A causal sliding window of w keys leaves each query block at most ceil((w-1)/B) + 1 key
+// blocks (the diagonal block and those reaching w - 1 keys back): FlashAttention's and cuDNN's
+// banded masks skip the blocks outside the band.
 inline double attention_blocks(const AttentionShape& s, std::int64_t block) {
   const std::int64_t nq = ceil_div(s.seq_q, block);
-  const std::int64_t nkv = ceil_div(s.seq_kv, block);
+  std::int64_t nkv = ceil_div(s.seq_kv, block);
+  if (s.causal && s.window > 0) nkv = std::min(nkv, ceil_div(s.window - 1, block) + 1);
   if (!s.causal) return static_cast<double>(nq) * static_cast<double>(nkv);
   const std::int64_t offset = s.seq_kv > s.seq_q ? s.seq_kv - s.seq_q : 0;
   const std::int64_t q0 = ceil_div(offset, block);

@@ -124,10 +124,10 @@ std::optional<ir::Op> parse_op(std::string_view text) {
     op.kind = ir::OpKind::kGemm;
     op.gemm = {v[0], v[1], v[2], v[3]};
     op.flops = compute::GemmShape{v[0], v[1], v[2], v[3], op.dtype}.flops();
-  } else if (kind == "attention" && v.size() == 7 && v[6] <= 1) {
+  } else if (kind == "attention" && (v.size() == 7 || (v.size() == 8 && v[7] > 0)) && v[6] <= 1) {
     op.name = "attention";
     op.kind = ir::OpKind::kAttention;
-    op.attn = {v[0], v[1], v[2], v[3], v[4], v[5], v[6] == 1};
+    op.attn = {v[0], v[1], v[2], v[3], v[4], v[5], v[6] == 1, v.size() == 8 ? v[7] : 0};
     compute::AttentionShape a;
     a.batch = v[0];
     a.heads = v[1];
@@ -136,6 +136,7 @@ std::optional<ir::Op> parse_op(std::string_view text) {
     a.seq_kv = v[4];
     a.head_dim = v[5];
     a.causal = v[6] == 1;
+    a.window = op.attn.window;
     a.direction = op.backward ? compute::Direction::kBackward : compute::Direction::kForward;
     op.flops = a.flops();
   } else if (kind == "memory" && v.size() == 1) {

@@ -75,6 +75,14 @@ void model_rules(const ir::ModelSpec& m,
   if (m.mtp_layers < 0 || m.mtp_layers > kMaxLayers) {
     fail("mtp_layers", "must be in 0.." + str(kMaxLayers) + " (got " + str(m.mtp_layers) + ")");
   }
+  if (m.sliding_window < 0 || m.sliding_window > kMaxSeqLen) {
+    fail("sliding_window.tokens",
+         "must be in 1.." + str(kMaxSeqLen) + " (got " + str(m.sliding_window) + ")");
+  }
+  if (m.full_attention_every < 0 || m.full_attention_every > kMaxLayers) {
+    fail("sliding_window.full_every",
+         "must be in 0.." + str(kMaxLayers) + " (got " + str(m.full_attention_every) + ")");
+  }
   if (m.moe) {
     const ir::MoeSpec& e = *m.moe;
     // An upper bound far above any published model (Kimi-K2: 384 routed experts), low enough

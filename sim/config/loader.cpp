@@ -155,6 +155,15 @@ std::optional<ir::ModelSpec> convert_model(const sch::Model& m, const Checker& c
     s.kv_channels = m.head_dim();
   }
   if (m.has_mtp_layers()) s.mtp_layers = m.mtp_layers();
+  if (m.has_sliding_window()) {
+    const Checker wc = c.nested("sliding_window");
+    wc.require(m.sliding_window().has_tokens(), "tokens");
+    s.sliding_window = m.sliding_window().tokens();
+    if (m.sliding_window().has_tokens() && s.sliding_window <= 0) {
+      wc.fail("tokens", "must be > 0 (got " + std::to_string(s.sliding_window) + ")");
+    }
+    s.full_attention_every = m.sliding_window().full_every();
+  }
   if (m.has_moe()) {
     const sch::Moe& e = m.moe();
     const Checker mc = c.nested("moe");

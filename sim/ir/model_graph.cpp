@@ -54,6 +54,12 @@ Op attention(const ModelSpec& model, const LayerShape& s) {
   // FlashAttention convention (Dao 2023): 4·sq·skv·d per head, halved under a causal mask.
   op.flops = Flops(2.0 * static_cast<double>(s.micro_batch * op.attn.heads * op.attn.head_dim) *
                    static_cast<double>(op.attn.seq_q) * static_cast<double>(op.attn.seq_kv));
+  if (s.attention_window > 0 && !model.mla) {
+    // A sliding window: each query meets at most `window` keys (4·d FLOPs per query-key pair).
+    op.attn.window = s.attention_window;
+    op.flops = Flops(4.0 * static_cast<double>(s.micro_batch * op.attn.heads * op.attn.head_dim) *
+                     banded_pairs(op.attn.seq_q, op.attn.seq_kv, op.attn.window));
+  }
   if (model.mla) {
     // Latent attention: queries and keys carry head_dim + rope_head_dim channels, values
     // head_dim; the kernel runs at the wider query/key head, QKᵀ and PV count their own widths.

@@ -1,6 +1,7 @@
 // The model graph: the ops of a transformer layer, embedding and LM head, with shapes and FLOPs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -24,7 +25,21 @@ struct GemmDims {
 struct AttentionDims {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   bool causal = true;
+  std::int64_t window = 0;  // sliding window: keys per query (0: all earlier keys)
 };
+
+// Query-key pairs a causal sliding window of `window` keys computes when the `seq_q` queries are
+// the last of `seq_kv` positions (bottom-right aligned): Σ over queries of min(window, keys
+// before and at it). window >= seq_kv gives the causal triangle.
+inline double banded_pairs(std::int64_t seq_q, std::int64_t seq_kv, std::int64_t window) {
+  const double a = static_cast<double>(std::max<std::int64_t>(0, seq_kv - seq_q) + 1);
+  const double b = a + static_cast<double>(seq_q) - 1;  // keys seen by the first and last query
+  const double w = static_cast<double>(window);
+  if (seq_q <= 0) return 0;
+  if (b <= w) return (a + b) * (b - a + 1) / 2;
+  if (a > w) return w * (b - a + 1);
+  return (a + w) * (w - a + 1) / 2 + w * (b - w);
+}
 
 struct Op {
   const char* name = "";  // static string, e.g. "qkv", "attention", "mlp_down"
@@ -76,6 +91,8 @@ struct LayerShape {
   std::int64_t attention_q = 0;
   std::int64_t attention_kv = 0;
   std::int64_t attention_heads_divisor = 1;
+  // Sliding-window layers: keys each query attends to (ModelSpec::attention_window); 0: full.
+  std::int64_t attention_window = 0;
 };
 
 // The ops of one block on one device, in execution order. Backward lists are in the order the

@@ -59,6 +59,10 @@ struct ModelSpec {
   std::optional<MoeSpec> moe;    // absent: a dense model
   std::optional<MlaSpec> mla;    // absent: grouped-query attention
   std::int64_t mtp_layers = 0;   // multi-token prediction modules
+  // Sliding-window attention: keys a query of a banded layer attends to (0: none), and every
+  // how many layers one keeps full attention (0: none does; Megatron-Core window_attn_skip_freq).
+  std::int64_t sliding_window = 0;
+  std::int64_t full_attention_every = 0;
 
   std::int64_t head_dim() const { return kv_channels > 0 ? kv_channels : hidden / num_heads; }
   std::int64_t q_hidden() const { return head_dim() * num_heads; }
@@ -66,6 +70,13 @@ struct ModelSpec {
   // Whether layer `layer` (0-based) has a mixture of experts instead of a dense MLP.
   bool is_moe_layer(std::int64_t layer) const { return moe && layer >= moe->dense_layers; }
   std::int64_t moe_layers() const { return moe ? num_layers - moe->dense_layers : 0; }
+  // Keys a query of layer `layer` (0-based) attends to under its sliding window; 0: full causal
+  // attention (Megatron-Core is_layer_window_attention: 1-based n is banded unless n % freq == 0).
+  std::int64_t attention_window(std::int64_t layer) const {
+    if (sliding_window <= 0) return 0;
+    if (full_attention_every > 0 && (layer + 1) % full_attention_every == 0) return 0;
+    return sliding_window;
+  }
 };
 
 }  // namespace ts::ir

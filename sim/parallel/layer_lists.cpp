@@ -24,8 +24,8 @@ std::vector<ir::Op> edge_gemms(const std::vector<ir::Op>& ops, bool last, std::s
 class ListBuilder {
  public:
   ListBuilder(const ir::ModelSpec& model, const ParallelPlan& plan,
-              std::vector<std::vector<ir::Op>>& op_lists)
-      : model_(model), plan_(plan), op_lists_(op_lists) {}
+              std::vector<std::vector<ir::Op>>& op_lists, std::int64_t attention_window)
+      : model_(model), plan_(plan), op_lists_(op_lists), attention_window_(attention_window) {}
 
   LayerLists run() {
     build_op_lists();
@@ -50,6 +50,7 @@ class ListBuilder {
     shape.flash_attention = plan_.flash_attention;
     shape.fp8_attention = plan_.fp8_attention;
     shape.eager_elementwise = plan_.elementwise == Elementwise::kEager;
+    shape.attention_window = attention_window_;
     return shape;
   }
 
@@ -289,14 +290,16 @@ class ListBuilder {
   const ir::ModelSpec& model_;
   const ParallelPlan& plan_;
   std::vector<std::vector<ir::Op>>& op_lists_;
+  std::int64_t attention_window_ = 0;  // > 0: a sliding-window layer's lists
   LayerLists lists_;
 };
 
 }  // namespace
 
 LayerLists build_layer_lists(const ir::ModelSpec& model, const ParallelPlan& plan,
-                             std::vector<std::vector<ir::Op>>& op_lists) {
-  return ListBuilder(model, plan, op_lists).run();
+                             std::vector<std::vector<ir::Op>>& op_lists,
+                             std::int64_t attention_window) {
+  return ListBuilder(model, plan, op_lists, attention_window).run();
 }
 
 }  // namespace ts::parallel

@@ -53,7 +53,9 @@ struct LayerLists {
 };
 
 // Appends the plan's op lists to `op_lists` and names them.
+// `attention_window` > 0: the lists of a sliding-window layer (ir::LayerShape::attention_window).
 LayerLists build_layer_lists(const ir::ModelSpec& model, const ParallelPlan& plan,
-                             std::vector<std::vector<ir::Op>>& op_lists);
+                             std::vector<std::vector<ir::Op>>& op_lists,
+                             std::int64_t attention_window = 0);
 
 }  // namespace ts::parallel

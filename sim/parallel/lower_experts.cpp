@@ -99,7 +99,8 @@ void Lowerer::a2a_overlapped_layers(Run& b, std::int64_t piece, Run& f, std::int
   const Label b_mlp{Pass::kBackward, Part::kMlp, b_layer, b.mb};
   const std::int32_t gathered = gather_layer(b_attn);
   const Bytes mlp_left = b.split ? std::min(mem.mlp_release, mlp_weight_held(b_layer)) : Bytes();
-  const Bytes attn_left = b.split ? std::min(mem.attn_release, lists_.w_held_attn) : Bytes();
+  const Bytes attn_left =
+      b.split ? std::min(mem.attn_release, attn_lists(b_layer).w_held_attn) : Bytes();
   // The forward's layer, as forward_layer() lowers it.
   const auto f_layer = static_cast<std::int32_t>(f.first + i);
   const Bytes kept = layer_kept(false);

@@ -97,7 +97,8 @@ void Lowerer::weight_gradients(std::int32_t mb, std::int64_t chunk, bool last_mi
     const Label attn{Pass::kWeightGrad, Part::kAttention, layer, mb};
     const BackwardMemory mem = backward_memory(i < r.recomputed);
     dep = compute(mlp_weight_list(layer), mlp, {dep}, Bytes(), std::min(mem.mlp_release, mlp_weight_held(layer)));
-    dep = compute(lists_.attn_w, attn, {dep}, Bytes(), std::min(mem.attn_release, lists_.w_held_attn));
+    const LayerLists& al = attn_lists(layer);
+    dep = compute(al.attn_w, attn, {dep}, Bytes(), std::min(mem.attn_release, al.w_held_attn));
     if (zero3()) reduce_layer_gradients({Pass::kBackward, Part::kGradients, layer, mb}, dep);
     if (last_micro_batch) layer_gradients_ready(layer, dep);
   }

@@ -65,6 +65,10 @@ class Lowerer {
  private:
   void build_op_lists() {
     lists_ = build_layer_lists(model_, plan_, g_.op_lists);
+    // Sliding-window layers get their own attention lists (the same block with a banded core).
+    if (model_.sliding_window > 0) {
+      windowed_lists_ = build_layer_lists(model_, plan_, g_.op_lists, model_.sliding_window);
+    }
     // One bf16 activation tensor of the micro-batch: what TP collectives and pipeline sends move.
     const std::int64_t seq = plan_.seq_len / plan_.cp;
     act_bytes_ = Bytes(plan_.micro_batch * seq * model_.hidden * 2);
@@ -241,6 +245,10 @@ class Lowerer {
   // group's gather or scatter of the dispatched tokens; `dep` when the group has one rank.
   std::int32_t ep_all_to_all(const Label& l, std::int32_t dep);
   std::int32_t etp_collective(CommOp op, const Label& l, std::int32_t dep);
+  // The op lists of the attention block of `layer`: banded where the layer has a window.
+  const LayerLists& attn_lists(std::int64_t layer) const {
+    return model_.attention_window(layer) > 0 ? windowed_lists_ : lists_;
+  }
   // A split backward's weight gradients of the MLP block of `layer`, and what they keep.
   std::int32_t mlp_weight_list(std::int64_t layer) const {
     return model_.is_moe_layer(layer) ? lists_.moe.w : lists_.mlp_w;
@@ -468,6 +476,7 @@ class Lowerer {
   ChainBuilder chains_;  // appends to g_
   std::map<std::tuple<unsigned, std::int32_t, std::vector<std::int32_t>>, std::int32_t> comm_index_;
   LayerLists lists_;
+  LayerLists windowed_lists_;  // sliding-window layers' attention (ModelSpec::attention_window)
   Bytes act_bytes_;
   Bytes kv_bytes_;
   std::int64_t layer_params_ = 0;

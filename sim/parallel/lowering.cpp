@@ -117,13 +117,14 @@ std::int32_t Lowerer::tp_after(const Label& l, std::int32_t dep) {
 std::int32_t Lowerer::hidden(std::int32_t task, const Label& l, bool after) {
   const int part = l.part == Part::kMlp ? 1 : 0;
   const int bwd = l.pass == Pass::kBackward ? 1 : 0;
-  task_ref(task).hidden_by = lists_.tp_hide[part][bwd][after ? 1 : 0];
+  const LayerLists& lists = part == 0 && l.layer >= 0 ? attn_lists(l.layer) : lists_;
+  task_ref(task).hidden_by = lists.tp_hide[part][bwd][after ? 1 : 0];
   return task;
 }
 
 std::int32_t Lowerer::attention_core(const Label& l, std::int32_t dep) {
   const bool bwd = l.pass == Pass::kBackward;
-  const std::int32_t core = bwd ? lists_.core_bwd : lists_.core_fwd;
+  const std::int32_t core = bwd ? attn_lists(l.layer).core_bwd : attn_lists(l.layer).core_fwd;
   const std::int64_t cp = plan_.cp;
   switch (plan_.cp_algo) {
     case CpAlgo::kAllGather: {
@@ -163,21 +164,25 @@ std::int32_t Lowerer::attention_core(const Label& l, std::int32_t dep) {
 }
 
 std::int32_t Lowerer::attention_forward(const Label& l, std::int32_t dep, Bytes alloc, std::int32_t extra_dep) {
+  const LayerLists& al = attn_lists(l.layer);
   dep = tp_before(l, dep);
-  if (plan_.cp == 1) return tp_after(l, compute(lists_.attn_fwd, l, {dep, extra_dep}, alloc));
-  dep = compute(lists_.pre_fwd, l, {dep, extra_dep}, alloc);
+  if (plan_.cp == 1) return tp_after(l, compute(al.attn_fwd, l, {dep, extra_dep}, alloc));
+  dep = compute(al.pre_fwd, l, {dep, extra_dep}, alloc);
   dep = attention_core(l, dep);
-  return tp_after(l, compute(lists_.post_fwd, l, {dep}));
+  return tp_after(l, compute(al.post_fwd, l, {dep}));
 }
 
 std::int32_t Lowerer::attention_backward(const Label& l, std::int32_t dep, Bytes release, Bytes grads, bool split) {
+  const LayerLists& al = attn_lists(l.layer);
   dep = tp_before(l, dep);
   if (plan_.cp == 1) {
-    return tp_after(l, compute(split ? lists_.attn_bwd_in : lists_.attn_bwd, l, {dep}, grads, release + grads));
+    return tp_after(l, compute(split ? al.attn_bwd_in : al.attn_bwd, l, {dep}, grads,
+                               release + grads));
   }
-  dep = compute(split ? lists_.post_bwd_in : lists_.post_bwd, l, {dep}, grads);
+  dep = compute(split ? al.post_bwd_in : al.post_bwd, l, {dep}, grads);
   dep = attention_core(l, dep);
-  return tp_after(l, compute(split ? lists_.pre_bwd_in : lists_.pre_bwd, l, {dep}, Bytes(), release + grads));
+  return tp_after(l,
+                  compute(split ? al.pre_bwd_in : al.pre_bwd, l, {dep}, Bytes(), release + grads));
 }
 
 std::int32_t Lowerer::layer_forward(const Label& l, std::int32_t dep, Bytes attn_alloc, Bytes mlp_alloc) {
@@ -221,7 +226,8 @@ Lowerer::BackwardMemory Lowerer::backward_memory(bool full) const {
 std::int32_t Lowerer::layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem, bool split) {
   const std::int32_t gathered = gather_layer(l);
   const Bytes mlp_left = split ? std::min(mem.mlp_release, mlp_weight_held(l.layer)) : Bytes();
-  const Bytes attn_left = split ? std::min(mem.attn_release, lists_.w_held_attn) : Bytes();
+  const Bytes attn_left =
+      split ? std::min(mem.attn_release, attn_lists(l.layer).w_held_attn) : Bytes();
   dep = mlp_backward({Pass::kBackward, Part::kMlp, l.layer, l.mb}, dep, gathered, mem.mlp_grads,
                      mem.mlp_release - mlp_left + mem.mlp_grads, split);
   dep = attention_backward({Pass::kBackward, Part::kAttention, l.layer, l.mb}, dep, mem.attn_release - attn_left,

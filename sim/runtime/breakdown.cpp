@@ -135,6 +135,32 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
     unite(comm, intervals.first, intervals.last, next);
     comm.swap(next);
   }
+  // Each expert-parallel all-to-all closes its own period: what the compute beside one all-to-all
+  // loses is not made up by another one's exposed time. The all-to-alls are synchronisation
+  // points (the experts wait for the dispatch, the next block for the combine), and in
+  // Megatron-Core's 1F1B all-to-all overlap every schedule node waits for the one before it of
+  // its micro-batch (ScheduleNode's stream_acquire_context on the chunk's CUDA event,
+  // megatron/core/pipeline_parallel/utils.py; TransformerLayerSchedulePlan.run in
+  // megatron/core/models/common/model_chunk_schedule_plan.py), so each all-to-all and the
+  // compute beside it end together, however busy the EP stream stays around them.
+  const StreamIntervals& ep = streams[static_cast<std::size_t>(Stream::kEpComm)];
+  if (ep.first != ep.last) {
+    next.clear();
+    const StreamInterval* e = ep.first;
+    for (const Span& period : comm) {
+      std::int64_t from = period.start;
+      while (e != ep.last && e->end.ps() <= from) ++e;
+      for (const StreamInterval* k = e; k != ep.last && k->start.ps() < period.end; ++k) {
+        for (const std::int64_t cut : {k->start.ps(), k->end.ps()}) {
+          if (cut <= from || cut >= period.end) continue;
+          next.push_back({from, cut});
+          from = cut;
+        }
+      }
+      next.push_back({from, period.end});
+    }
+    comm.swap(next);
+  }
   const StreamIntervals& compute = streams[static_cast<std::size_t>(Stream::kCompute)];
   const double stretch = slowdown / (1 - slowdown);
   double lost = 0;

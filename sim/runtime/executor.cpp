@@ -36,6 +36,7 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
         a.seq_kv = op.attn.seq_kv;
         a.head_dim = op.attn.head_dim;
         a.causal = op.attn.causal;
+        a.window = op.attn.window;
         a.direction = op.backward ? compute::Direction::kBackward : compute::Direction::kForward;
         // bf16, or FP8 where the plan asks for FP8 attention (ir::LayerShape::fp8_attention).
         a.dtype = op.dtype;

@@ -114,6 +114,7 @@ std::string op_text(const ir::Op& op) {
       num(op.attn.seq_kv);
       num(op.attn.head_dim);
       num(op.attn.causal ? 1 : 0);
+      if (op.attn.window > 0) num(op.attn.window);  // sliding window, only where there is one
       break;
     case ir::OpKind::kMemoryBound:
       s = "memory " + head;

@@ -135,6 +135,7 @@ std::string op_summary(const ir::Op& op) {
                     static_cast<long long>(op.attn.head_dim));
       s += buf;
       if (op.attn.causal) s += " causal";
+      if (op.attn.window > 0) s += " window " + std::to_string(op.attn.window);
       break;
     case ir::OpKind::kMemoryBound:
       std::snprintf(buf, sizeof buf, " %.3g MB", op.moved.in_gb() * 1e3);

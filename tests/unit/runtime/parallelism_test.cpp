@@ -303,6 +303,29 @@ TEST_CASE("compute under communication runs slower, except where it waited on th
   CHECK(t[TimeCategory::kContention].ps() == std::int64_t{1} << 62);
 }
 
+TEST_CASE("contention: each all-to-all is its own period, however busy the EP stream") {
+  using runtime::TimeCategory;
+  // Two back-to-back all-to-alls (the 1F1B overlap's EP stream): beside the first, 4 ms of
+  // compute (compute-bound, slowed by 4 × 0.25 = 1 ms); the second runs 4 ms alone after 2 ms of
+  // compute (communication-bound: its wait absorbs the slowdown). One period over both would net
+  // the 1 ms against the 4 ms wait and charge nothing.
+  std::vector<runtime::StreamInterval> compute = {ms(0, 4, TimeCategory::kForward),
+                                                  ms(4, 6, TimeCategory::kBackward)};
+  std::vector<runtime::StreamInterval> ep = {ms(0, 4, TimeCategory::kExposedEp),
+                                             ms(4, 10, TimeCategory::kExposedEp)};
+  std::array<runtime::StreamIntervals, parallel::kNumStreams> s{};
+  s[static_cast<std::size_t>(Stream::kCompute)] = {compute.data(), compute.data() + compute.size()};
+  s[static_cast<std::size_t>(Stream::kEpComm)] = {ep.data(), ep.data() + ep.size()};
+  const auto end = SimTime() + Duration::from_seconds(0.1);
+  const auto t = runtime::device_breakdown(s, end, nullptr, 0.2);
+  CHECK(t[TimeCategory::kContention].seconds() * 1e3 == Approx(1.0));
+  // Data-parallel traffic alone keeps one period over touching transfers (as before).
+  std::array<runtime::StreamIntervals, parallel::kNumStreams> d{};
+  d[static_cast<std::size_t>(Stream::kCompute)] = s[static_cast<std::size_t>(Stream::kCompute)];
+  d[static_cast<std::size_t>(Stream::kDpComm)] = s[static_cast<std::size_t>(Stream::kEpComm)];
+  CHECK(runtime::device_breakdown(d, end, nullptr, 0.2)[TimeCategory::kContention].ps() == 0);
+}
+
 TEST_CASE("contention of a bucketed all-reduce: what hides under the backward slows it") {
   const parallel::ParallelPlan plan = bucketed_plan();
   const ir::ModelSpec m = model(8);
