@@ -95,17 +95,19 @@ class ReasonCounter {
   // A diagnostic of check_plan. Its group is found by its field and message: millions of
   // rejected combinations repeat a few thousand messages, and grouping each anew (rule_of,
   // Diagnostic::to_string) took most of the enumeration's time.
-  void add(const Diagnostic& d) {
-    key_.assign(d.file);
-    key_ += '\n';
-    key_ += std::to_string(d.line);
-    key_ += '\n';
-    key_ += d.field;
-    key_ += '\n';
-    key_ += d.message;
-    auto it = by_message_.find(key_);
-    if (it == by_message_.end()) {
-      it = by_message_.emplace(key_, group(rule_of(d), d.to_string())).first;
+  void add(const Diagnostic& d) { ++reasons_[group_of(d)].count; }
+  // A broken rule of check_plan_failures: a rule seen before goes to its group without its
+  // message being formatted (its words are the same, PlanFailure::rule), so that only the first
+  // plan breaking each rule formats a message.
+  void add(const config::PlanFailure& f) {
+    if (f.rule() == 0) {
+      add(Diagnostic{"", 0, f.flag(), f.message()});
+      return;
+    }
+    const RuleKey key{f.flag(), f.rule()};
+    auto it = by_rule_.find(key);
+    if (it == by_rule_.end()) {
+      it = by_rule_.emplace(key, group_of(Diagnostic{"", 0, f.flag(), f.message()})).first;
     }
     ++reasons_[it->second].count;
   }
@@ -122,6 +124,21 @@ class ReasonCounter {
   }
 
  private:
+  // The group of a diagnostic, made with it as the example if new.
+  std::size_t group_of(const Diagnostic& d) {
+    key_.assign(d.file);
+    key_ += '\n';
+    key_ += std::to_string(d.line);
+    key_ += '\n';
+    key_ += d.field;
+    key_ += '\n';
+    key_ += d.message;
+    auto it = by_message_.find(key_);
+    if (it == by_message_.end()) {
+      it = by_message_.emplace(key_, group(rule_of(d), d.to_string())).first;
+    }
+    return it->second;
+  }
   // The index of the group of `rule`, made with `example` if new.
   std::size_t group(const std::string& rule, const std::string& example) {
     auto [it, inserted] = index_.try_emplace(rule, reasons_.size());
@@ -130,6 +147,17 @@ class ReasonCounter {
   }
   std::map<std::string, std::size_t> index_;
   std::unordered_map<std::string, std::size_t> by_message_;  // whole diagnostic → group
+  struct RuleKey {
+    const char* flag;
+    std::uint64_t rule;
+    bool operator==(const RuleKey&) const = default;
+  };
+  struct RuleHash {
+    std::size_t operator()(const RuleKey& k) const {
+      return std::hash<std::uint64_t>()(k.rule) ^ std::hash<const char*>()(k.flag);
+    }
+  };
+  std::unordered_map<RuleKey, std::size_t, RuleHash> by_rule_;  // flag and rule → group
   std::string key_;
   std::vector<RejectReason> reasons_;
 };
@@ -321,6 +349,12 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
       reasons.add(rule, example);
     };
     parallel::ParallelPlan p = spec.base;
+    bool valid = true;
+    const std::function<void(const config::PlanFailure&)> count_failure =
+        [&](const config::PlanFailure& f) {
+          valid = false;
+          reasons.add(f);
+        };
     for (const auto pp : pps) {
       for (const auto cp : cps) {
         std::int64_t mp = 0;
@@ -427,14 +461,14 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
                                 p.moe_a2a_overlap = spec.base.moe_a2a_overlap && ep > 1 &&
                                                     recompute != parallel::Recompute::kFull &&
                                                     p.pairs_forward_backward();
-                                const auto diags =
-                                    config::check_plan(p, spec.model, spec.cluster, n);
-                                if (diags.empty()) {
+                                valid = true;
+                                config::check_plan_failures(p, spec.model, spec.cluster, n,
+                                                            count_failure);
+                                if (valid) {
                                   en.plans.push_back(p);
                                   continue;
                                 }
                                 ++en.rejected;
-                                for (const auto& d : diags) reasons.add(d);
                               }
                             }
                           }
