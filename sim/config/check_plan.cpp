@@ -1,5 +1,6 @@
 // Validation of a parallel plan against a model, a cluster and a GPU count (check_plan).
 #include <array>
+#include <source_location>
 #include <string>
 
 #include "sim/config/loader.h"
@@ -16,6 +17,9 @@ namespace {
 std::string str(std::int64_t v) { return std::to_string(v); }
 
 constexpr std::size_t kNumOrderAxesIndex = parallel::kNumOrderAxes;
+
+// check_plan's `words` for a message whose words vary with more than the schedule.
+constexpr std::uint64_t kVaryingWords = ~std::uint64_t{0};
 
 std::size_t axis_index(parallel::Axis a) {
   switch (a) {
@@ -146,78 +150,134 @@ void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, boo
   // Recompute modules need the part they rerun (Megatron-Core ignores the others silently; a
   // plan that names one is told).
   if (p.recomputes(parallel::RecomputeModule::kMlaUpProj) && !m.mla) {
-    fail("--recompute-modules", "mla_up_proj needs a model with multi-head latent attention (mla { })");
+    fail("--recompute-modules", [&] {
+      return std::string("mla_up_proj needs a model with multi-head latent attention (mla { })");
+    });
   }
   if (!m.moe) {
     if (p.recomputes(parallel::RecomputeModule::kMoeAct)) {
-      fail("--recompute-modules", "moe_act: " + m.name + " is a dense model: it has no experts");
+      fail("--recompute-modules", [&] {
+        return std::string("moe_act: " + m.name + " is a dense model: it has no experts");
+      });
     }
-    if (p.ep != 1) fail("--ep", m.name + " is a dense model: expert parallelism needs a model with moe { }");
-    if (p.etp != 1) fail("--etp", m.name + " is a dense model: expert tensor parallelism needs a model with moe { }");
-    if (p.routing != parallel::Routing::kBalanced) fail("--routing", m.name + " is a dense model: it has no router");
-    if (p.moe_imbalance != 1.0) fail("--moe-imbalance", m.name + " is a dense model: it has no experts");
+    if (p.ep != 1)
+      fail("--ep", [&] {
+        return std::string(m.name +
+                           " is a dense model: expert parallelism needs a model with moe { }");
+      });
+    if (p.etp != 1)
+      fail("--etp", [&] {
+        return std::string(
+            m.name + " is a dense model: expert tensor parallelism needs a model with moe { }");
+      });
+    if (p.routing != parallel::Routing::kBalanced)
+      fail("--routing",
+           [&] { return std::string(m.name + " is a dense model: it has no router"); });
+    if (p.moe_imbalance != 1.0)
+      fail("--moe-imbalance",
+           [&] { return std::string(m.name + " is a dense model: it has no experts"); });
     if (p.moe_dispatcher != parallel::MoeDispatcher::kAllToAll) {
-      fail("--moe-dispatcher", m.name + " is a dense model: it dispatches no tokens");
+      fail("--moe-dispatcher",
+           [&] { return std::string(m.name + " is a dense model: it dispatches no tokens"); });
     }
-    if (p.moe_a2a_overlap) fail("--moe-a2a-overlap", m.name + " is a dense model: it has no all-to-all to overlap");
+    if (p.moe_a2a_overlap)
+      fail("--moe-a2a-overlap", [&] {
+        return std::string(m.name + " is a dense model: it has no all-to-all to overlap");
+      });
     return;
   }
   const bool ep_ok = p.ep > 0 && p.ep <= m.moe->num_experts;
   if (!ep_ok) {
-    fail("--ep", "must be in 1..num_experts = " + str(m.moe->num_experts) + " (got " + str(p.ep) + ")");
+    fail("--ep", [&] {
+      return std::string("must be in 1..num_experts = " + str(m.moe->num_experts) + " (got " +
+                         str(p.ep) + ")");
+    });
   } else if (m.moe->num_experts % p.ep != 0) {
-    fail("--ep", str(p.ep) + " must divide the routed experts of " + m.name + " (" + str(m.moe->num_experts) + ")");
+    fail("--ep", [&] {
+      return std::string(str(p.ep) + " must divide the routed experts of " + m.name + " (" +
+                         str(m.moe->num_experts) + ")");
+    });
   }
   const bool etp_ok = p.etp > 0 && p.etp <= m.moe->expert_ffn_hidden;
   if (!etp_ok) {
-    fail("--etp", "must be in 1..expert_ffn_hidden (got " + str(p.etp) + ")");
+    fail("--etp",
+         [&] { return std::string("must be in 1..expert_ffn_hidden (got " + str(p.etp) + ")"); });
   } else if (m.moe->expert_ffn_hidden % p.etp != 0) {
-    fail("--etp", str(p.etp) + " must divide the expert width " + str(m.moe->expert_ffn_hidden));
+    fail("--etp", [&] {
+      return std::string(str(p.etp) + " must divide the expert width " +
+                         str(m.moe->expert_ffn_hidden));
+    });
   }
   if (ep_ok && etp_ok && sizes_ok && (p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0) {
-    fail("--ep", "ep·etp = " + str(p.ep) + "·" + str(p.etp) +
-                     " must divide the ranks of a pipeline stage, tp·cp·dp = " + str(p.tp) + "·" +
-                     str(p.cp) + "·" + str(p.dp));
+    fail("--ep", [&] {
+      return std::string("ep·etp = " + str(p.ep) + "·" + str(p.etp) +
+                         " must divide the ranks of a pipeline stage, tp·cp·dp = " + str(p.tp) +
+                         "·" + str(p.cp) + "·" + str(p.dp));
+    });
   }
   if (sizes_ok && p.tp > 1 && !p.sequence_parallel) {
-    fail("--sequence-parallel", "is required with --tp > 1 for a mixture-of-experts model (the MoE layer routes "
-                                "each TP rank's share of the sequence)");
+    fail("--sequence-parallel", [&] {
+      return std::string(
+          "is required with --tp > 1 for a mixture-of-experts model (the MoE layer routes "
+          "each TP rank's share of the sequence)");
+    });
   }
   if (!(p.moe_imbalance >= 1.0 && p.moe_imbalance <= 1e3)) {
-    fail("--moe-imbalance", "must be in 1..1000: the most loaded rank's tokens over the mean (got " +
-                                detail::format_number(p.moe_imbalance) + ")");
+    fail("--moe-imbalance", [&] {
+      return std::string("must be in 1..1000: the most loaded rank's tokens over the mean (got " +
+                         detail::format_number(p.moe_imbalance) + ")");
+    });
   }
   if (p.routing == parallel::Routing::kCapacity && !(p.capacity_factor >= 1.0 && p.capacity_factor <= 1e3)) {
-    fail("--routing", "capacity:F needs F in 1..1000 (got " + detail::format_number(p.capacity_factor) + ")");
+    fail("--routing", [&] {
+      return std::string("capacity:F needs F in 1..1000 (got " +
+                         detail::format_number(p.capacity_factor) + ")");
+    });
   }
   // Megatron-Core's conditions for --overlap-moe-expert-parallel-comm
   // (megatron/core/transformer/transformer_config.py): expert parallelism, no full recompute,
   // and with pp > 1 the interleaved schedule (DualPipeV pairs forwards and backwards as well).
   if (p.moe_a2a_overlap) {
-    if (p.ep == 1) fail("--moe-a2a-overlap", "needs --ep > 1: with one EP rank there is no all-to-all to overlap");
+    if (p.ep == 1)
+      fail("--moe-a2a-overlap", [&] {
+        return std::string("needs --ep > 1: with one EP rank there is no all-to-all to overlap");
+      });
     if (p.recompute == parallel::Recompute::kFull) {
-      fail("--moe-a2a-overlap", "does not run with --recompute full (Megatron-Core asserts it)");
+      fail("--moe-a2a-overlap", [&] {
+        return std::string("does not run with --recompute full (Megatron-Core asserts it)");
+      });
     }
     if (!p.pairs_forward_backward()) {
-      fail("--moe-a2a-overlap", "needs a schedule that pairs a forward with another micro-batch's backward: "
-                                "1f1b without pipelining (--pp 1), interleaved with --vpp > 1, or dualpipev");
+      fail("--moe-a2a-overlap", [&] {
+        return std::string(
+            "needs a schedule that pairs a forward with another micro-batch's backward: "
+            "1f1b without pipelining (--pp 1), interleaved with --vpp > 1, or dualpipev");
+      });
     }
   }
   if (p.zero_stage == 3) {
-    fail("--zero", "3 (FSDP) with a mixture-of-experts model is not modelled: use ZeRO 0-2");
+    fail("--zero", [&] {
+      return std::string("3 (FSDP) with a mixture-of-experts model is not modelled: use ZeRO 0-2");
+    });
   }
 }
 
-std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::ModelSpec& m,
-                                   const Cluster& cl, std::int64_t num_gpus,
-                                   bool check_gpu_count) {
-  std::vector<Diagnostic> out;
-  const auto fail = [&](const char* flag, std::string message) {
-    out.push_back(Diagnostic{"", 0, flag, std::move(message)});
+void check_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, const Cluster& cl,
+                      std::int64_t num_gpus, bool check_gpu_count,
+                      const std::function<void(const PlanFailure&)>& on_failure) {
+  // A rule is its line and the schedule (the stage words and schedule names outside parentheses
+  // depend on it), and `words` where a message's other words vary (kVaryingWords: no rule).
+  const auto fail = [&](const char* flag, const auto& message, std::uint64_t words = 0,
+                        std::source_location at = std::source_location::current()) {
+    const std::uint64_t rule = words == kVaryingWords
+                                   ? 0
+                                   : (std::uint64_t{at.line()} << 32) | (words << 8) |
+                                         static_cast<std::uint64_t>(p.schedule);
+    on_failure(PlanFailure(flag, rule, message));
   };
   const auto positive = [&](std::int64_t v, const char* flag) {
     if (v > 0) return true;
-    fail(flag, "must be > 0 (got " + str(v) + ")");
+    fail(flag, [&] { return std::string("must be > 0 (got " + str(v) + ")"); });
     return false;
   };
 
@@ -236,7 +296,7 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   // stay inside int64 and the simulated clock (int64 picoseconds, 106 days).
   const auto at_most = [&](std::int64_t v, std::int64_t max, const char* flag) {
     if (v <= max) return true;
-    fail(flag, "must be <= " + str(max) + " (got " + str(v) + ")");
+    fail(flag, [&] { return std::string("must be <= " + str(max) + " (got " + str(v) + ")"); });
     return false;
   };
   if (seq_ok) at_most(p.seq_len, kMaxSeqLen, "--seq");
@@ -244,26 +304,39 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   if (vpp_ok) at_most(p.vpp, kMaxLayers, "--vpp");
   if (mst_ok) at_most(p.mst_chunks, kMaxSeqLen, "--mst-chunks");
   if (mb_ok && seq_ok && p.seq_len <= kMaxSeqLen && p.micro_batch > kMaxMicroBatchTokens / p.seq_len) {
-    fail("--micro-batch", "micro_batch·seq = " + str(p.micro_batch) + "·" + str(p.seq_len) +
-                              " tokens must be <= " + str(kMaxMicroBatchTokens));
+    fail("--micro-batch", [&] {
+      return std::string("micro_batch·seq = " + str(p.micro_batch) + "·" + str(p.seq_len) +
+                         " tokens must be <= " + str(kMaxMicroBatchTokens));
+    });
   }
   if (p.recompute_layers < 0) {
-    fail("--recompute-layers", "must be >= 0 (got " + str(p.recompute_layers) + ")");
+    fail("--recompute-layers",
+         [&] { return std::string("must be >= 0 (got " + str(p.recompute_layers) + ")"); });
   } else if (p.recompute_layers > 0 && p.recompute != parallel::Recompute::kFull) {
-    fail("--recompute-layers", "counts layers of full recompute: needs --recompute full (got " +
-                                   std::string(name(p.recompute)) + ")");
+    fail("--recompute-layers", [&] {
+      return std::string("counts layers of full recompute: needs --recompute full (got " +
+                         std::string(name(p.recompute)) + ")");
+    });
   }
   if (p.zero_shard_group < 0) {
-    fail("--zero-shard-group", "must be >= 0 (got " + str(p.zero_shard_group) + ")");
+    fail("--zero-shard-group",
+         [&] { return std::string("must be >= 0 (got " + str(p.zero_shard_group) + ")"); });
   } else if (p.zero_shard_group > 0 && at_most(p.zero_shard_group, parallel::kMaxSplit, "--zero-shard-group")) {
     if (p.zero_stage != 3) {
-      fail("--zero-shard-group", "shards parameters in groups: needs --zero 3 (got " + std::to_string(p.zero_stage) + ")");
+      fail("--zero-shard-group", [&] {
+        return std::string("shards parameters in groups: needs --zero 3 (got " +
+                           std::to_string(p.zero_stage) + ")");
+      });
     } else if (dp_ok && cp_ok && (p.dp * p.cp) % p.zero_shard_group != 0) {
-      fail("--zero-shard-group", str(p.zero_shard_group) + " must divide dp·cp = " + str(p.dp * p.cp));
+      fail("--zero-shard-group", [&] {
+        return std::string(str(p.zero_shard_group) + " must divide dp·cp = " + str(p.dp * p.cp));
+      });
     }
   }
   if (p.zero_stage < 0 || p.zero_stage > 3) {
-    fail("--zero", "must be 0, 1, 2 or 3 (got " + std::to_string(p.zero_stage) + ")");
+    fail("--zero", [&] {
+      return std::string("must be 0, 1, 2 or 3 (got " + std::to_string(p.zero_stage) + ")");
+    });
   }
 
   // The rank layout is a mixed radix over the four axes (Megatron-LM parallel_state), so the
@@ -273,8 +346,10 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
     for (auto a : p.order) ++seen[axis_index(a)];
     const std::array<int, parallel::kNumOrderAxes + 1> once{1, 1, 1, 1, 0};
     if (p.order.size() != parallel::kNumOrderAxes || seen != once) {
-      fail("--order", "must name each of tp, cp, dp, pp exactly once (got '" +
-                          format_order(p.order) + "')");
+      fail("--order", [&] {
+        return std::string("must name each of tp, cp, dp, pp exactly once (got '" +
+                           format_order(p.order) + "')");
+      });
     }
   }
 
@@ -285,9 +360,15 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
     std::int64_t product = 0, a = 0, b = 0;
     const bool fits = mul(p.tp, p.pp, a) && mul(a, p.dp, b) && mul(b, p.cp, product);
     if (!fits || product != num_gpus) {
-      fail("--gpus", "tp·pp·dp·cp = " + str(p.tp) + "·" + str(p.pp) + "·" + str(p.dp) + "·" +
-                         str(p.cp) + (fits ? " = " + str(product) : std::string(" overflows")) +
-                         " must equal the number of GPUs (" + str(num_gpus) + ")");
+      fail(
+          "--gpus",
+          [&] {
+            return std::string("tp·pp·dp·cp = " + str(p.tp) + "·" + str(p.pp) + "·" + str(p.dp) +
+                               "·" + str(p.cp) +
+                               (fits ? " = " + str(product) : std::string(" overflows")) +
+                               " must equal the number of GPUs (" + str(num_gpus) + ")");
+          },
+          fits ? 1 : 2);
     }
   }
   // Runs smaller than a host are allowed (a few GPUs of one server); larger ones use whole
@@ -296,9 +377,11 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   if (gpus_ok && per_host > 0 && num_gpus > per_host && num_gpus % per_host != 0) {
     const bool node = per_host == cl.cluster.scale_up.gpus_per_domain;  // a DGX-class server
     const std::string unit = node ? "node" : "host";
-    fail("--gpus", str(num_gpus) + " GPUs span more than one " + unit + " but not whole " + unit +
-                       "s (" + cl.cluster.name + " has " + str(per_host) + " GPUs per " + unit +
-                       ")");
+    fail("--gpus", [&] {
+      return std::string(str(num_gpus) + " GPUs span more than one " + unit + " but not whole " +
+                         unit + "s (" + cl.cluster.name + " has " + str(per_host) + " GPUs per " +
+                         unit + ")");
+    });
   }
   // tp larger than a node is allowed: it is valid, only slow (TP traffic then crosses the
   // fabric), which is what the simulation will show.
@@ -307,8 +390,10 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   // 2019, §3): ColumnParallelLinear divides its output size by tp.
   if (tp_ok) {
     if (m.num_heads > 0 && m.num_heads % p.tp != 0) {
-      fail("--tp", "must divide the number of attention heads (" + m.name + " has " +
-                       str(m.num_heads) + "; got tp " + str(p.tp) + ")");
+      fail("--tp", [&] {
+        return std::string("must divide the number of attention heads (" + m.name + " has " +
+                           str(m.num_heads) + "; got tp " + str(p.tp) + ")");
+      });
     }
     // KV heads of grouped-query attention: with tp <= kv each rank holds kv/tp whole KV heads
     // (Megatron-Core's attention requires num_query_groups % tp == 0). With tp > kv each KV
@@ -319,15 +404,20 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
     if (kv > 0 && kv != m.num_heads) {
       const bool ok = p.tp <= kv ? kv % p.tp == 0 : p.tp % kv == 0;
       if (!ok) {
-        fail("--tp", "must divide the number of key/value heads (" + m.name + " has " + str(kv) +
-                         "), or be a multiple of it so that each KV head is replicated on tp/" +
-                         "kv ranks (got tp " + str(p.tp) + ")");
+        fail("--tp", [&] {
+          return std::string("must divide the number of key/value heads (" + m.name + " has " +
+                             str(kv) +
+                             "), or be a multiple of it so that each KV head is replicated on tp/" +
+                             "kv ranks (got tp " + str(p.tp) + ")");
+        });
       }
     }
     if (m.ffn_hidden > 0 && m.ffn_hidden % p.tp != 0) {
-      fail("--tp", "must divide ffn_hidden (" + m.name + " has " + str(m.ffn_hidden) +
-                       "): the MLP projections are split evenly across tp ranks (got tp " +
-                       str(p.tp) + ")");
+      fail("--tp", [&] {
+        return std::string("must divide ffn_hidden (" + m.name + " has " + str(m.ffn_hidden) +
+                           "): the MLP projections are split evenly across tp ranks (got tp " +
+                           str(p.tp) + ")");
+      });
     }
     // The vocabulary is not checked: Megatron-LM pads it to a multiple of 128·tp
     // (--make-vocab-size-divisible-by, _vocab_size_with_padding), so any tp splits it; the
@@ -350,33 +440,49 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
                          : "pp = " + str(p.pp);
     };
     if (!p.pp_layout.empty()) {
-      if (!p.pp_layers.empty()) fail("--pp-layout", "give --pp-layout or --pp-layers, not both");
+      if (!p.pp_layers.empty())
+        fail("--pp-layout",
+             [&] { return std::string("give --pp-layout or --pp-layers, not both"); });
       const parallel::ParsedLayout layout = parallel::parse_pp_layout(p.pp_layout);
       if (layout.error_position > 0) {
-        fail("--pp-layout", "'" + p.pp_layout + "' at position " + str(layout.error_position) +
-                                ": " + layout.error);
+        fail("--pp-layout", [&] {
+          return std::string("'" + p.pp_layout + "' at position " + str(layout.error_position) +
+                             ": " + layout.error);
+        });
       } else if (stages > 0) {
         const std::string why =
             parallel::check_pp_layout(layout.stages, stages, m.num_layers, m.mtp_layers);
         if (!why.empty()) {
-          fail("--pp-layout", "'" + p.pp_layout + "' " + why + "; stages: " + stage_words());
+          fail(
+              "--pp-layout",
+              [&] {
+                return std::string("'" + p.pp_layout + "' " + why + "; stages: " + stage_words());
+              },
+              kVaryingWords);
         }
       }
     } else if (p.pp_layers.empty()) {
       if (m.num_layers > 0 && stages > 0 && m.num_layers % stages != 0) {
         if (interleaved && m.num_layers % p.pp == 0) {
-          fail("--vpp", "the interleaved schedule needs num_layers (" + str(m.num_layers) +
-                            ") divisible by " + stage_words() + ", or --pp-layers");
+          fail("--vpp", [&] {
+            return std::string("the interleaved schedule needs num_layers (" + str(m.num_layers) +
+                               ") divisible by " + stage_words() + ", or --pp-layers");
+          });
         } else {
-          fail("--pp", "must divide num_layers (" + m.name + " has " + str(m.num_layers) +
-                           "; stages: " + stage_words() + "), or give the layers of each stage "
-                           "with --pp-layers");
+          fail("--pp", [&] {
+            return std::string("must divide num_layers (" + m.name + " has " + str(m.num_layers) +
+                               "; stages: " + stage_words() +
+                               "), or give the layers of each stage "
+                               "with --pp-layers");
+          });
         }
       }
     } else {
       if (static_cast<std::int64_t>(p.pp_layers.size()) != stages) {
-        fail("--pp-layers", "has " + str(static_cast<std::int64_t>(p.pp_layers.size())) +
-                                " entries; needs one per pipeline stage: " + stage_words());
+        fail("--pp-layers", [&] {
+          return std::string("has " + str(static_cast<std::int64_t>(p.pp_layers.size())) +
+                             " entries; needs one per pipeline stage: " + stage_words());
+        });
       }
       std::int64_t sum = 0;
       bool all_positive = true;
@@ -385,33 +491,50 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
         if (n <= 0) all_positive = false;
         if (__builtin_add_overflow(sum, n, &sum)) sum_fits = false;
       }
-      if (!all_positive) fail("--pp-layers", "every stage needs at least one layer (entries must be > 0)");
+      if (!all_positive)
+        fail("--pp-layers", [&] {
+          return std::string("every stage needs at least one layer (entries must be > 0)");
+        });
       if (all_positive && (!sum_fits || sum != m.num_layers)) {
-        fail("--pp-layers", "entries sum to " + str(sum) + " but " + m.name + " has " +
-                                str(m.num_layers) + " layers");
+        fail("--pp-layers", [&] {
+          return std::string("entries sum to " + str(sum) + " but " + m.name + " has " +
+                             str(m.num_layers) + " layers");
+        });
       }
     }
   }
   if (vpp_ok && p.vpp > 1 && !interleaved) {
-    fail("--vpp", "virtual pipeline stages (vpp " + str(p.vpp) +
-                      ") need --schedule interleaved (got " + std::string(name(p.schedule)) + ")");
+    fail("--vpp", [&] {
+      return std::string("virtual pipeline stages (vpp " + str(p.vpp) +
+                         ") need --schedule interleaved (got " + std::string(name(p.schedule)) +
+                         ")");
+    });
   }
   if (v_shape && pp_ok && p.pp < 2) {
-    fail("--schedule", std::string(name(p.schedule)) + " needs --pp >= 2 (two chunks per rank in a V)");
+    fail("--schedule", [&] {
+      return std::string(std::string(name(p.schedule)) +
+                         " needs --pp >= 2 (two chunks per rank in a V)");
+    });
   }
   if (p.schedule == parallel::Schedule::kDualPipeV) {
     // dualpipev.py asserts num_chunks >= num_ranks * 2 (DualPipeV.step).
     std::int64_t per_step = 0;
     if (pp_ok && dp_ok && mb_ok && gb_ok && p.pp >= 2 && mul(p.dp, p.micro_batch, per_step) &&
         p.global_batch % per_step == 0 && p.global_batch / per_step < 2 * p.pp) {
-      fail("--schedule", "dualpipev needs at least 2·pp = " + str(2 * p.pp) +
-                             " micro-batches per pipeline (global_batch/(dp·micro_batch) = " +
-                             str(p.global_batch / per_step) + ")");
+      fail("--schedule", [&] {
+        return std::string("dualpipev needs at least 2·pp = " + str(2 * p.pp) +
+                           " micro-batches per pipeline (global_batch/(dp·micro_batch) = " +
+                           str(p.global_batch / per_step) + ")");
+      });
     }
   }
   if (interleaved) {
-    if (vpp_ok && p.vpp < 2) fail("--schedule", "interleaved needs --vpp >= 2 model chunks per pipeline rank");
-    if (pp_ok && p.pp < 2) fail("--schedule", "interleaved needs --pp >= 2");
+    if (vpp_ok && p.vpp < 2)
+      fail("--schedule", [&] {
+        return std::string("interleaved needs --vpp >= 2 model chunks per pipeline rank");
+      });
+    if (pp_ok && p.pp < 2)
+      fail("--schedule", [&] { return std::string("interleaved needs --pp >= 2"); });
     // Megatron-LM's interleaved 1F1B raises "number of microbatches is not divisible by
     // pipeline-model-parallel-size when using interleaved schedule"
     // (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving;
@@ -421,9 +544,12 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
         p.global_batch % per_step == 0) {
       const std::int64_t micro = p.global_batch / per_step;
       if (micro % p.pp != 0) {
-        fail("--schedule", "interleaved needs the micro-batches per pipeline (global_batch/(dp·"
-                           "micro_batch) = " + str(micro) + ") to be a multiple of pp (" +
-                           str(p.pp) + ")");
+        fail("--schedule", [&] {
+          return std::string(
+              "interleaved needs the micro-batches per pipeline (global_batch/(dp·"
+              "micro_batch) = " +
+              str(micro) + ") to be a multiple of pp (" + str(p.pp) + ")");
+        });
       }
     }
   }
@@ -432,36 +558,47 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   if (dp_ok && mb_ok && gb_ok) {
     std::int64_t per_step = 0;
     if (!mul(p.dp, p.micro_batch, per_step) || p.global_batch % per_step != 0) {
-      fail("--global-batch", "must be a multiple of dp·micro_batch = " + str(p.dp) + "·" +
-                                 str(p.micro_batch) + " = " + str(per_step) + " (got " +
-                                 str(p.global_batch) + ")");
+      fail("--global-batch", [&] {
+        return std::string("must be a multiple of dp·micro_batch = " + str(p.dp) + "·" +
+                           str(p.micro_batch) + " = " + str(per_step) + " (got " +
+                           str(p.global_batch) + ")");
+      });
     }
   }
 
   // Context parallelism splits each sequence across cp ranks.
   if (p.tp_comm_overlap && (!p.sequence_parallel || p.tp <= 1)) {
     // Transformer Engine pipelines the all-gather and reduce-scatter of sequence parallelism.
-    fail("--tp-comm-overlap", "needs --sequence-parallel with tp > 1 (got tp " + str(p.tp) +
-                                  (p.sequence_parallel ? ")" : ", no sequence parallelism)"));
+    fail("--tp-comm-overlap", [&] {
+      return std::string("needs --sequence-parallel with tp > 1 (got tp " + str(p.tp) +
+                         (p.sequence_parallel ? ")" : ", no sequence parallelism)"));
+    });
   }
   if (!p.flash_attention && !p.attention_kernel.empty()) {
-    fail("--attention-kernel", "names a fused kernel ('" + p.attention_kernel +
-                                   "') but --unfused-attention runs the attention core unfused");
+    fail("--attention-kernel", [&] {
+      return std::string("names a fused kernel ('" + p.attention_kernel +
+                         "') but --unfused-attention runs the attention core unfused");
+    });
   }
   // Transformer Engine runs FP8 attention inside an FP8 recipe (fp8_autocast) and only in its
   // fused attention kernel.
   if (p.fp8_attention && !ir::quantized_gemm(p.dtype)) {
-    fail("--fp8-attention", "needs an FP8 recipe: --dtype fp8, mxfp8 or nvfp4 (got " +
-                                std::string(ir::dtype_name(p.dtype)) + ")");
+    fail("--fp8-attention", [&] {
+      return std::string("needs an FP8 recipe: --dtype fp8, mxfp8 or nvfp4 (got " +
+                         std::string(ir::dtype_name(p.dtype)) + ")");
+    });
   }
   if (p.fp8_attention && !p.flash_attention) {
-    fail("--fp8-attention", "runs the fused attention kernel, not --unfused-attention");
+    fail("--fp8-attention",
+         [&] { return std::string("runs the fused attention kernel, not --unfused-attention"); });
   }
   if (cp_ok && p.cp > 1 && !p.flash_attention) {
     // Ring and all-gather CP merge partial results with the log-sum-exp of blockwise (flash)
     // attention; Ulysses is modeled with the same kernel.
-    fail("--unfused-attention", "context parallelism (cp " + str(p.cp) +
-                                    ") is modeled with FlashAttention only");
+    fail("--unfused-attention", [&] {
+      return std::string("context parallelism (cp " + str(p.cp) +
+                         ") is modeled with FlashAttention only");
+    });
   }
   if (seq_ok && cp_ok && p.cp > 1) {
     switch (p.cp_algo) {
@@ -471,20 +608,29 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
         // 2·cp−1−i (Megatron-Core / Transformer Engine context parallelism; Llama 3, Dubey et
         // al. 2024 §3.3.2, splits the same way for its all-gather CP).
         if (p.seq_len % (2 * p.cp) != 0) {
-          fail("--seq", "must be divisible by 2·cp = " + str(2 * p.cp) +
-                            ": causal load balancing splits each sequence into 2·cp chunks (got " +
-                            str(p.seq_len) + ")");
+          fail("--seq", [&] {
+            return std::string(
+                "must be divisible by 2·cp = " + str(2 * p.cp) +
+                ": causal load balancing splits each sequence into 2·cp chunks (got " +
+                str(p.seq_len) + ")");
+          });
         }
         break;
       case parallel::CpAlgo::kUlysses:
         if (p.seq_len % p.cp != 0) {
-          fail("--seq", "must be divisible by cp (" + str(p.cp) + ") (got " + str(p.seq_len) + ")");
+          fail("--seq", [&] {
+            return std::string("must be divisible by cp (" + str(p.cp) + ") (got " +
+                               str(p.seq_len) + ")");
+          });
         }
         // The all-to-all trades the sequence split for a head split (Jacobs et al. 2023,
         // DeepSpeed-Ulysses): each cp rank needs whole heads of its tp rank's share.
         if (tp_ok && m.num_heads > 0 && m.num_heads % p.tp == 0 && (m.num_heads / p.tp) % p.cp != 0) {
-          fail("--cp", "Ulysses needs the heads per tp rank (" + str(m.num_heads) + "/" + str(p.tp) +
-                           " = " + str(m.num_heads / p.tp) + ") divisible by cp (" + str(p.cp) + ")");
+          fail("--cp", [&] {
+            return std::string("Ulysses needs the heads per tp rank (" + str(m.num_heads) + "/" +
+                               str(p.tp) + " = " + str(m.num_heads / p.tp) + ") divisible by cp (" +
+                               str(p.cp) + ")");
+          });
         }
         break;
     }
@@ -494,17 +640,23 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   if (p.sequence_parallel && seq_ok && cp_ok && tp_ok && p.tp > 1) {
     std::int64_t split = 0;
     if (!mul(p.cp, p.tp, split) || p.seq_len % split != 0) {
-      fail("--sequence-parallel", "needs --seq (" + str(p.seq_len) + ") divisible by cp·tp = " +
-                                      str(p.cp) + "·" + str(p.tp) + " = " + str(split));
+      fail("--sequence-parallel", [&] {
+        return std::string("needs --seq (" + str(p.seq_len) + ") divisible by cp·tp = " +
+                           str(p.cp) + "·" + str(p.tp) + " = " + str(split));
+      });
     }
   }
   if (seq_ok && m.position == ir::Position::kLearned && m.max_seq_len > 0 && p.seq_len > m.max_seq_len) {
-    fail("--seq", str(p.seq_len) + " exceeds the learned position table of " + m.name +
-                      " (max_seq_len " + str(m.max_seq_len) + ")");
+    fail("--seq", [&] {
+      return std::string(str(p.seq_len) + " exceeds the learned position table of " + m.name +
+                         " (max_seq_len " + str(m.max_seq_len) + ")");
+    });
   }
   if (mst_ok && seq_ok && cp_ok && p.mst_chunks > p.seq_len / p.cp) {
-    fail("--mst-chunks", str(p.mst_chunks) + " chunks exceed the " + str(p.seq_len / p.cp) +
-                             " tokens of a sequence on one cp rank");
+    fail("--mst-chunks", [&] {
+      return std::string(str(p.mst_chunks) + " chunks exceed the " + str(p.seq_len / p.cp) +
+                         " tokens of a sequence on one cp rank");
+    });
   }
 
   // Precision.
@@ -513,24 +665,32 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
     case ir::Dtype::kFp16: break;
     case ir::Dtype::kFp8:
       if (!(cl.gpu.peak_fp8.per_s() > 0)) {
-        fail("--dtype", "fp8 needs FP8 tensor cores, which " + cl.gpu.name +
-                            " does not have (peak_fp8_tflops is 0)");
+        fail("--dtype", [&] {
+          return std::string("fp8 needs FP8 tensor cores, which " + cl.gpu.name +
+                             " does not have (peak_fp8_tflops is 0)");
+        });
       }
       break;
     case ir::Dtype::kMxfp8:
       if (!cl.gpu.supports(p.dtype)) {
-        fail("--dtype", "mxfp8 needs block-scaled FP8 tensor cores (Blackwell), which " +
-                            cl.gpu.name + " does not have (peak_fp4_tflops is 0)");
+        fail("--dtype", [&] {
+          return std::string("mxfp8 needs block-scaled FP8 tensor cores (Blackwell), which " +
+                             cl.gpu.name + " does not have (peak_fp4_tflops is 0)");
+        });
       }
       break;
     case ir::Dtype::kNvfp4:
       if (!cl.gpu.supports(p.dtype)) {
-        fail("--dtype", "nvfp4 needs FP4 tensor cores (Blackwell), which " + cl.gpu.name +
-                            " does not have (peak_fp4_tflops is 0)");
+        fail("--dtype", [&] {
+          return std::string("nvfp4 needs FP4 tensor cores (Blackwell), which " + cl.gpu.name +
+                             " does not have (peak_fp4_tflops is 0)");
+        });
       }
       break;
     case ir::Dtype::kFp32:
-      fail("--dtype", "fp32 training is not modelled (expected " + dtype_choices() + ")");
+      fail("--dtype", [&] {
+        return std::string("fp32 training is not modelled (expected " + dtype_choices() + ")");
+      });
       break;
   }
 
@@ -540,12 +700,24 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
   if (p.optimizer_in_backward && dp_ok && mb_ok && gb_ok) {
     std::int64_t per_step = 0;
     if (mul(p.dp, p.micro_batch, per_step) && p.global_batch != per_step) {
-      fail("--optimizer-in-backward", "steps the optimizer during the backward pass, so it needs "
-                                      "one micro-batch per iteration: global_batch must equal "
-                                      "dp·micro_batch = " + str(per_step) + " (got " +
-                                      str(p.global_batch) + ")");
+      fail("--optimizer-in-backward", [&] {
+        return std::string(
+            "steps the optimizer during the backward pass, so it needs "
+            "one micro-batch per iteration: global_batch must equal "
+            "dp·micro_batch = " +
+            str(per_step) + " (got " + str(p.global_batch) + ")");
+      });
     }
   }
+}
+
+std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
+                                   const Cluster& cluster, std::int64_t num_gpus,
+                                   bool check_gpu_count) {
+  std::vector<Diagnostic> out;
+  check_plan_rules(plan, model, cluster, num_gpus, check_gpu_count, [&](const PlanFailure& f) {
+    out.push_back(Diagnostic{"", 0, f.flag(), f.message()});
+  });
   return out;
 }
 
@@ -554,6 +726,12 @@ std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& p, const ir::Mo
 std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
                                    const Cluster& cluster, std::int64_t num_gpus) {
   return detail::check_plan(plan, model, cluster, num_gpus, true);
+}
+
+void check_plan_failures(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
+                         const Cluster& cluster, std::int64_t num_gpus,
+                         const std::function<void(const PlanFailure&)>& on_failure) {
+  detail::check_plan_rules(plan, model, cluster, num_gpus, true, on_failure);
 }
 
 std::vector<Diagnostic> check_model(const ir::ModelSpec& model) {

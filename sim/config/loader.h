@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,36 @@ struct Scenario {
 // flag ("--tp"). Empty when the plan is valid.
 std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
                                    const Cluster& cluster, std::int64_t num_gpus);
+
+// One rule of check_plan that a plan breaks: its flag, the rule, and its message, formatted only
+// when asked for (valid while the check_plan_failures callback runs).
+class PlanFailure {
+ public:
+  template <class F>
+  PlanFailure(const char* flag, std::uint64_t rule, const F& message)
+      : flag_(flag),
+        rule_(rule),
+        message_(&message),
+        format_([](const void* f) { return std::string((*static_cast<const F*>(f))()); }) {}
+  const char* flag() const { return flag_; }
+  // Within one model and cluster, failures with the same flag and a rule other than 0 have the
+  // same message but for its numbers and parenthesized details (what a sweep groups rejected
+  // plans by); 0 where the words vary otherwise.
+  std::uint64_t rule() const { return rule_; }
+  std::string message() const { return format_(message_); }
+
+ private:
+  const char* flag_;
+  std::uint64_t rule_;
+  const void* message_;
+  std::string (*format_)(const void*);
+};
+
+// check_plan, each broken rule passed to `on_failure` in check_plan's order: a sweep checks
+// millions of plans and needs the messages of a few thousand.
+void check_plan_failures(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
+                         const Cluster& cluster, std::int64_t num_gpus,
+                         const std::function<void(const PlanFailure&)>& on_failure);
 
 // A scenario file (.textproto or .json, schema sim/schema/scenario.proto): model and cluster by
 // zoo name, path (relative to the scenario's folder) or inline, the GPU count and the plan

@@ -16,6 +16,10 @@ namespace ts::config::detail {
 std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
                                    const Cluster& cluster, std::int64_t num_gpus,
                                    bool check_gpu_count);
+// The same, each broken rule passed to `on_failure` as it is found (check_plan_failures).
+void check_plan_rules(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
+                      const Cluster& cluster, std::int64_t num_gpus, bool check_gpu_count,
+                      const std::function<void(const PlanFailure&)>& on_failure);
 
 // The value rules of a model (sizes, head divisibility), each failure reported as
 // fail(field, message) with the ModelSpec field name, which is also the model file's.

@@ -95,17 +95,19 @@ class ReasonCounter {
   // A diagnostic of check_plan. Its group is found by its field and message: millions of
   // rejected combinations repeat a few thousand messages, and grouping each anew (rule_of,
   // Diagnostic::to_string) took most of the enumeration's time.
-  void add(const Diagnostic& d) {
-    key_.assign(d.file);
-    key_ += '\n';
-    key_ += std::to_string(d.line);
-    key_ += '\n';
-    key_ += d.field;
-    key_ += '\n';
-    key_ += d.message;
-    auto it = by_message_.find(key_);
-    if (it == by_message_.end()) {
-      it = by_message_.emplace(key_, group(rule_of(d), d.to_string())).first;
+  void add(const Diagnostic& d) { ++reasons_[group_of(d)].count; }
+  // A broken rule of check_plan_failures: a rule seen before goes to its group without its
+  // message being formatted (its words are the same, PlanFailure::rule), so that only the first
+  // plan breaking each rule formats a message.
+  void add(const config::PlanFailure& f) {
+    if (f.rule() == 0) {
+      add(Diagnostic{"", 0, f.flag(), f.message()});
+      return;
+    }
+    const RuleKey key{f.flag(), f.rule()};
+    auto it = by_rule_.find(key);
+    if (it == by_rule_.end()) {
+      it = by_rule_.emplace(key, group_of(Diagnostic{"", 0, f.flag(), f.message()})).first;
     }
     ++reasons_[it->second].count;
   }
@@ -122,6 +124,21 @@ class ReasonCounter {
   }
 
  private:
+  // The group of a diagnostic, made with it as the example if new.
+  std::size_t group_of(const Diagnostic& d) {
+    key_.assign(d.file);
+    key_ += '\n';
+    key_ += std::to_string(d.line);
+    key_ += '\n';
+    key_ += d.field;
+    key_ += '\n';
+    key_ += d.message;
+    auto it = by_message_.find(key_);
+    if (it == by_message_.end()) {
+      it = by_message_.emplace(key_, group(rule_of(d), d.to_string())).first;
+    }
+    return it->second;
+  }
   // The index of the group of `rule`, made with `example` if new.
   std::size_t group(const std::string& rule, const std::string& example) {
     auto [it, inserted] = index_.try_emplace(rule, reasons_.size());
@@ -130,6 +147,17 @@ class ReasonCounter {
   }
   std::map<std::string, std::size_t> index_;
   std::unordered_map<std::string, std::size_t> by_message_;  // whole diagnostic → group
+  struct RuleKey {
+    const char* flag;
+    std::uint64_t rule;
+    bool operator==(const RuleKey&) const = default;
+  };
+  struct RuleHash {
+    std::size_t operator()(const RuleKey& k) const {
+      return std::hash<std::uint64_t>()(k.rule) ^ std::hash<const char*>()(k.flag);
+    }
+  };
+  std::unordered_map<RuleKey, std::size_t, RuleHash> by_rule_;  // flag and rule → group
   std::string key_;
   std::vector<RejectReason> reasons_;
 };
@@ -321,6 +349,12 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
       reasons.add(rule, example);
     };
     parallel::ParallelPlan p = spec.base;
+    bool valid = true;
+    const std::function<void(const config::PlanFailure&)> count_failure =
+        [&](const config::PlanFailure& f) {
+          valid = false;
+          reasons.add(f);
+        };
     for (const auto pp : pps) {
       for (const auto cp : cps) {
         std::int64_t mp = 0;
@@ -427,14 +461,14 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
                                 p.moe_a2a_overlap = spec.base.moe_a2a_overlap && ep > 1 &&
                                                     recompute != parallel::Recompute::kFull &&
                                                     p.pairs_forward_backward();
-                                const auto diags =
-                                    config::check_plan(p, spec.model, spec.cluster, n);
-                                if (diags.empty()) {
+                                valid = true;
+                                config::check_plan_failures(p, spec.model, spec.cluster, n,
+                                                            count_failure);
+                                if (valid) {
                                   en.plans.push_back(p);
                                   continue;
                                 }
                                 ++en.rejected;
-                                for (const auto& d : diags) reasons.add(d);
                               }
                             }
                           }
@@ -610,6 +644,9 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
 
   // Plans that lower alike (ZeRO 1 and 2) replay once for all workers.
   const auto memo = options.replay_memo ? options.replay_memo : std::make_shared<ReplayMemo>();
+  // A collective costed by one worker is not costed again by another.
+  const auto shared_costs =
+      options.shared_costs ? options.shared_costs : runtime::make_shared_costs();
 
   std::vector<Slot> slots(jobs);
   std::mutex mutex;
@@ -624,6 +661,12 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     std::unique_ptr<Resources> owned =
         options.resource_pool ? options.resource_pool->take() : std::make_unique<Resources>(cache);
     Resources& resources = *owned;
+    try {
+      runtime::share_costs(resources.replay_buffers(), shared_costs,
+                           resources.network(spec.cluster, static_cast<std::int32_t>(spec.num_gpus)));
+    } catch (const std::exception&) {
+      // No network for this cluster and GPU count: each plan's row reports why, as before.
+    }
     config::Scenario sc;
     sc.model = spec.model;
     sc.cluster = spec.cluster;
