@@ -644,9 +644,6 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
 
   // Plans that lower alike (ZeRO 1 and 2) replay once for all workers.
   const auto memo = options.replay_memo ? options.replay_memo : std::make_shared<ReplayMemo>();
-  // A collective costed by one worker is not costed again by another.
-  const auto shared_costs =
-      options.shared_costs ? options.shared_costs : runtime::make_shared_costs();
 
   std::vector<Slot> slots(jobs);
   std::mutex mutex;
@@ -661,12 +658,6 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     std::unique_ptr<Resources> owned =
         options.resource_pool ? options.resource_pool->take() : std::make_unique<Resources>(cache);
     Resources& resources = *owned;
-    try {
-      runtime::share_costs(resources.replay_buffers(), shared_costs,
-                           resources.network(spec.cluster, static_cast<std::int32_t>(spec.num_gpus)));
-    } catch (const std::exception&) {
-      // No network for this cluster and GPU count: each plan's row reports why, as before.
-    }
     config::Scenario sc;
     sc.model = spec.model;
     sc.cluster = spec.cluster;

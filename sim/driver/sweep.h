@@ -206,9 +206,6 @@ struct SweepOptions {
   const std::vector<std::int64_t>* only = nullptr;
   // Replays shared with other runs of the same spec (none: one for this run).
   std::shared_ptr<ReplayMemo> replay_memo;
-  // Collective costs shared by the workers, and with other runs of the same spec (none: shared
-  // by this run's workers only).
-  std::shared_ptr<runtime::SharedCosts> shared_costs;
 };
 
 struct PlanTiming {

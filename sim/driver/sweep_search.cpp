@@ -78,7 +78,6 @@ SweepOutcome search_sweep(const SweepSpec& spec, const SweepOptions& options, st
   o.resource_pool =
       options.resource_pool ? options.resource_pool : std::make_shared<ResourcePool>(cache);
   o.replay_memo = options.replay_memo ? options.replay_memo : std::make_shared<ReplayMemo>();
-  o.shared_costs = options.shared_costs ? options.shared_costs : runtime::make_shared_costs();
   o.enumeration = &all.enumeration;
   o.progress_interval_s = options.progress_interval_s;
   // The best k tokens/s of the plans that fit so far, in descending order.

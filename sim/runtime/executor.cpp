@@ -421,13 +421,6 @@ ReplayBuffers& ReplayBuffers::operator=(ReplayBuffers&&) noexcept = default;
 
 CostCache& internal::cost_cache(ReplayBuffers& buffers) { return buffers.storage().costs; }
 
-std::shared_ptr<SharedCosts> make_shared_costs() { return std::make_shared<SharedCosts>(); }
-
-void share_costs(ReplayBuffers& buffers, std::shared_ptr<SharedCosts> shared,
-                 const network::NetworkModel& network) {
-  buffers.storage().costs.share(std::move(shared), &network);
-}
-
 std::shared_ptr<internal::BlockStorage>& internal::block_storage_slot(ReplayBuffers& buffers) {
   return buffers.storage().blocks;
 }

@@ -96,15 +96,6 @@ class ReplayBuffers {
   parallel::BlockProgram block_program_;
 };
 
-// Collective costs shared between the ReplayBuffers of a sweep's threads (thread-safe).
-class SharedCosts;
-std::shared_ptr<SharedCosts> make_shared_costs();
-// `buffers` costs collectives on `network` once with the other buffers sharing `shared`: before
-// costing one it asks `shared`, and it adds what it costs. The networks of the buffers sharing
-// one SharedCosts must be alike (the same cluster, GPU count and calibration).
-void share_costs(ReplayBuffers& buffers, std::shared_ptr<SharedCosts> shared,
-                 const network::NetworkModel& network);
-
 // Duration of a compute task's op list on one GPU.
 Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::Op>& ops);
 

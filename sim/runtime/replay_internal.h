@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
@@ -66,14 +65,13 @@ class CostCache {
     bool operator==(const Key&) const = default;
   };
 
-  const network::CollectiveCost* find(const Key& k);
-  void add(Key k, const network::CollectiveCost& cost);
-  // Costs on `network` are shared with the other caches of `shared` (share_costs).
-  void share(std::shared_ptr<SharedCosts> shared, const network::NetworkModel* network) {
-    shared_ = std::move(shared);
-    shared_network_ = network;
+  const network::CollectiveCost* find(const Key& k) const {
+    auto it = map_.find(k);
+    return it == map_.end() ? nullptr : &it->second;
   }
+  void add(Key k, const network::CollectiveCost& cost) { map_.emplace(std::move(k), cost); }
 
+ private:
   struct Hash {
     std::size_t operator()(const Key& k) const {
       std::uint64_t h = 1469598103934665603ull;
@@ -91,58 +89,8 @@ class CostCache {
       return static_cast<std::size_t>(h);
     }
   };
-
- private:
   std::unordered_map<Key, network::CollectiveCost, Hash> map_;
-  std::shared_ptr<SharedCosts> shared_;
-  const network::NetworkModel* shared_network_ = nullptr;
 };
-
-}  // namespace ts::runtime::internal
-
-namespace ts::runtime {
-
-// Costs found by the CostCaches of a sweep's threads, each key costed once for all of them. The
-// threads' network models are alike (one cluster and GPU count, one calibration), so a cache
-// shares the costs on its sweep's network, named by its thread's model, under a null network.
-class SharedCosts {
- public:
-  std::optional<network::CollectiveCost> find(internal::CostCache::Key k) {
-    k.network = nullptr;
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = map_.find(k);
-    if (it == map_.end()) return std::nullopt;
-    return it->second;
-  }
-  void add(internal::CostCache::Key k, const network::CollectiveCost& cost) {
-    k.network = nullptr;
-    std::lock_guard<std::mutex> lock(mutex_);
-    map_.emplace(std::move(k), cost);
-  }
-
- private:
-  std::mutex mutex_;
-  std::unordered_map<internal::CostCache::Key, network::CollectiveCost, internal::CostCache::Hash>
-      map_;
-};
-
-}  // namespace ts::runtime
-
-namespace ts::runtime::internal {
-
-inline const network::CollectiveCost* CostCache::find(const Key& k) {
-  auto it = map_.find(k);
-  if (it != map_.end()) return &it->second;
-  if (shared_ == nullptr || k.network != shared_network_) return nullptr;
-  const std::optional<network::CollectiveCost> known = shared_->find(k);
-  if (!known) return nullptr;
-  return &map_.emplace(k, *known).first->second;
-}
-
-inline void CostCache::add(Key k, const network::CollectiveCost& cost) {
-  if (shared_ != nullptr && k.network == shared_network_) shared_->add(k, cost);
-  map_.emplace(std::move(k), cost);
-}
 
 // Durations of tasks, cached per op list and per (communicator, op, size), and who takes part in
 // each communicator: what both replays need.
