@@ -27,6 +27,8 @@ const char* memory_pattern_name(MemoryPattern p) {
       return "norm_forward";
     case MemoryPattern::kNormForwardBackward:
       return "norm_forward_backward";
+    case MemoryPattern::kFusedNormForward: return "fused_norm_forward";
+    case MemoryPattern::kFusedNormBackward: return "fused_norm_backward";
     case MemoryPattern::kMoeGather: return "moe_gather";
     case MemoryPattern::kMoeCombine: return "moe_combine";
     case MemoryPattern::kMoeRouter: return "moe_router";
@@ -46,10 +48,16 @@ bool is_norm_pattern(MemoryPattern p) {
   return p == MemoryPattern::kNormForward || p == MemoryPattern::kNormForwardBackward;
 }
 
+bool is_fused_norm_pattern(MemoryPattern p) {
+  return p == MemoryPattern::kFusedNormForward || p == MemoryPattern::kFusedNormBackward;
+}
+
 double MemoryParams::bps(MemoryKernel kernel) const {
   switch (kernel) {
     case MemoryKernel::kStreaming:
       return achievable_bps;
+    case MemoryKernel::kFusedNormForward: return fused_norm_fwd_bps;
+    case MemoryKernel::kFusedNormBackward: return fused_norm_bwd_bps;
     case MemoryKernel::kNativeNormForward: return native_norm_fwd_bps;
     case MemoryKernel::kNativeNormBackward: return native_norm_bwd_bps;
     case MemoryKernel::kMoeGather: return moe_gather_bps;
@@ -67,6 +75,8 @@ double MemoryParams::predicted_bps(MemoryPattern pattern) const {
       // 5 passes in the time of the forward's 2 and the backward's 3.
       return 5.0 / (2.0 / bps(MemoryKernel::kNativeNormForward) +
                     3.0 / bps(MemoryKernel::kNativeNormBackward));
+    case MemoryPattern::kFusedNormForward: return bps(MemoryKernel::kFusedNormForward);
+    case MemoryPattern::kFusedNormBackward: return bps(MemoryKernel::kFusedNormBackward);
     case MemoryPattern::kMoeGather: return bps(MemoryKernel::kMoeGather);
     case MemoryPattern::kMoeCombine: return bps(MemoryKernel::kMoeCombine);
     case MemoryPattern::kMoeRouter: return bps(MemoryKernel::kMoeRouter);
@@ -119,9 +129,10 @@ double attention_bytes(const AttentionShape& shape) {
   return detail::attention_features(shape, shape.direction == Direction::kBackward, 128, 1, 1.0).bytes;
 }
 
-const AttentionParams* FittedModel::find_attention(const std::string& kernel, ir::Dtype dtype) const {
+const AttentionParams* FittedModel::find_attention(const std::string& kernel, ir::Dtype dtype,
+                                                   std::int64_t window, std::int64_t head_dim_v) const {
   for (const auto& a : attention) {
-    if (a.kernel == kernel && a.dtype == dtype) return &a;
+    if (a.kernel == kernel && a.dtype == dtype && a.window == window && a.head_dim_v == head_dim_v) return &a;
   }
   return nullptr;
 }
@@ -263,10 +274,22 @@ Duration CalibratedModel::gemm(const GemmShape& shape) const {
 }
 
 Duration CalibratedModel::attention_with(const AttentionParams& bf16, const AttentionShape& shape) const {
-  // FP8 attention by the kernel's FP8 fit where the calibration has one.
+  // FP8 attention by the kernel's FP8 fit where the calibration has one; narrower values (MLA) by
+  // the kernel's fit of that value width in that precision where measured; a sliding window by
+  // the kernel's fit of that window where measured (bf16); else the full fit (over the window's
+  // blocks, with values as wide as the queries).
   const AttentionParams* fp8 =
       shape.dtype == ir::Dtype::kFp8 ? fitted_.find_attention(bf16.kernel, ir::Dtype::kFp8) : nullptr;
-  double t = predict_attention(fp8 != nullptr ? *fp8 : bf16, shape);
+  const ir::Dtype dt = fp8 != nullptr ? ir::Dtype::kFp8 : ir::Dtype::kBf16;
+  const std::int64_t narrow = shape.value_dim() != shape.head_dim ? shape.value_dim() : 0;
+  const AttentionParams* p = narrow > 0 ? fitted_.find_attention(bf16.kernel, dt, 0, narrow) : nullptr;
+  if (p == nullptr && shape.window > 0 && fp8 == nullptr) {
+    p = fitted_.find_attention(bf16.kernel, ir::Dtype::kBf16, shape.window);
+  }
+  if (p == nullptr) p = fp8 != nullptr ? fp8 : &bf16;
+  AttentionShape s = shape;
+  if (p->head_dim_v == 0) s.head_dim_v = 0;
+  double t = predict_attention(*p, s);
   switch (shape.dtype) {
     case ir::Dtype::kBf16:
     case ir::Dtype::kFp16:
@@ -308,7 +331,7 @@ const std::string& CalibratedModel::attention_kernel() const {
 std::vector<std::string> CalibratedModel::attention_kernels() const {
   std::vector<std::string> out;
   for (const auto& a : fitted_.attention) {
-    if (a.dtype == ir::Dtype::kBf16) out.push_back(a.kernel);
+    if (a.dtype == ir::Dtype::kBf16 && a.window == 0 && a.head_dim_v == 0) out.push_back(a.kernel);
   }
   return out;
 }

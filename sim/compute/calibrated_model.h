@@ -70,6 +70,13 @@ struct AttentionDirParams {
 struct AttentionParams {
   std::string kernel;
   ir::Dtype dtype = ir::Dtype::kBf16;  // kFp8: the kernel's FP8 attention, fitted apart
+  std::int64_t window = 0;             // > 0: the kernel's sliding-window attention, fitted apart
+  // > 0: the kernel's attention with values of this width narrower than queries and keys (MLA:
+  // 128 against 192), fitted apart; shapes of that value width are priced by it with PV at the
+  // value width. A kernel without such a fit prices them as if values were as wide as queries
+  // (as before MLA was measured; on GB200 the measured MLA backward is that slow, its forward
+  // about 5 % faster).
+  std::int64_t head_dim_v = 0;
   std::int64_t block = 0;
   // The GPU the parameters were fitted for (the features depend on it).
   std::int32_t num_sms = 0;
@@ -93,6 +100,11 @@ struct MemoryParams {
   double native_norm_fwd_bps = 0;
   double native_norm_bwd_bps = 0;
   std::size_t native_norm_points = 0;
+  // A fused norm kernel (cuDNN's), forward and backward: the mean of each direction's points;
+  // without points (fused_norm_points 0) the streaming rate.
+  double fused_norm_fwd_bps = 0;
+  double fused_norm_bwd_bps = 0;
+  std::size_t fused_norm_points = 0;
   // Eager MoE permutation and router kernels (bytes/s over bench_moe.py's byte counts): the
   // mean of their points; without points (moe_points 0) the streaming rate.
   double moe_gather_bps = 0;
@@ -123,8 +135,8 @@ struct FittedModel {
   GroupedGemmParams grouped;
   std::vector<AttentionParams> attention;  // one per kernel and dtype with fit points
   MemoryParams memory;
-  const AttentionParams* find_attention(const std::string& kernel,
-                                        ir::Dtype dtype = ir::Dtype::kBf16) const;
+  const AttentionParams* find_attention(const std::string& kernel, ir::Dtype dtype = ir::Dtype::kBf16,
+                                        std::int64_t window = 0, std::int64_t head_dim_v = 0) const;
 };
 
 struct FitOptions {

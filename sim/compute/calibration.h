@@ -70,6 +70,8 @@ struct AttentionPoint {
   bool causal = false;
   std::int64_t head_dim = 0, seq = 0, batch = 0, heads = 0;
   std::int64_t kv_heads = 0;  // GQA/MQA key/value heads; 0 = heads
+  std::int64_t head_dim_v = 0;  // value head dimension; 0 = head_dim (MLA: 128 against 192)
+  std::int64_t window = 0;      // causal sliding window (the table's); 0 = none
   double tflops = 0;
   PointOrigin origin;
 };
@@ -83,12 +85,26 @@ struct AttentionTable {
   std::vector<AttentionPoint> points;
   // kBf16, or kFp8 for FP8 attention (fitted apart from the kernel's bf16 points).
   ir::Dtype dtype = ir::Dtype::kBf16;
+  // Causal sliding window of every point (keys per query); > 0: fitted apart from the kernel's
+  // full-attention points, used for windowed layers. 0: full attention.
+  std::int64_t window = 0;
+
+  // The value head dimension of the table's points where narrower than the query/key one (MLA:
+  // 128 against 192; every point of a table shares it), else 0. Such tables are fitted apart.
+  std::int64_t narrow_value_dim() const {
+    if (points.empty()) return 0;
+    const auto& p = points.front();
+    return p.head_dim_v > 0 && p.head_dim_v != p.head_dim ? p.head_dim_v : 0;
+  }
 };
 
 // Which HBM directions a streaming kernel uses; training's elementwise kernels read and write.
 // The norm patterns are PyTorch's native LayerNorm (compute::MemoryKernel), its GB/s counted over
 // the op's streaming traffic: the forward reads x and writes y (2 passes of the activation), the
-// backward reads dy and x and writes dx (3 passes), forward+backward 5.
+// backward reads dy and x and writes dx (3 passes), forward+backward 5. The fused_norm patterns are
+// a fused norm kernel (cuDNN's RMSNorm/LayerNorm), forward and backward each timed alone, GB/s over
+// the same passes (2 forward, 3 backward; the benchmark also counts the weight and the per-row
+// fp32 statistics, under 0.1 % at the hidden sizes imported).
 // The moe patterns are eager PyTorch's MoE token permutation kernels (compute::MemoryKernel), GB/s
 // over the bytes tools/calibrate/bench_moe.py counts: the dispatch gather (index_select) reads
 // each token once and writes its top-k copies, the combine (the routing weights' multiply, then
@@ -101,6 +117,8 @@ enum class MemoryPattern {
   kStore,
   kNormForward,
   kNormForwardBackward,
+  kFusedNormForward,
+  kFusedNormBackward,
   kMoeGather,
   kMoeCombine,
   kMoeRouter
@@ -109,6 +127,7 @@ bool is_moe_pattern(MemoryPattern p);
 // 0, 1, 2 for the gather, combine and router patterns (the index of the kernel's own count).
 std::size_t moe_kernel(MemoryPattern p);
 bool is_norm_pattern(MemoryPattern p);
+bool is_fused_norm_pattern(MemoryPattern p);
 const char* memory_pattern_name(MemoryPattern p);
 
 struct MemoryPoint {

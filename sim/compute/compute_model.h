@@ -1,6 +1,7 @@
 // ComputeModel: kernel durations for GEMMs, attention and memory-bound ops on one GPU kind.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -35,34 +36,47 @@ struct AttentionShape {
   std::int64_t kv_heads = 1;  // key/value heads on this device (GQA/MQA: fewer than heads)
   std::int64_t seq_q = 0;
   std::int64_t seq_kv = 0;
-  std::int64_t head_dim = 0;
-  bool causal = true;
-  // Causal sliding window: keys each query attends to (0: all earlier keys). The kernel skips
-  // the blocks outside the band (attention_blocks in kernel_features.h).
+  std::int64_t head_dim = 0;    // query/key head dimension
+  std::int64_t head_dim_v = 0;  // value/output head dimension; 0: head_dim (MLA: 128 against 192)
+  // Causal sliding window: each query attends to the `window` keys up to itself (GPT-OSS's
+  // banded layers: 128); 0: the full causal or non-causal extent.
   std::int64_t window = 0;
+  bool causal = true;
   Direction direction = Direction::kForward;
   ir::Dtype dtype = ir::Dtype::kBf16;
 
+  std::int64_t value_dim() const { return head_dim_v > 0 ? head_dim_v : head_dim; }
+  // FLOPs per unit of the symmetric count (1 when head_dim_v == head_dim): QKᵀ runs at the
+  // query/key width and PV at the value width, forward (d_qk + d_v) / 2d_qk; the backward's five
+  // products are three at d_qk (S, dQ, dK) and two at d_v (dP, dV), (3 d_qk + 2 d_v) / 5 d_qk
+  // (cuDNN's SDPA benchmark counts them so).
+  double value_ratio(bool backward) const {
+    const auto dqk = static_cast<double>(head_dim), dv = static_cast<double>(value_dim());
+    return backward ? (3.0 * dqk + 2.0 * dv) / (5.0 * dqk) : (dqk + dv) / (2.0 * dqk);
+  }
+
   // FlashAttention paper convention: forward 4·sq·skv·d·heads per sequence, halved when causal
-  // (for square blocks); backward 2.5× forward (Dao 2023, FA2 benchmark script). A window
-  // counts its query-key pairs (ir::banded_pairs).
+  // (for square blocks); backward 2.5× forward (Dao 2023, FA2 benchmark script); with unequal
+  // value width scaled by value_ratio. A sliding window counts its query-key pairs
+  // (ir::banded_pairs, not halved; the kernel skips the blocks outside the band).
   Flops flops() const {
-    double f = 4.0 * static_cast<double>(batch * heads * head_dim) *
-               static_cast<double>(seq_q) * static_cast<double>(seq_kv);
-    if (causal) f *= 0.5;
-    if (causal && window > 0) {
-      f = 4.0 * static_cast<double>(batch * heads * head_dim) *
-          ir::banded_pairs(seq_q, seq_kv, window);
-    }
-    if (direction == Direction::kBackward) f *= 2.5;
+    const bool bwd = direction == Direction::kBackward;
+    const double pairs = window > 0 ? ir::banded_pairs(seq_q, seq_kv, window)
+                                    : static_cast<double>(seq_q) * static_cast<double>(seq_kv);
+    double f = 4.0 * static_cast<double>(batch * heads * head_dim) * pairs;
+    if (causal && window == 0) f *= 0.5;
+    if (bwd) f *= 2.5;
+    if (value_dim() != head_dim) f *= value_ratio(bwd);
     return Flops(f);
   }
 };
 
 // The kernel behind a memory-bound op. Streaming kernels (elementwise ops, and normalizations
 // written to stream: Transformer Engine's, Apex's, Triton or compiled ones) move their bytes at
-// the GPU's streaming rate. PyTorch's native LayerNorm (ATen, what eager PyTorch code runs)
-// reaches a lower rate, measured forward and forward+backward (calibration patterns
+// the GPU's streaming rate, or where the GPU has them at the measured rates of a fused norm kernel
+// (cuDNN's RMSNorm/LayerNorm, which Transformer Engine runs; calibration patterns
+// fused_norm_forward and fused_norm_backward). PyTorch's native LayerNorm (ATen, what eager PyTorch
+// code runs) reaches a lower rate, measured forward and forward+backward (calibration patterns
 // norm_forward and norm_forward_backward).
 // Eager PyTorch's MoE token permutation (Megatron-Core moe_utils permute/unpermute without
 // moe_permute_fusion; bench_moe.py): the gather of token copies into expert order (index_select),
@@ -70,6 +84,8 @@ struct AttentionShape {
 // below the streaming rate (calibration patterns moe_gather, moe_combine, moe_router).
 enum class MemoryKernel {
   kStreaming,
+  kFusedNormForward,
+  kFusedNormBackward,
   kNativeNormForward,
   kNativeNormBackward,
   kMoeGather,

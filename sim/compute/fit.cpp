@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -270,16 +271,22 @@ bool split_kernel(const std::vector<AttentionRow>& rows) {
 // measured attention points are compute-bound.
 // `own`: the kernels of this file fitted so far (a direction split may name one of them).
 AttentionParams fit_attention_kernel(const Calibration& cal, const std::string& name, ir::Dtype dtype,
-                                     const std::vector<AttentionRow>& rows, double memory_bps,
-                                     double launch_s, const std::vector<AttentionParams>& own) {
+                                     std::int64_t window, std::int64_t head_dim_v,
+                                     const std::vector<AttentionRow>& rows,
+                                     double memory_bps, double launch_s,
+                                     const std::vector<AttentionParams>& own) {
   AttentionParams p;
   p.kernel = name;
   p.dtype = dtype;
+  p.window = window;
+  p.head_dim_v = head_dim_v;
   p.block = cal.attention_block;
   p.num_sms = cal.gpu.num_sms;
   p.peak_flops = cal.gpu.peak(dtype).per_s();
   // Messages name an FP8 fit as such.
-  const std::string kernel = dtype == ir::Dtype::kBf16 ? name : name + " (fp8)";
+  const std::string kernel = (dtype == ir::Dtype::kBf16 ? name : name + " (fp8)") +
+                             (window > 0 ? " (window " + std::to_string(window) + ")" : "") +
+                             (head_dim_v > 0 ? " (values " + std::to_string(head_dim_v) + ")" : "");
   p.memory_bps = memory_bps;
   p.num_points = rows.size();
   if (p.block <= 0) fit_error(cal, "attention_model.block", "attention points need a block size");
@@ -371,12 +378,19 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
     // Eager MoE kernels: gather, combine, router (MemoryKernel order from kMoeGather).
     std::array<double, 3> moe_sum{};
     std::array<std::size_t, 3> moe_n{}, moe_index{};
+    // Fused norm kernel, forward and backward (their held-out points counted apart, so that a
+    // GPU's other memory points keep their held-out split).
+    std::array<double, 2> fused_sum{};
+    std::array<std::size_t, 2> fused_n{};
+    std::size_t fused_index = 0;
     for (const auto& t : cal.memory) {
       if (t.role != TableRole::kFit) continue;
       for (const auto& pt : t.points) {
         // The eager MoE kernels count their held-out points per kernel (their tables cycle
         // through the three kernels, and a shared count would hold out all of one).
-        std::size_t& counter = is_moe_pattern(pt.pattern) ? moe_index[moe_kernel(pt.pattern)] : index;
+        std::size_t& counter = is_moe_pattern(pt.pattern)          ? moe_index[moe_kernel(pt.pattern)]
+                               : is_fused_norm_pattern(pt.pattern) ? fused_index
+                                                                   : index;
         if (is_held_out(counter++, options.holdout_every)) continue;
         if (pt.pattern == MemoryPattern::kLoadStore) {
           sum += pt.gbps * 1e9;
@@ -387,6 +401,10 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
         } else if (pt.pattern == MemoryPattern::kNormForwardBackward) {
           full_sum += pt.gbps * 1e9;
           ++n_full;
+        } else if (is_fused_norm_pattern(pt.pattern)) {
+          const std::size_t k = pt.pattern == MemoryPattern::kFusedNormForward ? 0 : 1;
+          fused_sum[k] += pt.gbps * 1e9;
+          ++fused_n[k];
         } else if (is_moe_pattern(pt.pattern)) {
           const std::size_t k = moe_kernel(pt.pattern);
           moe_sum[k] += pt.gbps * 1e9;
@@ -406,6 +424,16 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
     out.memory.moe_combine_bps = moe_rate(1);
     out.memory.moe_router_bps = moe_rate(2);
     out.memory.moe_points = moe_n[0] + moe_n[1] + moe_n[2];
+    // The fused norm kernel at the mean of each direction's points, or at the streaming rate.
+    const auto fused_rate = [&](std::size_t k) {
+      return fused_n[k] > 0 ? fused_sum[k] / static_cast<double>(fused_n[k]) : out.memory.achievable_bps;
+    };
+    if ((fused_n[0] == 0) != (fused_n[1] == 0)) {
+      fit_error(cal, "memory", "fused norm points need both fused_norm_forward and fused_norm_backward");
+    }
+    out.memory.fused_norm_fwd_bps = fused_rate(0);
+    out.memory.fused_norm_bwd_bps = fused_rate(1);
+    out.memory.fused_norm_points = fused_n[0] + fused_n[1];
     if ((n_fwd == 0) != (n_full == 0)) {
       fit_error(cal, "memory",
                 "native LayerNorm points need both norm_forward and norm_forward_backward");
@@ -457,15 +485,16 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
     out.memory.launch_s = out.gemm.fill_s + out.gemm.fixed_s;
   }
 
-  // Attention, per kernel and dtype in order of first appearance.
+  // Attention, per kernel, dtype, sliding window and narrower value width, in order of first
+  // appearance.
   {
-    using Key = std::pair<std::string, ir::Dtype>;
+    using Key = std::tuple<std::string, ir::Dtype, std::int64_t, std::int64_t>;
     std::vector<Key> kernels;
     std::map<Key, std::vector<AttentionRow>> rows;
     std::map<Key, std::size_t> index;
     for (const auto& t : cal.attention) {
       if (t.role != TableRole::kFit) continue;
-      const Key key{t.kernel, t.dtype};
+      const Key key{t.kernel, t.dtype, t.window, t.narrow_value_dim()};
       if (rows.find(key) == rows.end()) kernels.push_back(key);
       auto& list = rows[key];
       for (const auto& pt : t.points) {
@@ -479,13 +508,16 @@ FittedModel fit(const Calibration& cal, const FitOptions& options) {
                           [&](const Key& k) { return !split_kernel(rows[k]); });
     std::vector<AttentionParams> fitted;
     for (const auto& k : kernels) {
-      fitted.push_back(fit_attention_kernel(cal, k.first, k.second, rows[k], out.memory.achievable_bps,
-                                            out.memory.launch_s, fitted));
+      fitted.push_back(fit_attention_kernel(cal, std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k),
+                                            rows[k], out.memory.achievable_bps, out.memory.launch_s, fitted));
     }
     for (const auto& t : cal.attention) {
-      if (t.role != TableRole::kFit || out.find_attention(t.kernel, t.dtype) != nullptr) continue;
+      const std::int64_t dv = t.narrow_value_dim();
+      if (t.role != TableRole::kFit || out.find_attention(t.kernel, t.dtype, t.window, dv) != nullptr) continue;
       for (auto& f : fitted) {
-        if (f.kernel == t.kernel && f.dtype == t.dtype) out.attention.push_back(std::move(f));
+        if (f.kernel == t.kernel && f.dtype == t.dtype && f.window == t.window && f.head_dim_v == dv) {
+          out.attention.push_back(std::move(f));
+        }
       }
     }
   }

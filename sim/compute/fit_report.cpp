@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <optional>
 
 #include "sim/compute/kernel_features.h"
@@ -72,19 +73,24 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
   }
 
   // Attention
-  std::map<std::pair<std::string, ir::Dtype>, std::size_t> att_index;  // as fit() counts them
+  // as fit() counts them
+  std::map<std::tuple<std::string, ir::Dtype, std::int64_t, std::int64_t>, std::size_t> att_index;
   for (const auto& t : cal.attention) {
-    const AttentionParams* full = r.fitted.find_attention(t.kernel, t.dtype);
+    const std::int64_t dv = t.narrow_value_dim();
+    const AttentionParams* full = r.fitted.find_attention(t.kernel, t.dtype, t.window, dv);
     if (full == nullptr) continue;  // a kernel with check points only
-    const AttentionParams* part = partial ? partial->find_attention(t.kernel, t.dtype) : nullptr;
+    const AttentionParams* part = partial ? partial->find_attention(t.kernel, t.dtype, t.window, dv) : nullptr;
     for (const auto& pt : t.points) {
       const double measured_s = detail::attention_point_flops(pt) / (pt.tflops * 1e12);
       PointError e;
       e.family = "attention " + t.kernel + (t.dtype == ir::Dtype::kFp8 ? " fp8 " : " ") +
+                 (t.window > 0 ? "window " + std::to_string(t.window) + " " : "") +
+                 (dv > 0 ? "values " + std::to_string(dv) + " " : "") +
                  attention_pass_name(pt.pass);
       e.table = t.name;
       e.derived = t.derived;
       e.label = std::string(pt.causal ? "causal" : "non-causal") + " d=" + std::to_string(pt.head_dim) +
+                (pt.head_dim_v > 0 ? "/" + std::to_string(pt.head_dim_v) : "") +
                 " seq=" + std::to_string(pt.seq) + " batch=" + std::to_string(pt.batch) +
                 " heads=" + std::to_string(pt.heads);
       e.origin = origin_of(pt.origin);
@@ -92,7 +98,7 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       e.check = t.role == TableRole::kCheck;
       e.fitted_error = attention_seconds(*full, pt) / measured_s - 1.0;
       if (!e.check) {
-        e.held_out = is_held_out(att_index[{t.kernel, t.dtype}]++, holdout_every);
+        e.held_out = is_held_out(att_index[{t.kernel, t.dtype, t.window, dv}]++, holdout_every);
         if (e.held_out && part != nullptr) e.held_out_error = attention_seconds(*part, pt) / measured_s - 1.0;
       }
       r.points.push_back(e);
@@ -103,6 +109,7 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
   // and store-only points are listed as checks.
   std::size_t index = 0;
   std::array<std::size_t, 3> moe_index{};  // per eager MoE kernel, as fit() counts them
+  std::size_t fused_index = 0;             // fused norm points, as fit() counts them
   for (const auto& t : cal.memory) {
     for (const auto& pt : t.points) {
       PointError e;
@@ -114,11 +121,13 @@ FitReport evaluate_fit(const Calibration& cal, int holdout_every) {
       e.measured = pt.gbps;
       e.check = t.role == TableRole::kCheck ||
                 (pt.pattern != MemoryPattern::kLoadStore && !is_norm_pattern(pt.pattern) &&
-                 !is_moe_pattern(pt.pattern));
+                 !is_fused_norm_pattern(pt.pattern) && !is_moe_pattern(pt.pattern));
       // time ∝ 1/bandwidth, so predicted/measured time = measured/predicted bandwidth.
       e.fitted_error = pt.gbps * 1e9 / r.fitted.memory.predicted_bps(pt.pattern) - 1.0;
       if (t.role == TableRole::kFit) {
-        std::size_t& counter = is_moe_pattern(pt.pattern) ? moe_index[moe_kernel(pt.pattern)] : index;
+        std::size_t& counter = is_moe_pattern(pt.pattern)          ? moe_index[moe_kernel(pt.pattern)]
+                               : is_fused_norm_pattern(pt.pattern) ? fused_index
+                                                                   : index;
         e.held_out = is_held_out(counter++, holdout_every) && !e.check;
         if (e.held_out)
           e.held_out_error = pt.gbps * 1e9 / partial->memory.predicted_bps(pt.pattern) - 1.0;

@@ -84,6 +84,8 @@ inline AttentionFeatures attention_features(const AttentionShape& s, bool backwa
   // Forward: S = QKᵀ and O = PV, 2·B²·d FLOPs each per block. Backward: recomputed S, dV, dP,
   // dQ, dK: five products, 2.5× the forward (FlashAttention-2 paper §3.2).
   f.mma_s = (backward ? 2.5 : 1.0) * 4.0 * b2 * static_cast<double>(s.head_dim) * blocks / peak_flops;
+  // Latent attention's narrower values (QKᵀ at d_qk, PV at d_v): AttentionShape::value_ratio.
+  if (s.value_dim() != s.head_dim) f.mma_s *= s.value_ratio(backward);
   f.scores_s = b2 * blocks / peak_flops;
   f.causal_mma_s = s.causal ? f.mma_s : 0.0;
   // Forward CTAs own query blocks, backward CTAs own key blocks (FlashAttention-2 §3.2).
@@ -95,15 +97,35 @@ inline AttentionFeatures attention_features(const AttentionShape& s, bool backwa
   const double kv = static_cast<double>(s.batch * s.kv_heads * s.seq_kv * s.head_dim) * e;
   // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
   f.bytes = backward ? 4.0 * q + 4.0 * kv : 2.0 * q + 2.0 * kv;
+  if (s.value_dim() != s.head_dim) {
+    // V, O (and dV, dO) at the value width: Q, K and half the traffic at d_qk, half at d_v.
+    const double r = (static_cast<double>(s.head_dim) + static_cast<double>(s.value_dim())) /
+                     (2.0 * static_cast<double>(s.head_dim));
+    f.bytes *= r;
+  }
   return f;
 }
 
 // FLOPs of an attention point by the FlashAttention convention (forward 4·s²·d·h·b, halved
 // when causal; backward 2.5×; forward+backward 3.5×): how its TFLOP/s were computed.
+// With unequal value width (head_dim_v) each direction scales by AttentionShape::value_ratio; a
+// sliding window counts ir::banded_pairs, not halved (cuDNN's SDPA benchmark).
 inline double attention_point_flops(const AttentionPoint& p) {
-  double f = 4.0 * static_cast<double>(p.seq) * static_cast<double>(p.seq) *
-             static_cast<double>(p.head_dim * p.heads * p.batch);
-  if (p.causal) f *= 0.5;
+  double f = p.window > 0 ? 4.0 * ir::banded_pairs(p.seq, p.seq, p.window) *
+                                static_cast<double>(p.head_dim * p.heads * p.batch)
+                          : 4.0 * static_cast<double>(p.seq) * static_cast<double>(p.seq) *
+                                static_cast<double>(p.head_dim * p.heads * p.batch);
+  if (p.causal && p.window == 0) f *= 0.5;
+  if (p.head_dim_v > 0 && p.head_dim_v != p.head_dim) {
+    AttentionShape s;
+    s.head_dim = p.head_dim;
+    s.head_dim_v = p.head_dim_v;
+    switch (p.pass) {
+      case AttentionPass::kForward: return f * s.value_ratio(false);
+      case AttentionPass::kBackward: return 2.5 * f * s.value_ratio(true);
+      case AttentionPass::kForwardBackward: return f * s.value_ratio(false) + 2.5 * f * s.value_ratio(true);
+    }
+  }
   switch (p.pass) {
     case AttentionPass::kForward: return f;
     case AttentionPass::kBackward: return 2.5 * f;
@@ -120,6 +142,8 @@ inline AttentionShape attention_point_shape(const AttentionPoint& p, bool backwa
   s.seq_q = p.seq;
   s.seq_kv = p.seq;
   s.head_dim = p.head_dim;
+  s.head_dim_v = p.head_dim_v;
+  s.window = p.window;
   s.causal = p.causal;
   s.direction = backward ? Direction::kBackward : Direction::kForward;
   return s;

@@ -217,11 +217,17 @@ void convert_attention(const sch::Calibration& m, const Checker& root, Calibrati
         c.fail("dtype", "unknown attention dtype '" + t.dtype() + "' (known: bf16, fp8)");
       }
     }
+    if (t.has_window()) {
+      c.positive(true, static_cast<double>(t.window()), "window");
+      table.window = t.window();
+    }
     if (t.point_size() == 0) c.fail("point", "a table needs at least one point");
     for (int j = 0; j < t.point_size(); ++j) {
       const auto& p = t.point(j);
       const Checker pc = c.nested(item("point", j));
       compute::AttentionPoint pt;
+      pt.window = table.window;
+      if (table.window > 0 && !p.causal()) pc.fail("causal", "a sliding-window table's points are causal");
       if (pc.require(p.has_direction(), "direction")) {
         if (auto pass = parse_pass(p.direction())) {
           pt.pass = *pass;
@@ -244,6 +250,14 @@ void convert_attention(const sch::Calibration& m, const Checker& root, Calibrati
         if (p.kv_heads() > 0 && p.heads() % p.kv_heads() != 0) pc.fail("kv_heads", "must divide heads");
         pt.kv_heads = p.kv_heads();
       }
+      if (p.has_head_dim_v()) {
+        pc.positive(true, static_cast<double>(p.head_dim_v()), "head_dim_v");
+        pt.head_dim_v = p.head_dim_v();
+      }
+      // A table's points share their value width (narrower ones are fitted as a kernel of their own).
+      if (j > 0 && p.head_dim_v() != t.point(0).head_dim_v()) {
+        pc.fail("head_dim_v", "differs from the table's first point (one value width per table)");
+      }
       const bool fp8 = table.dtype == ir::Dtype::kFp8 && cal.gpu.supports(ir::Dtype::kFp8);
       check_throughput(pc, p.has_tflops(), p.tflops(),
                        fp8 ? cal.gpu.peak(ir::Dtype::kFp8).tflops() : cal.gpu.peak_bf16.tflops(), "tflops",
@@ -265,6 +279,8 @@ std::optional<compute::MemoryPattern> parse_pattern(const std::string& s) {
   if (s == "store") return compute::MemoryPattern::kStore;
   if (s == "norm_forward") return compute::MemoryPattern::kNormForward;
   if (s == "norm_forward_backward") return compute::MemoryPattern::kNormForwardBackward;
+  if (s == "fused_norm_forward") return compute::MemoryPattern::kFusedNormForward;
+  if (s == "fused_norm_backward") return compute::MemoryPattern::kFusedNormBackward;
   if (s == "moe_gather") return compute::MemoryPattern::kMoeGather;
   if (s == "moe_combine") return compute::MemoryPattern::kMoeCombine;
   if (s == "moe_router") return compute::MemoryPattern::kMoeRouter;
@@ -293,7 +309,7 @@ void convert_memory(const sch::Calibration& m, const Checker& root, Calibration&
         } else {
           pc.fail("pattern",
                   "unknown pattern '" + p.pattern() +
-                      "' (known: load_store, load, store, norm_forward, norm_forward_backward, moe_gather, moe_combine, moe_router)");
+                      "' (known: load_store, load, store, norm_forward, norm_forward_backward, fused_norm_forward, fused_norm_backward, moe_gather, moe_combine, moe_router)");
         }
       }
       // Streaming kernels can slightly exceed the spec (H100 PCIe store-only: 100.8%), never by 10%.
@@ -572,7 +588,7 @@ class Resolver {
           if (!takes(t.name)) continue;
           if (t.dtype != ir::Dtype::kBf16 && !cal.gpu.supports(t.dtype)) continue;
           compute::AttentionTable nt{t.name + suffix,         t.kernel, t.role,
-                                     with_note(t.provenance), derived,  t.points, t.dtype};
+                                     with_note(t.provenance), derived,  t.points, t.dtype, t.window};
           // TFLOP/s move by the ratio of the peaks of the table's precision.
           const double ratio = cal.gpu.peak(t.dtype).per_s() / src->gpu.peak(t.dtype).per_s();
           for (auto& pt : nt.points) pt.tflops *= ratio;

@@ -348,8 +348,9 @@ class Importer {
              std::to_string(op.gemm.k) + "," + std::to_string(op.gemm.batch) + "," + std::to_string(op.attn.batch) +
              "," + std::to_string(op.attn.heads) + "," + std::to_string(op.attn.kv_heads) + "," +
              std::to_string(op.attn.seq_q) + "," + std::to_string(op.attn.seq_kv) + "," +
-             std::to_string(op.attn.head_dim) + (op.attn.causal ? "c" : "n") +
-             std::to_string(op.attn.window) + "w" + std::to_string(op.moved.count()) + ";";
+             std::to_string(op.attn.head_dim) + "/" + std::to_string(op.attn.head_dim_v) + "w" +
+             std::to_string(op.attn.window) + (op.attn.causal ? "c" : "n") + std::to_string(op.moved.count()) +
+             "k" + std::to_string(static_cast<int>(op.norm)) + std::to_string(static_cast<int>(op.eager_moe)) + ";";
     }
     auto it = op_cache_.find(key);
     if (it == op_cache_.end()) it = op_cache_.emplace(key, runtime::op_list_time(compute_, ops)).first;

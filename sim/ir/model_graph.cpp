@@ -62,9 +62,11 @@ Op attention(const ModelSpec& model, const LayerShape& s) {
   }
   if (model.mla) {
     // Latent attention: queries and keys carry head_dim + rope_head_dim channels, values
-    // head_dim; the kernel runs at the wider query/key head, QKᵀ and PV count their own widths.
+    // head_dim; QKᵀ and PV count their own widths, and the kernel is priced so
+    // (compute::AttentionShape::head_dim_v).
     const std::int64_t dqk = model.head_dim() + model.mla->rope_head_dim;
     op.attn.head_dim = dqk;
+    op.attn.head_dim_v = model.head_dim();
     op.flops = Flops(static_cast<double>(s.micro_batch * op.attn.heads * (dqk + model.head_dim())) *
                      static_cast<double>(op.attn.seq_q) * static_cast<double>(op.attn.seq_kv));
   }
@@ -140,11 +142,13 @@ Op norm(const ModelSpec& model, const LayerShape& s, const char* rms, const char
   if (model.norm != Norm::kRmsNorm) {
     // One kernel either way: PyTorch's native LayerNorm in eager code, else a fused one.
     Op op = memory(layer, elems, elems);
-    op.native_norm = s.eager_elementwise;
+    op.norm = s.eager_elementwise ? NormKernel::kNative : NormKernel::kFused;
     return op;
   }
   if (s.eager_elementwise) return streaming(rms, Bytes(elems * kEagerRmsNormBytes));
-  return memory(rms, elems, elems);
+  Op op = memory(rms, elems, elems);
+  op.norm = NormKernel::kFused;
+  return op;
 }
 
 // Multi-head latent attention's projections (DeepSeek-AI 2024, arXiv 2405.04434 Sec. 2.1;

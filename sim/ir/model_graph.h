@@ -17,6 +17,12 @@ enum class OpKind { kGemm, kAttention, kMemoryBound };
 // scatter-add (index_add_), the router's softmax and top-k.
 enum class EagerMoeKernel : std::uint8_t { kNone, kGather, kScatterAdd, kRouterTopk };
 
+// The kernel behind a normalization op: none (not a norm, or eager RMSNorm composed of streaming
+// ATen ops), a fused norm kernel (Transformer Engine / cuDNN, Apex, Triton, compiled) or PyTorch's
+// native LayerNorm (ATen layer_norm, what eager code runs). Each is priced at its own measured
+// rate where the GPU's calibration has one (compute::MemoryKernel).
+enum class NormKernel : std::uint8_t { kNone, kFused, kNative };
+
 // Y[m,n] = X[m,k] · W[k,n], `batch` independent products.
 struct GemmDims {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -24,6 +30,8 @@ struct GemmDims {
 
 struct AttentionDims {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  std::int64_t head_dim_v = 0;  // value head dimension; 0: head_dim (MLA: narrower values)
+  std::int64_t window = 0;      // causal sliding window (keys per query); 0: full attention
   bool causal = true;
   std::int64_t window = 0;  // sliding window: keys per query (0: all earlier keys)
 };
@@ -52,9 +60,9 @@ struct Op {
   // Part of the attention core (scores, softmax, values: what selective recompute reruns and
   // what context parallelism exchanges keys and values around).
   bool core = false;
-  // kMemoryBound: a LayerNorm run by PyTorch's native kernel (eager PyTorch code), which
-  // reaches a lower, measured share of the streaming rate (compute::MemoryKernel).
-  bool native_norm = false;
+  // kMemoryBound: a normalization and its kernel (fused, or PyTorch's native LayerNorm in eager
+  // code), priced at that kernel's measured rate (compute::MemoryKernel).
+  NormKernel norm = NormKernel::kNone;
   // kMemoryBound: one of eager PyTorch's MoE token permutation kernels (Megatron-Core's
   // permute/unpermute without moe_permute_fusion), priced at its measured rate
   // (compute::MemoryKernel); kNone: a streaming kernel.

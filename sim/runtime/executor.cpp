@@ -35,6 +35,8 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
         a.seq_q = op.attn.seq_q;
         a.seq_kv = op.attn.seq_kv;
         a.head_dim = op.attn.head_dim;
+        a.head_dim_v = op.attn.head_dim_v;
+        a.window = op.attn.window;
         a.causal = op.attn.causal;
         a.window = op.attn.window;
         a.direction = op.backward ? compute::Direction::kBackward : compute::Direction::kForward;
@@ -45,9 +47,16 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
       }
       case ir::OpKind::kMemoryBound: {
         using compute::MemoryKernel;
-        MemoryKernel kernel = !op.native_norm ? MemoryKernel::kStreaming
-                              : op.backward   ? MemoryKernel::kNativeNormBackward
-                                              : MemoryKernel::kNativeNormForward;
+        MemoryKernel kernel = MemoryKernel::kStreaming;
+        switch (op.norm) {
+          case ir::NormKernel::kNone: break;
+          case ir::NormKernel::kFused:
+            kernel = op.backward ? MemoryKernel::kFusedNormBackward : MemoryKernel::kFusedNormForward;
+            break;
+          case ir::NormKernel::kNative:
+            kernel = op.backward ? MemoryKernel::kNativeNormBackward : MemoryKernel::kNativeNormForward;
+            break;
+        }
         switch (op.eager_moe) {
           case ir::EagerMoeKernel::kNone: break;
           case ir::EagerMoeKernel::kGather: kernel = MemoryKernel::kMoeGather; break;

@@ -36,6 +36,13 @@ Rows of the published sources deliberately not used:
     (another variant: 400 W, 3.9 TB/s HBM3), which checked the A100's LayerNorm rates that the
     Hoppers imported before the H100 SXM and H200 were measured (scaled to 3350 GB/s they sit up
     to 19% below the SXM's measured rates).
+  cudnn-frontend benchmark/norms results (GB200, GB300, H200), taken into memory_kernels.csv as
+    fused_norm rows: only cuDNN's RMSNorm at hidden >= 4096 and >= 2^24 elements (32 MiB per
+    activation pass). Left out: the PyTorch (F.rms_norm, F.layer_norm) and torch.compile
+    backends (the eager RMSNorm is modelled op by op; compiled norms are not a modelled
+    framework); the per-head q/k norms (hidden 128) and hidden-2048 shapes (a few MB, launch
+    and tail bound); the one LayerNorm shape (GPT-3, 1024 x 12288: 25 MB, its backward's
+    weight and bias gradients reduce over only 1024 rows).
 """
 
 
@@ -294,17 +301,21 @@ def attn_point(r):
         r["batch"], r["n_heads"], fmt(float(r["tflops"])))
     if r.get("n_kv_heads") and r["n_kv_heads"] != r["n_heads"]:
         s += " kv_heads: " + r["n_kv_heads"]
+    if r.get("head_dim_v"):
+        s += " head_dim_v: " + r["head_dim_v"]
     if "approx" in r["notes"]:
         s += " note: " + q("read from a partly occluded bar label (approx)")
     return s + " }"
 
 
-def attn_table(name, kernel, rows, prov, role=None, point_fn=attn_point, dtype=None):
+def attn_table(name, kernel, rows, prov, role=None, point_fn=attn_point, dtype=None, window=None):
     out = ["attention {", "  name: " + q(name), "  kernel: " + q(kernel)]
     if role:
         out.append("  role: " + q(role))
     if dtype:
         out.append("  dtype: " + q(dtype))
+    if window:
+        out.append("  window: " + str(window))
     out += provenance(2, *prov)
     for r in rows:
         out.append(point_fn(r))
@@ -385,10 +396,14 @@ CUDNN_SDPA_TWIN = {"B200-SXM-180GB": "GB200-NVL-186GB", "B300-SXM-288GB": "GB300
 
 
 def attention_tables(att, gpu):
-    def rows(g, kernel, direction, dtype_prefix, src_contains):
+    def rows(g, kernel, direction, dtype_prefix, src_contains, shape="full"):
+        # shape: "full" (equal query/value head dims, no window), "mla" (narrower values) or
+        # "window" (causal sliding window).
+        def kind(r):
+            return "window" if r.get("window") else "mla" if r.get("head_dim_v") else "full"
         return [r for r in att if r["gpu"] == g and r["kernel"] == kernel
                 and r["direction"] == direction and r["dtype"].startswith(dtype_prefix)
-                and src_contains in r["source"] and r["tflops"]]
+                and src_contains in r["source"] and r["tflops"] and kind(r) == shape]
     t = []
     if gpu == "A100-SXM4-80GB":
         fb = rows(gpu, "FlashAttention-2", "fwd+bwd", "fp16/bf16", "flash2_a100")
@@ -460,6 +475,39 @@ def attention_tables(att, gpu):
                     "; FP8 (E4M3) Q, K, V with per-tensor scales, the benchmark's fp8 data type"
                     if dtype == "fp8" else "")),
                 dtype=None if dtype == "bf16" else dtype)
+        # Multi-head latent attention (DeepSeek-V3, Kimi K2.6: query/key head dim 192, value 128),
+        # priced with the same fit: the features count QK^T at 192 and PV at 128 (head_dim_v).
+        for dtype, direction in (("bf16", "fwd"), ("bf16", "bwd"), ("fp8", "fwd"), ("fp8", "bwd")):
+            rs = rows(gpu, CUDNN_SDPA, direction, dtype, "cudnn-frontend", "mla")
+            files = sorted({r["source"] for r in rs})
+            name = "cudnn-frontend %s MLA %s%s" % (gpu, direction, "" if dtype == "bf16" else " fp8")
+            t += attn_table(name, CUDNN_SDPA, rs, (
+                "; ".join(files), "2026-04-24 (results file time stamps)",
+                rs[0]["notes"].split("; ")[1] + " (" + rs[0]["notes"].split("; ")[0] + ")",
+                "NVIDIA's SDPA training benchmark (benchmark/sdpa_benchmark_training, "
+                "benchmark_single_sdpa.py): mean of " + rs[0]["notes"].split("; ")[2] +
+                "; the benchmark's TFLOP/s (forward 2.s^2.(dqk+dv).h.b, backward "
+                "2.s^2.(3dqk+2dv).h.b, halved when causal), checked against the published times",
+                "multi-head latent attention shapes (dsv3: 128 heads, kimiK26: 64 heads; query/key "
+                "head dim 192, value head dim 128); non-deterministic backward" + (
+                    "; FP8 (E4M3) Q, K, V with per-tensor scales" if dtype == "fp8" else "")),
+                dtype=None if dtype == "bf16" else dtype)
+        # Sliding-window attention (GPT-OSS's banded layers), fitted apart per window.
+        for direction in ("fwd", "bwd"):
+            rs = rows(gpu, CUDNN_SDPA, direction, "bf16", "cudnn-frontend", "window")
+            window = int(rs[0]["window"])
+            assert all(int(r["window"]) == window for r in rs)
+            t += attn_table("cudnn-frontend %s window %d %s" % (gpu, window, direction), CUDNN_SDPA, rs, (
+                rs[0]["source"], "2026-04-24 (results file time stamps)",
+                rs[0]["notes"].split("; ")[1] + " (" + rs[0]["notes"].split("; ")[0] + ")",
+                "NVIDIA's SDPA training benchmark (benchmark/sdpa_benchmark_training, "
+                "benchmark_single_sdpa.py, gpt_oss config): mean of " + rs[0]["notes"].split("; ")[2] +
+                "; the benchmark's TFLOP/s over min(position + 1, window) keys per query (forward "
+                "4.pairs.d.h.b, backward 2.5x), checked against the published times",
+                "GPT-OSS banded attention: causal sliding window of %d keys, head dim 64, 128 "
+                "query and key/value heads (the benchmark's GPT-OSS preset; the model has 64 and 8); "
+                "no attention sinks (the benchmark runs none; GPT-OSS's learned sinks are not in "
+                "these times); non-deterministic backward" % window), window=window)
     return t
 
 
@@ -525,6 +573,39 @@ def native_norm_tables(norms, gpu):
     return []
 
 
+# cuDNN's RMSNorm (cudnn-frontend benchmark/norms), the fused norm kernel Transformer Engine runs,
+# measured on these GPUs; the HGX parts of the Blackwell dies take the Grace-Blackwell part's.
+FUSED_NORM_GPUS = {"GB200-NVL-186GB": ("GB200", "NVL-186GB"), "GB300-NVL-279GB": ("GB300", "NVL-279GB"),
+                   "H200-SXM-141GB": ("H200", "SXM-141GB")}
+
+
+def fused_norm_table_name(gpu):
+    return "cudnn-frontend RMSNorm " + gpu
+
+
+def fused_norm_tables(norms, gpu):
+    if gpu not in FUSED_NORM_GPUS:
+        return []
+    g, variant = FUSED_NORM_GPUS[gpu]
+    rows = [r for r in norms if r["gpu"] == g and r["variant"] == variant
+            and r["pattern"].startswith("fused_norm")]
+    def point(r):
+        return "  point { kernel: %s pattern: %s achieved_gbps: %s }" % (
+            q("%s %sx%s" % (r["kernel"], r["M"], r["N"])), q(r["pattern"]),
+            fmt(float(r["achieved_GBps"])))
+    notes = ("bf16, tokens x hidden as in the name; GB/s over the benchmark's byte count "
+             "(forward: x in, y out, 2 passes; backward: dy, x in, dx out, 3 passes; the weight "
+             "and fp32 per-row statistics add under 0.1 %); the fused norm kernel of Transformer "
+             "Engine's cuDNN path, priced for the non-eager RMSNorm/LayerNorm ops")
+    if g == "H200":
+        notes += ("; the source names the GPU 'NVIDIA H200' without the form factor: taken as "
+                  "the SXM (the NVL has the same 4.8 TB/s HBM3e)")
+    return mem_table(fused_norm_table_name(gpu), rows, (
+        rows[0]["source"], rows[0]["source"].split(", ")[-1].rstrip(")"), rows[0]["software"],
+        "NVIDIA's norm benchmark (benchmark/norms/benchmark_single_norm.py, all_models config): "
+        "forward and backward each timed alone", notes), point_fn=point)
+
+
 def memory_tables(mem, norms, gpu):
     t = []
     def rows(pred):
@@ -561,6 +642,7 @@ def memory_tables(mem, norms, gpu):
             "BabelStream (CUDA), versions as in the Azure results file",
             "BabelStream best bandwidth, reported in TB/s with 2 decimals"))
     t += native_norm_tables(norms, gpu)
+    t += fused_norm_tables(norms, gpu)
     if gpu == "H100-SXM5-80GB":
         sm = rows(lambda r: r["gpu"] == "H100" and r["kernel"].startswith("softmax"))
         t += mem_table("QuACK softmax H100", sm, (
@@ -772,6 +854,17 @@ def blackwell_imports(gpu, out, imp):
             "limit) has cuDNN's. Assumption: cuDNN's fused attention reaches the same fraction of "
             "the bf16 peak on both, so TFLOP/s scale by the bf16 peak ratio.", kernel=CUDNN_SDPA,
             derived=True)
+        out.append("imports {")
+        out.append("  gpu: " + q(measured_on))
+        out.append('  family: "memory"')
+        out.append("  relationship: " + q(
+            gpu + " has no norm kernel measurement in the sources; " + measured_on + " (the same "
+            "Blackwell die and 8 TB/s HBM3e) has cuDNN's RMSNorm. Assumption: the kernel reaches "
+            "the same fraction of the spec bandwidth on both (bandwidth ratio 1; another board and "
+            "power limit, so derived)."))
+        out.append("  tables: " + q(fused_norm_table_name(measured_on)))
+        out.append("  derived: true")
+        out.append("}")
     imp("H100-SXM5-80GB", "attention", gpu + " has no FlashAttention measurement in the sources. "
         "Assumption: its FlashAttention kernels (FlashAttention-4 for sm100) reach the same "
         "fraction of the bf16 peak, shape by shape, as FlashAttention-2/3 on the H100 SXM, so "
@@ -781,8 +874,10 @@ def blackwell_imports(gpu, out, imp):
         "Assumption: its FlashAttention kernels (FlashAttention-4 / cuDNN for sm100) reach the "
         "same fraction of the bf16 peak, shape by shape, as FlashAttention-3 on the H100 SXM, so "
         "TFLOP/s scale by the bf16 peak ratio.", derived=True)
-    imp("H100-SXM5-80GB", "memory", gpu + " has no stream or memory-bound kernel measurement in "
-        "the sources. Assumption: its HBM3e reaches the same fraction of the spec bandwidth as "
+    imp("H100-SXM5-80GB", "memory", gpu + " has no stream or elementwise kernel measurement in "
+        "the sources" + (" (its fused norms are measured: cuDNN's RMSNorm)" if gpu in FUSED_NORM_GPUS
+                         else " (its fused norms are the %s's measured cuDNN RMSNorm)" % measured_on
+                         if measured_on else "") + ". Assumption: its HBM3e reaches the same fraction of the spec bandwidth as "
         "the H100 SXM's HBM3, so GB/s scale by the bandwidth ratio (PyTorch's native LayerNorm, "
         "the same ATen kernel on every architecture, with them: the H100's measured share of its "
         "spec bandwidth); the kernel launch overhead is the H100's.", derived=True)
@@ -900,11 +995,11 @@ def main():
         ]
         if name in CUDNN_SDPA_GPUS:
             lines += [
-                "# MOSTLY DERIVED: of this GPU's kernels only cuDNN's fused attention is measured in",
-                "# the sources (NVIDIA cudnn-frontend's SDPA benchmark). The GEMM, memory and",
-                "# FlashAttention tables are imported from a measured GPU and moved to this GPU's",
-                "# published peaks, bandwidth and large-GEMM ceiling (imports marked derived: true;",
-                "# `--fit-report` names their tables 'derived from ..., not measured'). Replace them",
+                "# MOSTLY DERIVED: of this GPU's kernels only cuDNN's fused attention and RMSNorm are",
+                "# measured in the sources (NVIDIA cudnn-frontend's SDPA and norm benchmarks). The GEMM,",
+                "# streaming memory and FlashAttention tables are imported from a measured GPU and moved",
+                "# to this GPU's published peaks, bandwidth and large-GEMM ceiling (imports marked derived:",
+                "# true; `--fit-report` names their tables 'derived from ..., not measured'). Replace them",
                 "# with measurements (tools/calibrate/run_all.py on the GPU) when one is available.",
                 "#",
             ]

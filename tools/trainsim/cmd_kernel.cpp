@@ -23,7 +23,7 @@ constexpr const char* kUsage =
     "bf16|fp16|fp8|fp32|mxfp8|nvfp4]\n"
     "       trainsim kernel --gpu G --op attention --batch B --heads H [--kv-heads KV] --seq S "
     "[--seq-kv S2]\n"
-    "                       --head-dim D [--causal] --direction fwd|bwd [--kernel NAME]\n"
+    "                       --head-dim D [--head-dim-v DV] [--causal [--window W]] --direction fwd|bwd [--kernel NAME]\n"
     "       trainsim kernel --gpu G --op memory --bytes SIZE        (SIZE: 1GiB, 512MB, 1e9)\n"
     "       trainsim kernel --gpu G --fit-report [--holdout-every K]\n"
     "The time of one kernel from the calibrated compute model of GPU G (a calibrated GPU name or\n"
@@ -193,9 +193,18 @@ int fit_report(const compute::Calibration& cal, int holdout_every, Format format
   } else {
     std::printf("  native LayerNorm: no points (its norms stream)\n");
   }
+  if (mem.fused_norm_points > 0) {
+    std::printf("  fused norm (cuDNN) forward %.1f GB/s (%.2f of B_hbm), backward %.1f GB/s (%.2f), %zu points\n",
+                mem.fused_norm_fwd_bps * 1e-9, mem.fused_norm_fwd_bps / mem.achievable_bps,
+                mem.fused_norm_bwd_bps * 1e-9, mem.fused_norm_bwd_bps / mem.achievable_bps,
+                mem.fused_norm_points);
+  }
   for (const auto& a : r.fitted.attention) {
-    std::printf("attention %s%s (block %lld)%s\n", a.kernel.c_str(),
-                a.dtype == ir::Dtype::kFp8 ? " fp8" : "", static_cast<long long>(a.block),
+    std::printf("attention %s%s%s (block %lld)%s\n", a.kernel.c_str(),
+                a.dtype == ir::Dtype::kFp8 ? " fp8" : "",
+                (a.window > 0 ? " window " + std::to_string(a.window)
+                 : a.head_dim_v > 0 ? " values " + std::to_string(a.head_dim_v) : std::string()).c_str(),
+                static_cast<long long>(a.block),
                 a.split ? ", forward share from the direction-split reference" : "");
     const auto pr = [](const char* n, const compute::AttentionDirParams& d) {
       std::printf("  %-5s a = %.4f, a_c = %.4f (causal), e = %.1f FLOP/score, b = %.3f us/wave, c = %.3f us\n", n,
@@ -244,6 +253,8 @@ int cmd_kernel(const Args& args) {
       "seq", po::value<std::int64_t>(), "attention query length")(
       "seq-kv", po::value<std::int64_t>(), "attention key length (default: --seq)")(
       "head-dim", po::value<std::int64_t>(), "attention head dimension")(
+      "head-dim-v", po::value<std::int64_t>(), "attention value head dimension (default: --head-dim; MLA: 128)")(
+      "window", po::value<std::int64_t>(), "causal sliding window in keys per query (GPT-OSS: 128)")(
       "causal", po::value<std::string>()->implicit_value("true"),
       "causal mask (--causal, or --causal=false)")(
       "direction", po::value<std::string>()->default_value("fwd"), "attention pass: fwd | bwd")(
@@ -317,6 +328,11 @@ int cmd_kernel(const Args& args) {
       else if (c == "false" || c == "0") s.causal = false;
       else bad("--causal", "expects true or false (got '" + c + "')");
     }
+    if (vm.count("head-dim-v")) s.head_dim_v = need(vm, "head-dim-v", op);
+    if (vm.count("window")) {
+      s.window = need(vm, "window", op);
+      if (!s.causal) bad("--window", "a sliding window needs --causal");
+    }
     const std::string dir = vm["direction"].as<std::string>();
     if (dir == "fwd") s.direction = compute::Direction::kForward;
     else if (dir == "bwd") s.direction = compute::Direction::kBackward;
@@ -331,7 +347,10 @@ int cmd_kernel(const Args& args) {
     r.shape = kernel + " " + dir + (s.causal ? " causal" : " non-causal") + " batch " + std::to_string(s.batch) +
               " heads " + std::to_string(s.heads) + "/" + std::to_string(s.kv_heads) + " seq " +
               std::to_string(s.seq_q) + (s.seq_kv != s.seq_q ? "x" + std::to_string(s.seq_kv) : "") +
-              " head_dim " + std::to_string(s.head_dim);
+              " head_dim " + std::to_string(s.head_dim) +
+              (s.head_dim_v > 0 ? "/" + std::to_string(s.head_dim_v) : "") +
+              (s.window > 0 ? " window " + std::to_string(s.window) : "");
+    if (s.window > 0) r.extra["window"] = s.window;
   } else if (op == "memory") {
     if (!vm.count("bytes")) bad("--bytes", "required by --op memory");
     const Bytes b = parse_size(vm["bytes"].as<std::string>(), "--bytes");

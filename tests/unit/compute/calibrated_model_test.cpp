@@ -260,6 +260,53 @@ TEST_CASE("causal attention computes the blocks on and below the diagonal") {
   CHECK(detail::attention_blocks(s, 128) == 64);
 }
 
+TEST_CASE("a sliding window computes the key blocks its window reaches") {
+  AttentionShape s;
+  s.batch = s.heads = s.kv_heads = 1;
+  s.head_dim = 64;
+  s.seq_q = s.seq_kv = 1024;  // 8 blocks of 128
+  s.causal = true;
+  s.window = 128;
+  // The first query block sees itself; every later one its own and the previous key block.
+  CHECK(detail::attention_blocks(s, 128) == 1 + 7 * 2);
+  s.window = 300;  // reaches back 299 keys: from the fourth query block on, 4 key blocks
+  CHECK(detail::attention_blocks(s, 128) == 1 + 2 + 3 + 5 * 4);
+  s.window = 4096;  // wider than the sequence: the full causal triangle
+  CHECK(detail::attention_blocks(s, 128) == 8 * 9 / 2);
+  // cuDNN's count: query q sees min(q + 1, window) keys.
+  CHECK(ir::banded_pairs(2048, 2048, 128) == 128.0 * 2048 - 128.0 * 127 / 2);
+  CHECK(ir::banded_pairs(100, 100, 128) == 100.0 * 101 / 2);
+  s.window = 128;
+  s.seq_q = s.seq_kv = 2048;
+  CHECK(s.flops().value() == Approx(4.0 * 64 * ir::banded_pairs(2048, 2048, 128)));
+}
+
+TEST_CASE("narrower values (MLA) scale the tensor work and bytes, equal ones change nothing") {
+  AttentionShape s;
+  s.batch = 2;
+  s.heads = s.kv_heads = 128;
+  s.head_dim = 192;
+  s.seq_q = s.seq_kv = 4096;
+  s.causal = true;
+  const auto f = detail::attention_features(s, false, 128, 148, 2500e12);
+  const auto b = detail::attention_features(s, true, 128, 148, 2500e12);
+  s.head_dim_v = 192;  // stated but equal: identical regressors
+  CHECK(detail::attention_features(s, false, 128, 148, 2500e12).mma_s == f.mma_s);
+  CHECK(detail::attention_features(s, true, 128, 148, 2500e12).bytes == b.bytes);
+  s.head_dim_v = 128;
+  const auto fv = detail::attention_features(s, false, 128, 148, 2500e12);
+  const auto bv = detail::attention_features(s, true, 128, 148, 2500e12);
+  // QKᵀ at 192 and PV at 128: forward (192 + 128) / 384; backward (3·192 + 2·128) / 960.
+  CHECK(fv.mma_s == Approx(f.mma_s * 320.0 / 384.0));
+  CHECK(bv.mma_s == Approx(b.mma_s * 832.0 / 960.0));
+  CHECK(fv.bytes == Approx(f.bytes * 320.0 / 384.0));
+  CHECK(fv.scores_s == f.scores_s);
+  // The FLOP count of cuDNN's SDPA benchmark: 2·s²·(dqk + dv)·h·b forward, halved when causal.
+  CHECK(s.flops().value() == Approx(2.0 * 4096 * 4096 * 320 * 128 * 2 / 2));
+  s.direction = Direction::kBackward;
+  CHECK(s.flops().value() == Approx(2.0 * 4096 * 4096 * 832 * 128 * 2 / 2));
+}
+
 TEST_CASE("attention regressors: backward does 2.5x the tensor work, GQA only lowers bytes") {
   AttentionShape s;
   s.batch = 2;

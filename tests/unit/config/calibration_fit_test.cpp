@@ -441,3 +441,89 @@ TEST_CASE("FP8 attention takes its own fit where measured, else bf16") {
   s.dtype = ir::Dtype::kBf16;
   CHECK(fp8 == h100->attention(s).seconds());
 }
+
+TEST_CASE("MLA and sliding-window attention are priced from their own measurements") {
+  // cudnn-frontend's SDPA benchmark on GB200 (calibration/sources/attention.csv).
+  const auto cal = config::load_calibration("GB200-NVL-186GB");
+  const auto gb200 = make_calibrated_model(cal);
+  // DeepSeek-V3 shape, causal, 8k tokens: 1585 / 1193 TFLOP/s forward / backward (cuDNN's
+  // count, QKᵀ at 192 and PV at 128), priced by the kernel's fit of MLA shapes.
+  AttentionShape m;
+  m.batch = 2;
+  m.heads = m.kv_heads = 128;
+  m.seq_q = m.seq_kv = 8192;
+  m.head_dim = 192;
+  m.head_dim_v = 128;
+  m.causal = true;
+  for (const auto& [dir, measured] : {std::pair{Direction::kForward, 1585.0},
+                                      std::pair{Direction::kBackward, 1193.0}}) {
+    m.direction = dir;
+    CHECK(m.flops().value() / gb200->attention(m).seconds() * 1e-12 == Approx(measured).epsilon(0.12));
+  }
+  REQUIRE(gb200->fitted().find_attention("cuDNN SDPA", ir::Dtype::kBf16, 0, 128) != nullptr);
+  REQUIRE(gb200->fitted().find_attention("cuDNN SDPA", ir::Dtype::kFp8, 0, 128) != nullptr);
+  // A kernel without such points prices values as wide as the queries (the former pricing).
+  const auto h100_mla = make_calibrated_model(config::load_calibration("H100-SXM5-80GB"));
+  const double narrow = h100_mla->attention(m).seconds();
+  AttentionShape wide = m;
+  wide.head_dim_v = 0;
+  CHECK(narrow == h100_mla->attention(wide).seconds());
+  // GPT-OSS's banded layers: window 128, head dim 64, 16k tokens, 167 / 188 TFLOP/s, a tenth of
+  // the full kernel's rate; the windowed fit prices them. The full fit over the blocks the
+  // window reaches (two per query block) comes within 25 %: the block count, not a lower
+  // efficiency, explains most of the low rate.
+  AttentionShape w;
+  w.batch = 2;
+  w.heads = w.kv_heads = 128;
+  w.seq_q = w.seq_kv = 16384;
+  w.head_dim = 64;
+  w.causal = true;
+  w.window = 128;
+  const AttentionParams* windowed = gb200->fitted().find_attention("cuDNN SDPA", ir::Dtype::kBf16, 128);
+  REQUIRE(windowed != nullptr);
+  const AttentionParams* full = gb200->fitted().find_attention("cuDNN SDPA");
+  REQUIRE(full != nullptr);
+  for (const auto& [dir, measured] : {std::pair{Direction::kForward, 167.0},
+                                      std::pair{Direction::kBackward, 188.0}}) {
+    w.direction = dir;
+    const double t = gb200->attention(w).seconds();
+    CHECK(w.flops().value() / t * 1e-12 == Approx(measured).epsilon(0.12));
+    CHECK(predict_attention(*full, w) == Approx(t).epsilon(0.25));
+  }
+  // A window the calibration has not measured takes the full fit over its blocks.
+  w.window = 256;
+  CHECK(gb200->attention(w).seconds() == Approx(predict_attention(*full, w)).epsilon(1e-6));
+  // The H100 has no windowed table: the full fit over the window's blocks.
+  const auto h100 = make_calibrated_model(config::load_calibration("H100-SXM5-80GB"));
+  w.window = 128;
+  CHECK(h100->fitted().find_attention(h100->attention_kernel(), ir::Dtype::kBf16, 128) == nullptr);
+  w.window = 0;
+  const double h100_full = h100->attention(w).seconds();
+  w.window = 128;
+  CHECK(h100->attention(w).seconds() < 0.1 * h100_full);
+}
+
+TEST_CASE("fused norms take cuDNN's measured rates where published, else stream") {
+  // cudnn-frontend's norm benchmark (calibration/sources/memory_kernels.csv): RMSNorm forward
+  // 5840-6420 GB/s on GB200, backward 4180-6190 GB/s; on H200 3310-3850 and 3090-3800.
+  for (const char* gpu : {"GB200-NVL-186GB", "GB300-NVL-279GB", "H200-SXM-141GB", "B200-SXM-180GB"}) {
+    INFO(gpu);
+    const auto cal = config::load_calibration(gpu);
+    const auto m = make_calibrated_model(cal);
+    const auto& mem = m->fitted().memory;
+    CHECK(mem.fused_norm_points >= 16);
+    CHECK(mem.fused_norm_fwd_bps < mem.achievable_bps);
+    CHECK(mem.fused_norm_bwd_bps < mem.fused_norm_fwd_bps);
+    const double spec = cal->gpu.memory_bandwidth.bytes_per_s();
+    CHECK(mem.fused_norm_fwd_bps / spec > 0.6);
+    CHECK(mem.fused_norm_fwd_bps / spec < 0.85);
+    const Bytes moved(1LL << 30);
+    CHECK(m->memory_bound(moved, MemoryKernel::kFusedNormBackward) >
+          m->memory_bound(moved, MemoryKernel::kStreaming));
+  }
+  const auto h100 = make_calibrated_model(config::load_calibration("H100-SXM5-80GB"));
+  const Bytes moved(1LL << 30);
+  CHECK(h100->fitted().memory.fused_norm_points == 0);
+  CHECK(h100->memory_bound(moved, MemoryKernel::kFusedNormForward) ==
+        h100->memory_bound(moved, MemoryKernel::kStreaming));
+}

@@ -312,24 +312,35 @@ TEST_CASE("eager elementwise ops: RMSNorm, rotary and SwiGLU move what PyTorch's
   gs.eager_elementwise = true;
   const LayerOps gpt_eager = build_layer(g, gs);
   for (const auto* pair : {&gpt_fused.mlp, &gpt_fused.attention}) {
-    for (const auto& op : pair->forward) CHECK_FALSE(op.native_norm);
+    for (const auto& op : pair->forward) CHECK(op.norm != NormKernel::kNative);
   }
   std::int64_t native = 0;
   for (const auto* ops : {&gpt_eager.mlp.forward, &gpt_eager.mlp.backward,
                           &gpt_eager.attention.forward, &gpt_eager.attention.backward}) {
     for (const auto& op : *ops) {
-      CHECK(op.native_norm == (std::string(op.name) == "layernorm"));
-      native += op.native_norm ? 1 : 0;
+      CHECK((op.norm == NormKernel::kNative) == (std::string(op.name) == "layernorm"));
+      native += op.norm == NormKernel::kNative ? 1 : 0;
     }
   }
   CHECK(native == 4);
-  CHECK(build_lm_head(g, gs).forward.front().native_norm);
+  CHECK(build_lm_head(g, gs).forward.front().norm == NormKernel::kNative);
   REQUIRE(gpt_eager.mlp.forward.size() == gpt_fused.mlp.forward.size());
   for (std::size_t i = 0; i < gpt_eager.mlp.forward.size(); ++i) {
     CHECK(gpt_eager.mlp.forward[i].moved.count() == gpt_fused.mlp.forward[i].moved.count());
   }
   // A Llama layer's eager RMSNorm is the op-by-op composition above, streaming.
-  for (const auto& op : eager.attention.forward) CHECK_FALSE(op.native_norm);
+  for (const auto& op : eager.attention.forward) CHECK(op.norm == NormKernel::kNone);
+  // Fused (non-eager) norms, RMSNorm and LayerNorm alike, run the fused norm kernel both ways.
+  std::int64_t n_fused = 0;
+  for (const auto* ops : {&gpt_fused.attention.forward, &gpt_fused.attention.backward,
+                          &fused.attention.forward, &fused.attention.backward}) {
+    for (const auto& op : *ops) {
+      const std::string name = op.name;
+      CHECK((op.norm == NormKernel::kFused) == (name == "layernorm" || name == "rmsnorm"));
+      n_fused += op.norm == NormKernel::kFused ? 1 : 0;
+    }
+  }
+  CHECK(n_fused == 4);
 }
 
 namespace {
