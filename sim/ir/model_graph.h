@@ -33,7 +33,6 @@ struct AttentionDims {
   std::int64_t head_dim_v = 0;  // value head dimension; 0: head_dim (MLA: narrower values)
   std::int64_t window = 0;      // causal sliding window (keys per query); 0: full attention
   bool causal = true;
-  std::int64_t window = 0;  // sliding window: keys per query (0: all earlier keys)
 };
 
 // Query-key pairs a causal sliding window of `window` keys computes when the `seq_q` queries are

@@ -38,7 +38,6 @@ Duration op_list_time(const compute::ComputeModel& model, const std::vector<ir::
         a.head_dim_v = op.attn.head_dim_v;
         a.window = op.attn.window;
         a.causal = op.attn.causal;
-        a.window = op.attn.window;
         a.direction = op.backward ? compute::Direction::kBackward : compute::Direction::kForward;
         // bf16, or FP8 where the plan asks for FP8 attention (ir::LayerShape::fp8_attention).
         a.dtype = op.dtype;
