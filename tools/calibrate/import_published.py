@@ -395,6 +395,16 @@ CUDNN_SDPA_GPUS = ("GB200-NVL-186GB", "GB300-NVL-279GB")
 CUDNN_SDPA_TWIN = {"B200-SXM-180GB": "GB200-NVL-186GB", "B300-SXM-288GB": "GB300-NVL-279GB"}
 
 
+def sdpa_provenance(rs, files, config, flops_note, rows_note):
+    """Provenance of a cuDNN SDPA benchmark table (NVIDIA cudnn-frontend's
+    benchmark/sdpa_benchmark_training results): files, date, software, method, rows."""
+    notes = rs[0]["notes"].split("; ")
+    return (files, "2026-04-24 (results file time stamps)", notes[1] + " (" + notes[0] + ")",
+            "NVIDIA's SDPA training benchmark (benchmark/sdpa_benchmark_training, "
+            "benchmark_single_sdpa.py" + config + "): mean of " + notes[2] + flops_note,
+            rows_note)
+
+
 def attention_tables(att, gpu):
     def rows(g, kernel, direction, dtype_prefix, src_contains, shape="full"):
         # shape: "full" (equal query/value head dims, no window), "mla" (narrower values) or
@@ -459,49 +469,37 @@ def attention_tables(att, gpu):
             "check only: independent re-run of FA3 on Meta CI H100 (SXM presumably)"),
             role="check", point_fn=tb_point)
     elif gpu in CUDNN_SDPA_GPUS:
-        for dtype, direction in (("bf16", "fwd"), ("bf16", "bwd"), ("fp8", "fwd"), ("fp8", "bwd")):
-            rs = rows(gpu, CUDNN_SDPA, direction, dtype, "cudnn-frontend")
-            files = sorted({r["source"] for r in rs})
-            name = "cudnn-frontend %s %s%s" % (gpu, direction, "" if dtype == "bf16" else " fp8")
-            t += attn_table(name, CUDNN_SDPA, rs, (
-                "; ".join(files), "2026-04-24 (results file time stamps)",
-                rs[0]["notes"].split("; ")[1] + " (" + rs[0]["notes"].split("; ")[0] + ")",
-                "NVIDIA's SDPA training benchmark (benchmark/sdpa_benchmark_training, "
-                "benchmark_single_sdpa.py): mean of " + rs[0]["notes"].split("; ")[2] +
-                "; TFLOP/s with the FlashAttention convention (causal halved, backward 2.5x "
-                "forward), checked against the published times",
-                "rows with equal query/value head dims and no sliding window; non-deterministic "
-                "backward (Transformer Engine's default)" + (
-                    "; FP8 (E4M3) Q, K, V with per-tensor scales, the benchmark's fp8 data type"
-                    if dtype == "fp8" else "")),
-                dtype=None if dtype == "bf16" else dtype)
-        # Multi-head latent attention (DeepSeek-V3, Kimi K2.6: query/key head dim 192, value 128),
-        # priced with the same fit: the features count QK^T at 192 and PV at 128 (head_dim_v).
-        for dtype, direction in (("bf16", "fwd"), ("bf16", "bwd"), ("fp8", "fwd"), ("fp8", "bwd")):
-            rs = rows(gpu, CUDNN_SDPA, direction, dtype, "cudnn-frontend", "mla")
-            files = sorted({r["source"] for r in rs})
-            name = "cudnn-frontend %s MLA %s%s" % (gpu, direction, "" if dtype == "bf16" else " fp8")
-            t += attn_table(name, CUDNN_SDPA, rs, (
-                "; ".join(files), "2026-04-24 (results file time stamps)",
-                rs[0]["notes"].split("; ")[1] + " (" + rs[0]["notes"].split("; ")[0] + ")",
-                "NVIDIA's SDPA training benchmark (benchmark/sdpa_benchmark_training, "
-                "benchmark_single_sdpa.py): mean of " + rs[0]["notes"].split("; ")[2] +
-                "; the benchmark's TFLOP/s (forward 2.s^2.(dqk+dv).h.b, backward "
-                "2.s^2.(3dqk+2dv).h.b, halved when causal), checked against the published times",
-                "multi-head latent attention shapes (dsv3: 128 heads, kimiK26: 64 heads; query/key "
-                "head dim 192, value head dim 128); non-deterministic backward" + (
-                    "; FP8 (E4M3) Q, K, V with per-tensor scales" if dtype == "fp8" else "")),
-                dtype=None if dtype == "bf16" else dtype)
-        # Sliding-window attention (GPT-OSS's banded layers), fitted apart per window.
+        # Per shape (equal head dims; multi-head latent attention, DeepSeek-V3 and Kimi K2.6 with
+        # query/key head dim 192 and value 128, priced with the features' head_dim_v; GPT-OSS's
+        # sliding window, fitted apart per window): the name's tag, the benchmark's FLOP count,
+        # and what the rows are.
+        shapes = (
+            ("full", "", "; TFLOP/s with the FlashAttention convention (causal halved, backward 2.5x "
+             "forward), checked against the published times",
+             "rows with equal query/value head dims and no sliding window; non-deterministic "
+             "backward (Transformer Engine's default)",
+             "; FP8 (E4M3) Q, K, V with per-tensor scales, the benchmark's fp8 data type"),
+            ("mla", "MLA ", "; the benchmark's TFLOP/s (forward 2.s^2.(dqk+dv).h.b, backward "
+             "2.s^2.(3dqk+2dv).h.b, halved when causal), checked against the published times",
+             "multi-head latent attention shapes (dsv3: 128 heads, kimiK26: 64 heads; query/key "
+             "head dim 192, value head dim 128); non-deterministic backward",
+             "; FP8 (E4M3) Q, K, V with per-tensor scales"))
+        for shape, tag, flops_note, rows_note, fp8_note in shapes:
+            for dtype, direction in (("bf16", "fwd"), ("bf16", "bwd"), ("fp8", "fwd"), ("fp8", "bwd")):
+                rs = rows(gpu, CUDNN_SDPA, direction, dtype, "cudnn-frontend", shape)
+                name = "cudnn-frontend %s %s%s%s" % (gpu, tag, direction,
+                                                     "" if dtype == "bf16" else " fp8")
+                t += attn_table(name, CUDNN_SDPA, rs, sdpa_provenance(
+                    rs, "; ".join(sorted({r["source"] for r in rs})), "", flops_note,
+                    rows_note + (fp8_note if dtype == "fp8" else "")),
+                    dtype=None if dtype == "bf16" else dtype)
         for direction in ("fwd", "bwd"):
             rs = rows(gpu, CUDNN_SDPA, direction, "bf16", "cudnn-frontend", "window")
             window = int(rs[0]["window"])
             assert all(int(r["window"]) == window for r in rs)
-            t += attn_table("cudnn-frontend %s window %d %s" % (gpu, window, direction), CUDNN_SDPA, rs, (
-                rs[0]["source"], "2026-04-24 (results file time stamps)",
-                rs[0]["notes"].split("; ")[1] + " (" + rs[0]["notes"].split("; ")[0] + ")",
-                "NVIDIA's SDPA training benchmark (benchmark/sdpa_benchmark_training, "
-                "benchmark_single_sdpa.py, gpt_oss config): mean of " + rs[0]["notes"].split("; ")[2] +
+            t += attn_table("cudnn-frontend %s window %d %s" % (gpu, window, direction), CUDNN_SDPA,
+                            rs, sdpa_provenance(
+                rs, rs[0]["source"], ", gpt_oss config",
                 "; the benchmark's TFLOP/s over min(position + 1, window) keys per query (forward "
                 "4.pairs.d.h.b, backward 2.5x), checked against the published times",
                 "GPT-OSS banded attention: causal sliding window of %d keys, head dim 64, 128 "
