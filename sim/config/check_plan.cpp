@@ -1,6 +1,5 @@
 // Validation of a parallel plan against a model, a cluster and a GPU count (check_plan).
 #include <array>
-#include <source_location>
 #include <string>
 
 #include "sim/config/loader.h"
@@ -267,11 +266,13 @@ void check_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, c
                       const std::function<void(const PlanFailure&)>& on_failure) {
   // A rule is its line and the schedule (the stage words and schedule names outside parentheses
   // depend on it), and `words` where a message's other words vary (kVaryingWords: no rule).
+  // The line is the caller's (__builtin_LINE() as a default argument, which GCC and Clang both
+  // evaluate at the call; std::source_location is not usable with Clang 14 and libstdc++ 12).
   const auto fail = [&](const char* flag, const auto& message, std::uint64_t words = 0,
-                        std::source_location at = std::source_location::current()) {
+                        std::uint32_t line = __builtin_LINE()) {
     const std::uint64_t rule = words == kVaryingWords
                                    ? 0
-                                   : (std::uint64_t{at.line()} << 32) | (words << 8) |
+                                   : (std::uint64_t{line} << 32) | (words << 8) |
                                          static_cast<std::uint64_t>(p.schedule);
     on_failure(PlanFailure(flag, rule, message));
   };
