@@ -106,6 +106,19 @@ std::string_view number_rule_name(Numbers n) {
   return "";
 }
 
+namespace {
+
+// The index of the rule a file entry names (its enum value), or -1 when no rule has that name.
+template <class Rule>
+int rule_index(const std::string& name, int count, std::string_view (*name_of)(Rule)) {
+  for (int r = 0; r < count; ++r) {
+    if (name_of(static_cast<Rule>(r)) == name) return r;
+  }
+  return -1;
+}
+
+}  // namespace
+
 std::filesystem::path reading_vocabulary_path() { return data_dir() / "reading" / "published-runs.textproto"; }
 
 ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
@@ -228,10 +241,7 @@ ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
     for (int i = 0; i < msg.words_size(); ++i) {
       const auto& m = msg.words(i);
       const auto c = item("words", i);
-      int index = -1;
-      for (int w = 0; w < kNumWordLists; ++w) {
-        if (word_list_name(static_cast<Words>(w)) == m.rule()) index = w;
-      }
+      const int index = rule_index<Words>(m.rule(), kNumWordLists, word_list_name);
       if (!c.require(m.has_rule(), "rule")) continue;
       if (index < 0) {
         c.fail("rule", "no reading rule reads a list '" + m.rule() + "'");
@@ -246,12 +256,13 @@ ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
         c.fail("match", "unknown value '" + m.match() + "' (one of text, words, first-word, letters, pattern)");
       }
       spellings(c, m.spelled(), list.spelled, "spelled", true);
-      for (const auto& w : list.spelled) {
-        if (list.match != WordMatch::kPattern) break;
-        try {
-          list.patterns.emplace_back(w);
-        } catch (const std::regex_error& e) {
-          c.fail("spelled", "'" + w + "' is not a regular expression (" + e.what() + ")");
+      if (list.match == WordMatch::kPattern) {
+        for (const auto& w : list.spelled) {
+          try {
+            list.patterns.emplace_back(w);
+          } catch (const std::regex_error& e) {
+            c.fail("spelled", "'" + w + "' is not a regular expression (" + e.what() + ")");
+          }
         }
       }
       c.non_empty(m.has_source(), m.source(), "source");
@@ -260,10 +271,7 @@ ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
     for (int i = 0; i < msg.numbers_size(); ++i) {
       const auto& m = msg.numbers(i);
       const auto c = item("numbers", i);
-      int index = -1;
-      for (int n = 0; n < kNumNumberRules; ++n) {
-        if (number_rule_name(static_cast<Numbers>(n)) == m.rule()) index = n;
-      }
+      const int index = rule_index<Numbers>(m.rule(), kNumNumberRules, number_rule_name);
       if (!c.require(m.has_rule(), "rule")) continue;
       if (index < 0) {
         c.fail("rule", "no reading rule reads a number '" + m.rule() + "'");
