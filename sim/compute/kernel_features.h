@@ -106,34 +106,6 @@ inline AttentionFeatures attention_features(const AttentionShape& s, bool backwa
   return f;
 }
 
-// FLOPs of an attention point by the FlashAttention convention (forward 4·s²·d·h·b, halved
-// when causal; backward 2.5×; forward+backward 3.5×): how its TFLOP/s were computed.
-// With unequal value width (head_dim_v) each direction scales by AttentionShape::value_ratio; a
-// sliding window counts ir::banded_pairs, not halved (cuDNN's SDPA benchmark).
-inline double attention_point_flops(const AttentionPoint& p) {
-  double f = p.window > 0 ? 4.0 * ir::banded_pairs(p.seq, p.seq, p.window) *
-                                static_cast<double>(p.head_dim * p.heads * p.batch)
-                          : 4.0 * static_cast<double>(p.seq) * static_cast<double>(p.seq) *
-                                static_cast<double>(p.head_dim * p.heads * p.batch);
-  if (p.causal && p.window == 0) f *= 0.5;
-  if (p.head_dim_v > 0 && p.head_dim_v != p.head_dim) {
-    AttentionShape s;
-    s.head_dim = p.head_dim;
-    s.head_dim_v = p.head_dim_v;
-    switch (p.pass) {
-      case AttentionPass::kForward: return f * s.value_ratio(false);
-      case AttentionPass::kBackward: return 2.5 * f * s.value_ratio(true);
-      case AttentionPass::kForwardBackward: return f * s.value_ratio(false) + 2.5 * f * s.value_ratio(true);
-    }
-  }
-  switch (p.pass) {
-    case AttentionPass::kForward: return f;
-    case AttentionPass::kBackward: return 2.5 * f;
-    case AttentionPass::kForwardBackward: return 3.5 * f;
-  }
-  return f;
-}
-
 inline AttentionShape attention_point_shape(const AttentionPoint& p, bool backward) {
   AttentionShape s;
   s.batch = p.batch;
@@ -147,6 +119,18 @@ inline AttentionShape attention_point_shape(const AttentionPoint& p, bool backwa
   s.causal = p.causal;
   s.direction = backward ? Direction::kBackward : Direction::kForward;
   return s;
+}
+
+// FLOPs of an attention point as its TFLOP/s were computed: AttentionShape::flops (the
+// FlashAttention convention; forward+backward is the sum of the two directions, 3.5× forward).
+inline double attention_point_flops(const AttentionPoint& p) {
+  const auto dir = [&](bool backward) { return attention_point_shape(p, backward).flops().value(); };
+  switch (p.pass) {
+    case AttentionPass::kForward: return dir(false);
+    case AttentionPass::kBackward: return dir(true);
+    case AttentionPass::kForwardBackward: return dir(false) + dir(true);
+  }
+  return dir(false);
 }
 
 }  // namespace ts::compute::detail
