@@ -182,15 +182,19 @@ def gemm_point(r, dtype=None, batch=1, m=None, note=None):
     return s + " }"
 
 
-def gemm_table(name, rows, prov, role=None, point_fn=gemm_point):
-    out = ["gemm {", "  name: " + q(name)]
-    if role:
-        out.append("  role: " + q(role))
+def table(kind, fields, rows, prov, point_fn):
+    """One calibration table block: `kind {`, its header fields (name, value text) in order,
+    the provenance, one point per row."""
+    out = ["%s {" % kind] + ["  %s: %s" % f for f in fields]
     out += provenance(2, *prov)
-    for r in rows:
-        out.append(point_fn(r))
+    out += [point_fn(r) for r in rows]
     out.append("}")
     return out
+
+
+def gemm_table(name, rows, prov, role=None, point_fn=gemm_point):
+    fields = [("name", q(name))] + ([("role", q(role))] if role else [])
+    return table("gemm", fields, rows, prov, point_fn)
 
 
 def gemm_tables(gemm, gpu):
@@ -309,18 +313,11 @@ def attn_point(r):
 
 
 def attn_table(name, kernel, rows, prov, role=None, point_fn=attn_point, dtype=None, window=None):
-    out = ["attention {", "  name: " + q(name), "  kernel: " + q(kernel)]
-    if role:
-        out.append("  role: " + q(role))
-    if dtype:
-        out.append("  dtype: " + q(dtype))
-    if window:
-        out.append("  window: " + str(window))
-    out += provenance(2, *prov)
-    for r in rows:
-        out.append(point_fn(r))
-    out.append("}")
-    return out
+    fields = [("name", q(name)), ("kernel", q(kernel))]
+    fields += [("role", q(role))] if role else []
+    fields += [("dtype", q(dtype))] if dtype else []
+    fields += [("window", str(window))] if window else []
+    return table("attention", fields, rows, prov, point_fn)
 
 
 def older_kernel_tables(att, gpu, kernels):
@@ -534,14 +531,8 @@ def mem_point(r, note=None):
 
 
 def mem_table(name, rows, prov, role=None, point_fn=mem_point):
-    out = ["memory {", "  name: " + q(name)]
-    if role:
-        out.append("  role: " + q(role))
-    out += provenance(2, *prov)
-    for r in rows:
-        out.append(point_fn(r))
-    out.append("}")
-    return out
+    fields = [("name", q(name))] + ([("role", q(role))] if role else [])
+    return table("memory", fields, rows, prov, point_fn)
 
 
 NORM_PROVENANCE = (
