@@ -5,41 +5,15 @@
 #include "sim/parallel/lowering.h"
 #include "sim/runtime/breakdown.h"
 #include "sim/runtime/executor.h"
+#include "tests/unit/runtime/flop_model.h"
 
 using namespace ts;
+using testing::FlopModel;
+using testing::uniform_model;
 using parallel::CommOp;
 using parallel::Stream;
 
 namespace {
-
-class FlopModel final : public compute::ComputeModel {
- public:
-  Duration gemm(const compute::GemmShape& s) const override { return s.flops() / FlopRate::per_s(1e15); }
-  Duration attention(const compute::AttentionShape& s) const override {
-    return s.flops() / FlopRate::per_s(1e15);
-  }
-  Duration memory_bound(Bytes, compute::MemoryKernel) const override { return Duration::zero(); }
-  const compute::GpuSpec& gpu() const override { return gpu_; }
-
- private:
-  compute::GpuSpec gpu_;
-};
-
-ir::ModelSpec model(std::int64_t layers) {
-  ir::ModelSpec m;
-  m.name = "uniform";
-  m.num_layers = layers;
-  m.hidden = 1024;
-  m.num_heads = 8;
-  m.num_kv_heads = 8;
-  m.ffn_hidden = 4096;
-  m.vocab = 16;  // embedding and LM head negligible next to the layers
-  m.norm = ir::Norm::kRmsNorm;
-  m.activation = ir::Activation::kSwiglu;
-  m.position = ir::Position::kRope;
-  m.linear_bias = false;
-  return m;
-}
 
 // One GPU per node, so that data-parallel traffic crosses the NICs at `nic_gbytes` GB/s.
 topology::ClusterSpec cluster(double nic_gbytes, std::int32_t gpus_per_node) {
@@ -95,11 +69,11 @@ TEST_CASE("interleaving with v model chunks divides the pipeline bubble by v") {
   plan.pp = p;
   plan.global_batch = m;
   plan.seq_len = 1024;
-  const auto base = replay(model(16), plan);
+  const auto base = replay(uniform_model(16), plan);
   for (std::int64_t v : {2, 4}) {
     plan.schedule = parallel::Schedule::kInterleaved;
     plan.vpp = v;
-    const auto inter = replay(model(16), plan);
+    const auto inter = replay(uniform_model(16), plan);
     INFO("v=" << v);
     CHECK(seconds(inter, runtime::TimeCategory::kIdle) ==
           Approx(seconds(base, runtime::TimeCategory::kIdle) / static_cast<double>(v)).epsilon(0.03));
@@ -142,9 +116,9 @@ TEST_CASE("symmetric mode and full mode agree within 0.5% for mixes of TP, PP, D
     // 4 GPUs per node and 25 GB/s NICs: groups cross nodes, so placement matters.
     const topology::Topology topo(cluster(25, 4), static_cast<std::int32_t>(plan.num_gpus()));
     const network::NetworkModel net(topo);
-    const auto sym_graph = parallel::lower(model(8), plan, lo);
+    const auto sym_graph = parallel::lower(uniform_model(8), plan, lo);
     lo.full = true;
-    const auto full_graph = parallel::lower(model(8), plan, lo);
+    const auto full_graph = parallel::lower(uniform_model(8), plan, lo);
     const auto sym = runtime::execute(sym_graph, parallel::Layout(plan), fm, net, {});
     const auto full = runtime::execute(full_graph, parallel::Layout(plan), fm, net, {});
     INFO("tp " << c.tp << " pp " << c.pp << " dp " << c.dp << " cp " << c.cp << " vpp " << c.vpp);
@@ -170,7 +144,7 @@ parallel::ParallelPlan bucketed_plan() {
 
 TEST_CASE("bucketed data-parallel all-reduce hides behind a long enough backward") {
   parallel::ParallelPlan plan = bucketed_plan();
-  const ir::ModelSpec m = model(8);
+  const ir::ModelSpec m = uniform_model(8);
   // Gradients: 8 layers × 12.6 M parameters × 4 B = 403 MB; at 1000 GB/s the whole all-reduce
   // takes ~0.4 ms against ~2.6 ms of backward, at 10 GB/s ~40 ms.
   const auto fast = replay(m, plan, 1000, 1);
@@ -198,7 +172,7 @@ TEST_CASE("ZeRO-3 moves 1.5× the data-parallel traffic of an all-reduce") {
   plan.global_batch = 4;
   plan.seq_len = 1024;
   plan.grad_reduce = parallel::GradReduce::kBf16;  // gradients in the parameters' 2 bytes
-  const ir::ModelSpec m = model(8);
+  const ir::ModelSpec m = uniform_model(8);
   const auto ddp = replay(m, plan, 100, 8);
   plan.zero_stage = 3;
   const auto zero3 = replay(m, plan, 100, 8);
@@ -210,7 +184,7 @@ TEST_CASE("a bf16 gradient reduction halves the gradient collectives, not the pa
   plan.dp = 4;
   plan.global_batch = 4;
   plan.seq_len = 1024;
-  const ir::ModelSpec m = model(8);
+  const ir::ModelSpec m = uniform_model(8);
   const double ddp_fp32 = dp_volume(replay(m, plan, 100, 8).graph);
   plan.grad_reduce = parallel::GradReduce::kBf16;
   CHECK(dp_volume(replay(m, plan, 100, 8).graph) == Approx(0.5 * ddp_fp32).epsilon(1e-9));
@@ -228,7 +202,7 @@ TEST_CASE("ring attention passes one KV block per step, cp − 1 steps per layer
   plan.global_batch = 1;
   plan.seq_len = 8192;
   plan.cp_algo = parallel::CpAlgo::kRing;
-  const ir::ModelSpec m = model(2);
+  const ir::ModelSpec m = uniform_model(2);
   const auto r = replay(m, plan);
   // K and V of the local 8192/4 tokens: b · s/cp · 2 · kv_heads · head_dim · 2 bytes.
   const std::int64_t kv = 1 * (8192 / 4) * 2 * 8 * 128 * 2;
@@ -328,7 +302,7 @@ TEST_CASE("contention: each all-to-all is its own period, however busy the EP st
 
 TEST_CASE("contention of a bucketed all-reduce: what hides under the backward slows it") {
   const parallel::ParallelPlan plan = bucketed_plan();
-  const ir::ModelSpec m = model(8);
+  const ir::ModelSpec m = uniform_model(8);
   const auto fast = replay(m, plan, 1000, 1);
   const auto slow = replay(m, plan, 10, 1);
   const auto with = [](const Replayed& r, double slowdown) {
@@ -357,7 +331,7 @@ TEST_CASE("the op policy's reruns add their matmul FLOPs to each layer's backwar
   parallel::ParallelPlan plan;
   plan.global_batch = 1;
   plan.seq_len = 2048;
-  const ir::ModelSpec m = model(8);  // hidden 1024, 8 KV heads of 8: K is h wide; ffn 4096
+  const ir::ModelSpec m = uniform_model(8);  // hidden 1024, 8 KV heads of 8: K is h wide; ffn 4096
   const auto none = replay(m, plan);
   plan.recompute = parallel::Recompute::kSelectiveOp;
   const auto op = replay(m, plan);

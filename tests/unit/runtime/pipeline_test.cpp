@@ -5,40 +5,13 @@
 #include "sim/parallel/schedule.h"
 #include "sim/runtime/breakdown.h"
 #include "sim/runtime/executor.h"
+#include "tests/unit/runtime/flop_model.h"
 
 using namespace ts;
+using testing::FlopModel;
+using testing::uniform_model;
 
 namespace {
-
-// Time proportional to FLOPs (1 PFLOP/s), memory-bound ops free: every layer costs the same.
-class FlopModel final : public compute::ComputeModel {
- public:
-  Duration gemm(const compute::GemmShape& s) const override { return s.flops() / FlopRate::per_s(1e15); }
-  Duration attention(const compute::AttentionShape& s) const override {
-    return s.flops() / FlopRate::per_s(1e15);
-  }
-  Duration memory_bound(Bytes, compute::MemoryKernel) const override { return Duration::zero(); }
-  const compute::GpuSpec& gpu() const override { return gpu_; }
-
- private:
-  compute::GpuSpec gpu_;
-};
-
-ir::ModelSpec model(std::int64_t layers) {
-  ir::ModelSpec m;
-  m.name = "uniform";
-  m.num_layers = layers;
-  m.hidden = 1024;
-  m.num_heads = 8;
-  m.num_kv_heads = 8;
-  m.ffn_hidden = 4096;
-  m.vocab = 16;  // LM head negligible next to the layers
-  m.norm = ir::Norm::kRmsNorm;
-  m.activation = ir::Activation::kSwiglu;
-  m.position = ir::Position::kRope;
-  m.linear_bias = false;
-  return m;
-}
 
 // A cluster whose links are so fast that communication takes (almost) no time.
 topology::ClusterSpec free_network() {
@@ -95,7 +68,7 @@ TEST_CASE("1F1B and GPipe take (m + p − 1) stage slots, the bubble is (p − 1
   for (auto schedule : {parallel::Schedule::k1F1B, parallel::Schedule::kGpipe}) {
     for (auto [p, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 8}, std::pair{2, 1}}) {
       const std::int64_t layers_per_stage = 2;
-      const auto r = replay(model(p * layers_per_stage), pipeline(p, m, schedule));
+      const auto r = replay(uniform_model(p * layers_per_stage), pipeline(p, m, schedule));
       const double slot = ((r.layer_fwd + r.layer_bwd) * layers_per_stage).seconds();
       const double expected = static_cast<double>(m + p - 1) * slot;
       INFO("p=" << p << " m=" << m);
@@ -112,8 +85,8 @@ TEST_CASE("1F1B holds p − s micro-batches of activations on stage s, GPipe all
   // Peak = in-flight micro-batches × layers × kept activations (1000 B per layer here), reached
   // when the first backward starts, whose MLP block adds its activation gradients (half a layer).
   const std::int64_t p = 4, m = 8, layers_per_stage = 2;
-  const auto one_f_one_b = replay(model(p * layers_per_stage), pipeline(p, m, parallel::Schedule::k1F1B));
-  const auto gpipe = replay(model(p * layers_per_stage), pipeline(p, m, parallel::Schedule::kGpipe));
+  const auto one_f_one_b = replay(uniform_model(p * layers_per_stage), pipeline(p, m, parallel::Schedule::k1F1B));
+  const auto gpipe = replay(uniform_model(p * layers_per_stage), pipeline(p, m, parallel::Schedule::kGpipe));
   for (std::int64_t s = 0; s < p; ++s) {
     const auto idx = static_cast<std::size_t>(s);
     CHECK(one_f_one_b.execution.memory[idx].peak_dynamic.count() == (p - s) * layers_per_stage * 1000 + 500);
@@ -126,16 +99,16 @@ TEST_CASE("symmetric mode and full mode give the same iteration time") {
   plan.tp = 2;
   plan.dp = 2;
   plan.global_batch = 8;
-  const auto sym = replay(model(4), plan, false);
-  const auto full = replay(model(4), plan, true);
+  const auto sym = replay(uniform_model(4), plan, false);
+  const auto full = replay(uniform_model(4), plan, true);
   CHECK(sym.graph.devices.size() == 2);
   CHECK(full.graph.devices.size() == 8);
   CHECK(sym.execution.end == full.execution.end);
 }
 
 TEST_CASE("the replay is deterministic") {
-  const auto a = replay(model(8), pipeline(4, 8, parallel::Schedule::k1F1B));
-  const auto b = replay(model(8), pipeline(4, 8, parallel::Schedule::k1F1B));
+  const auto a = replay(uniform_model(8), pipeline(4, 8, parallel::Schedule::k1F1B));
+  const auto b = replay(uniform_model(8), pipeline(4, 8, parallel::Schedule::k1F1B));
   REQUIRE(a.execution.timings.size() == b.execution.timings.size());
   for (std::size_t t = 0; t < a.execution.timings.size(); ++t) {
     CHECK(a.execution.timings[t].start == b.execution.timings[t].start);
@@ -149,7 +122,7 @@ namespace {
 // the FLOPs), so that F, B (input gradients) and W (weight gradients) each take about one
 // forward's GEMM time, as the closed forms of the zero-bubble schedules picture them.
 ir::ModelSpec gemm_model(std::int64_t layers) {
-  ir::ModelSpec m = model(layers);
+  ir::ModelSpec m = uniform_model(layers);
   m.hidden = 4096;
   m.num_heads = 32;
   m.num_kv_heads = 32;
@@ -243,8 +216,8 @@ TEST_CASE("activations in flight: zero-bubble H1 as 1F1B, DualPipeV 2p + 1 chunk
   // micro-batches of its 2 layers plus the first backward's MLP gradients (half a layer);
   // ZB-H1's W's keep what their B's leave, so its last stage (W's p − 1 blocks late) holds as
   // much as 1F1B's first, and no stage more.
-  const auto base = replay(model(2 * p), pipeline(p, m, parallel::Schedule::k1F1B));
-  const auto zb = replay(model(2 * p), pipeline(p, m, parallel::Schedule::kZbH1));
+  const auto base = replay(uniform_model(2 * p), pipeline(p, m, parallel::Schedule::k1F1B));
+  const auto zb = replay(uniform_model(2 * p), pipeline(p, m, parallel::Schedule::kZbH1));
   std::int64_t base_peak = 0, zb_peak = 0;
   for (std::size_t s = 0; s < static_cast<std::size_t>(p); ++s) {
     base_peak = std::max(base_peak, base.execution.memory[s].peak_dynamic.count());
@@ -255,7 +228,7 @@ TEST_CASE("activations in flight: zero-bubble H1 as 1F1B, DualPipeV 2p + 1 chunk
   // DualPipeV: two chunks of one layer each per rank. The first rank starts its (2p + 1)-th
   // forward beside a backward, which runs first layer by layer and frees its layer before the
   // forward's layer allocates: 2p chunk sets at once, plus the backward's MLP gradients.
-  const auto dv = replay(model(2 * p), pipeline(p, m, parallel::Schedule::kDualPipeV));
+  const auto dv = replay(uniform_model(2 * p), pipeline(p, m, parallel::Schedule::kDualPipeV));
   CHECK(dv.execution.memory[0].peak_dynamic.count() == 2 * p * 1000 + 500);
 }
 
@@ -265,8 +238,8 @@ TEST_CASE("ZB-V in the replay: 1F1B's activation peak, less idle than ZB-H1") {
   // of `per_chunk` layers.
   for (auto [p, m] : {std::pair{4, 8}, std::pair{4, 16}}) {
     INFO("p=" << p << " m=" << m);
-    const auto base = replay(model(2 * p), pipeline(p, m, parallel::Schedule::k1F1B));
-    const auto zbv = replay(model(2 * p), pipeline(p, m, parallel::Schedule::kZbV));
+    const auto base = replay(uniform_model(2 * p), pipeline(p, m, parallel::Schedule::k1F1B));
+    const auto zbv = replay(uniform_model(2 * p), pipeline(p, m, parallel::Schedule::kZbV));
     std::int64_t base_peak = 0, zbv_peak = 0;
     for (std::size_t s = 0; s < static_cast<std::size_t>(p); ++s) {
       base_peak = std::max(base_peak, base.execution.memory[s].peak_dynamic.count());
