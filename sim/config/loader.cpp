@@ -578,6 +578,18 @@ std::string place_per_domain(topology::ClusterSpec& cluster, std::int64_t used) 
   return "";
 }
 
+std::int64_t segment_gpus(std::int64_t num_gpus, std::int64_t gpus_per_host,
+                          std::int64_t gpus_per_domain) {
+  SIM_ASSERT(gpus_per_host > 0 && gpus_per_domain % gpus_per_host == 0,
+             "a scale-up domain holds whole hosts");
+  if (num_gpus <= gpus_per_domain || num_gpus % gpus_per_host != 0) return gpus_per_domain;
+  const std::int64_t hosts = num_gpus / gpus_per_host;
+  for (std::int64_t fit = gpus_per_domain / gpus_per_host; fit > 1; --fit) {
+    if (hosts % fit == 0) return fit * gpus_per_host;
+  }
+  return gpus_per_host;
+}
+
 Scenario load_scenario(const std::string& path) {
   DiagnosticList diags;
   sch::Scenario msg;

@@ -47,6 +47,15 @@ Cluster load_cluster(const std::string& name_or_path);
 // [1, gpus_per_domain] or not whole hosts), empty when it is applied.
 std::string place_per_domain(topology::ClusterSpec& cluster, std::int64_t used);
 
+// The GPUs per scale-up domain of a job of `num_gpus` GPUs in Slurm segments, as NVIDIA's
+// launchers place jobs on NVL72 racks (Megatron-Bridge scripts/performance/utils/executors.py:
+// a segment of the job's tray count, or of its largest divisor up to the trays of a rack; the
+// MLPerf Training v5.1 GB200/GB300 scripts set SEGMENT alike): `gpus_per_host` times the largest
+// divisor of the host count that fits one domain. A job of one domain or less, or of a broken
+// host, keeps the whole domain.
+std::int64_t segment_gpus(std::int64_t num_gpus, std::int64_t gpus_per_host,
+                          std::int64_t gpus_per_domain);
+
 // A complete, validated input to one simulation.
 struct Scenario {
   ir::ModelSpec model;

@@ -289,18 +289,6 @@ const char* placement_name(Placement p) {
   return "?";
 }
 
-std::int64_t segment_gpus(std::int64_t num_gpus, std::int64_t gpus_per_host,
-                          std::int64_t gpus_per_domain) {
-  SIM_ASSERT(gpus_per_host > 0 && gpus_per_domain % gpus_per_host == 0,
-             "a scale-up domain holds whole hosts");
-  if (num_gpus <= gpus_per_domain || num_gpus % gpus_per_host != 0) return gpus_per_domain;
-  const std::int64_t hosts = num_gpus / gpus_per_host;
-  for (std::int64_t fit = gpus_per_domain / gpus_per_host; fit > 1; --fit) {
-    if (hosts % fit == 0) return fit * gpus_per_host;
-  }
-  return gpus_per_host;
-}
-
 config::Cluster apply_fabric(config::Cluster c, const FabricOption& f) {
   if (f.nic_gbits) c.cluster.host.nic_bandwidth = Bandwidth::gbits_per_s(*f.nic_gbits);
   if (f.oversubscription) c.cluster.fabric.oversubscription = *f.oversubscription;
@@ -363,7 +351,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
         config::Cluster placed = cluster;
         if (spec.placement == Placement::kSegment && cluster.cluster.scale_up.gpus_used_per_domain == 0) {
           const std::string why = config::place_per_domain(
-              placed.cluster, segment_gpus(n, per_node, cluster.cluster.scale_up.gpus_per_domain));
+              placed.cluster, config::segment_gpus(n, per_node, cluster.cluster.scale_up.gpus_per_domain));
           SIM_ASSERT(why.empty(), "a segment placement broke the domain rule: " + why);
         }
         trial.gpus_per_domain = placed.cluster.scale_up.placed_per_domain();

@@ -44,15 +44,6 @@ std::string fabric_label(const config::Cluster& cluster);
 enum class Placement { kFill, kSegment };
 const char* placement_name(Placement p);  // "fill", "segment"
 
-// The GPUs per scale-up domain of a job of `num_gpus` GPUs in Slurm segments, as NVIDIA's
-// launchers place jobs on NVL72 racks (Megatron-Bridge scripts/performance/utils/executors.py:
-// a segment of the job's tray count, or of its largest divisor up to the trays of a rack; the
-// MLPerf Training v5.1 GB200/GB300 scripts set SEGMENT alike): `gpus_per_host` times the largest
-// divisor of the host count that fits one domain. A job of one domain or less, or of a broken
-// host, keeps the whole domain.
-std::int64_t segment_gpus(std::int64_t num_gpus, std::int64_t gpus_per_host,
-                          std::int64_t gpus_per_domain);
-
 struct SizingSpec {
   ir::ModelSpec model;
   double tokens = 0;  // training tokens
@@ -72,8 +63,8 @@ struct SizingSpec {
   bool tp_within_domain = false;
   // Where each size's GPUs sit in scale-up domains that hold several hosts (NVL72 racks of 4-GPU
   // trays), unless the cluster file pins scale_up.gpus_used_per_domain: kSegment places the
-  // largest whole number of hosts per domain that divides the job's host count (segment_gpus);
-  // kFill fills every domain in turn.
+  // largest whole number of hosts per domain that divides the job's host count
+  // (config::segment_gpus); kFill fills every domain in turn.
   Placement placement = Placement::kSegment;
   int threads = 0;
   // Time to train: checkpoints, restarts, stragglers, PUE (goal and price are set per choice).

@@ -149,6 +149,20 @@ void read_data_parallelism(Reading& x) {
   if (x.gpus <= 0 || x.gpus > (std::int64_t{1} << 24)) x.skip("n_gpus " + str(x.gpus) + " out of range");
 }
 
+// A job on scale-up domains of several hosts (NVL72 racks of 4-GPU trays) sits in Slurm
+// segments, as NVIDIA's launchers place it (config::segment_gpus; `plan`'s default placement),
+// unless the cluster file pins the GPUs used per domain.
+void read_placement(Reading& x) {
+  auto& c = x.cluster->cluster;
+  const std::int64_t per_host = c.host.gpus_per_host, per_domain = c.scale_up.gpus_per_domain;
+  if (c.scale_up.gpus_used_per_domain > 0 || per_host <= 0 || per_domain <= per_host) return;
+  const std::int64_t used = config::segment_gpus(x.gpus, per_host, per_domain);
+  if (used == per_domain || !config::place_per_domain(c, used).empty()) return;
+  x.note("placed on " + str(used) + " GPUs of each " + str(per_domain) +
+         "-GPU NVLink domain (Slurm segments of " + str(used / per_host) +
+         " hosts, as NVIDIA's launchers place jobs on rack-scale domains)");
+}
+
 void read_batch(Reading& x) {
   const PublishedRun& r = x.r;
   auto& p = x.p;
@@ -400,6 +414,7 @@ const Step kSteps[] = {
     {"experts", read_experts},
     {"pipeline stages", read_pipeline_stages},
     {"data parallelism", read_data_parallelism},
+    {"placement", read_placement},
     {"batch", read_batch},
     {"sharding", read_sharding},
     {"sequence parallelism", read_sequence_parallelism},

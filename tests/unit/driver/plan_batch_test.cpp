@@ -249,13 +249,13 @@ TEST_CASE("plan: the chosen batch is the smallest that meets the deadline") {
 
 TEST_CASE("plan: a segment is the largest tray divisor that fits a rack") {
   // NVL72 racks of 18 four-GPU trays.
-  CHECK(driver::segment_gpus(5120, 4, 72) == 64);  // 1,280 trays: 16 per rack
-  CHECK(driver::segment_gpus(512, 4, 72) == 64);
-  CHECK(driver::segment_gpus(144, 4, 72) == 72);   // 36 trays: 18 per rack
-  CHECK(driver::segment_gpus(80, 4, 72) == 40);    // 20 trays: 10 per rack
-  CHECK(driver::segment_gpus(68, 4, 72) == 72);    // within one rack: the rack
-  CHECK(driver::segment_gpus(4 * 19, 4, 72) == 4); // 19 trays, a prime: one tray per rack
-  CHECK(driver::segment_gpus(1024, 8, 8) == 8);    // 8-GPU nodes: the node
+  CHECK(config::segment_gpus(5120, 4, 72) == 64);  // 1,280 trays: 16 per rack
+  CHECK(config::segment_gpus(512, 4, 72) == 64);
+  CHECK(config::segment_gpus(144, 4, 72) == 72);   // 36 trays: 18 per rack
+  CHECK(config::segment_gpus(80, 4, 72) == 40);    // 20 trays: 10 per rack
+  CHECK(config::segment_gpus(68, 4, 72) == 72);    // within one rack: the rack
+  CHECK(config::segment_gpus(4 * 19, 4, 72) == 4); // 19 trays, a prime: one tray per rack
+  CHECK(config::segment_gpus(1024, 8, 8) == 8);    // 8-GPU nodes: the node
 }
 
 TEST_CASE("plan: segment placement uses 64 GPUs per NVL72 rack, fill 72") {

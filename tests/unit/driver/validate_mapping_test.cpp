@@ -248,6 +248,25 @@ TEST_CASE("mapping: the cluster follows the gpu and interconnect columns") {
   CHECK_THAT(m.skip_reason, Catch::Contains("no cluster model for GPU 'MI300X'"));
 }
 
+TEST_CASE("mapping: jobs on NVL72 racks are placed in Slurm segments") {
+  auto row = gpt_row();
+  row["gpu"] = "GB200";
+  row["interconnect"] = "GB200 NVL72, 4 x 400 Gb/s InfiniBand per compute tray";
+  const auto placed = [&](const std::string& gpus) {
+    row["n_gpus"] = gpus;
+    const auto m = driver::map_run(one(row));
+    REQUIRE(m.scenario.has_value());
+    return m.scenario->cluster.cluster.scale_up.placed_per_domain();
+  };
+  CHECK(placed("64") == 72);    // one rack: the rack
+  CHECK(placed("256") == 64);   // 64 trays: 16 per rack
+  CHECK(placed("144") == 72);   // 36 trays: 18 per rack
+  CHECK(placed("80") == 40);    // 20 trays: 10 per rack
+  row["gpu"] = "H100";          // 8-GPU servers: each its own domain, nothing to place
+  row["interconnect"] = "";
+  CHECK(placed("256") == 8);
+}
+
 TEST_CASE("mapping: sharding, sequence parallelism, precision and missing batch fields") {
   auto row = gpt_row();
   const auto plan_of = [&] {
