@@ -114,6 +114,19 @@ void convert_settings(const sch::FrameworkProfile& m, const Checker& c, Framewor
                 v.host_dispatch = Duration::from_us(x);
               }
             });
+  r.setting(m.has_order(), m.order(), FrameworkSetting::kOrder, "order",
+            [&](const std::string& x, const Checker& n) {
+              try {
+                v.order = parse_order(x, "order");
+                const parallel::ParallelPlan defaults;
+                if (!std::is_permutation(v.order.begin(), v.order.end(), defaults.order.begin(),
+                                         defaults.order.end())) {
+                  n.fail("value", "'" + x + "' is not a permutation of tp,cp,dp,pp");
+                }
+              } catch (const InputError& e) {
+                n.fail("value", e.diagnostics().front().message);
+              }
+            });
   std::sort(out.given.begin(), out.given.end(),
             [](const auto& a, const auto& b) { return a.setting < b.setting; });
   if (m.has_recompute_modes()) {
@@ -286,6 +299,8 @@ std::string_view setting_name(FrameworkSetting s) {
       return "tp-comm-overlap";
     case FrameworkSetting::kHostDispatch:
       return "host-dispatch-us";
+    case FrameworkSetting::kOrder:
+      return "order";
   }
   return "";
 }
@@ -318,6 +333,8 @@ std::string setting_value(FrameworkSetting s, const parallel::ParallelPlan& p) {
       return on_off(p.tp_comm_overlap);
     case FrameworkSetting::kHostDispatch:
       return detail::format_number(p.host_dispatch.us());
+    case FrameworkSetting::kOrder:
+      return format_order(p.order);
   }
   return "";
 }
@@ -364,6 +381,9 @@ void copy_setting(FrameworkSetting s, const parallel::ParallelPlan& from,
       return;
     case FrameworkSetting::kHostDispatch:
       to.host_dispatch = from.host_dispatch;
+      return;
+    case FrameworkSetting::kOrder:
+      to.order = from.order;
       return;
   }
 }

@@ -28,8 +28,9 @@ enum class FrameworkSetting {
   kFp8WeightCache,      // --no-fp8-weight-cache
   kTpCommOverlap,       // --tp-comm-overlap
   kHostDispatch,        // --host-dispatch-us
+  kOrder,               // --order
 };
-inline constexpr int kNumFrameworkSettings = 13;
+inline constexpr int kNumFrameworkSettings = 14;
 
 // The setting's name in outputs ("zero", "sequence-parallel", "attention", …).
 std::string_view setting_name(FrameworkSetting s);

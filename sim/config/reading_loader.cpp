@@ -208,6 +208,20 @@ ReadingVocabulary load_reading_vocabulary(const std::filesystem::path& path) {
       l.source = m.source();
       out.link_generations.push_back(std::move(l));
     }
+    for (int i = 0; i < msg.dated_names_size(); ++i) {
+      const auto& m = msg.dated_names(i);
+      const auto c = item("dated_names", i);
+      ReadingVocabulary::DatedName d;
+      spellings(c, m.spelled(), d.spelled, "spelled", true);
+      c.non_empty(m.has_source(), m.source(), "source");
+      if (const auto month = parse_year_month(m.date())) {
+        d.date = *month;
+      } else {
+        c.fail("date", "must be a month written YYYY-MM (got '" + m.date() + "')");
+      }
+      d.source = m.source();
+      out.dated_names.push_back(std::move(d));
+    }
     for (int i = 0; i < msg.gpu_architectures_size(); ++i) {
       const auto& m = msg.gpu_architectures(i);
       const auto c = item("gpu_architectures", i);

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/config/framework_loader.h"
+
 namespace ts::config {
 
 // The word lists the reading rules look for (WordList.rule in sim/schema/reading.proto), each
@@ -154,6 +156,12 @@ struct ReadingVocabulary {
     std::string source;
   };
   std::array<std::vector<NumberPattern>, kNumNumberRules> numbers;  // by Numbers, in file order
+  struct DatedName {
+    std::vector<std::string> spelled;
+    YearMonth date;
+    std::string source;
+  };
+  std::vector<DatedName> dated_names;
   const std::vector<NumberPattern>& patterns(Numbers n) const { return numbers[static_cast<std::size_t>(n)]; }
 };
 

@@ -80,6 +80,11 @@ void read_parallel_degrees(Reading& x) {
   p.cp = x.r.cp.value_or(1);
   p.vpp = x.r.vpp.value_or(1);
   if (p.vpp > 1) p.schedule = parallel::Schedule::kInterleaved;
+  // The rank order of the axes a named framework's runs use (its profile, as of the row's date).
+  if (const auto* f = x.fw.giving(config::FrameworkSetting::kOrder, [](const auto&) { return true; })) {
+    p.order = f->values.order;
+    x.note("ranks in " + config::format_order(p.order) + " order (" + f->name + ")");
+  }
   // The context-parallel algorithm a row names: DeepSpeed-Ulysses' all-to-all over heads, or
   // all-gathered KV (Llama 3's); ring attention (Megatron-Core's and NeMo's) otherwise.
   const std::string text = x.r.framework + " " + x.r.zero_fsdp + " " + x.r.notes;

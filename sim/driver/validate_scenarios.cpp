@@ -97,7 +97,6 @@ void row_text(std::string& out, const PublishedRun& r, const RowMapping& m,
     }
     field(out, "    ", "dtype", quoted(std::string(ir::dtype_name(p.dtype))));
     const parallel::ParallelPlan defaults;
-    if (p.order != defaults.order) field(out, "    ", "order", quoted(config::format_order(p.order)));
     if (p.optimizer_states != defaults.optimizer_states) {
       field(out, "    ", "optimizer_states", quoted(std::string(config::name(p.optimizer_states))));
     }

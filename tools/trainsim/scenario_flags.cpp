@@ -39,6 +39,7 @@ const char* given_flag(const po::variables_map& vm, config::FrameworkSetting s) 
     case S::kFp8WeightCache: return one("no-fp8-weight-cache");
     case S::kTpCommOverlap: return one("tp-comm-overlap");
     case S::kHostDispatch: return one("host-dispatch-us");
+    case S::kOrder: return one("order");
   }
   return nullptr;
 }

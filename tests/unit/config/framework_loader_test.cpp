@@ -77,7 +77,8 @@ TEST_CASE("a broken framework profile reports every problem with its line and fi
                                      "cross_entropy { value: \"fp64\" source: \"x\" }\n"       // 4
                                      "sequence_parallel { value: true }\n"                     // 5
                                      "recompute_modes { values: [\"some\"] source: \"x\" }\n"  // 6
-                                     "bogus: 1\n");                                            // 7
+                                     "bogus: 1\n"                                              // 7
+                                     "order { value: \"tp,dp,pp\" source: \"x\" }\n");        // 8
   const auto ds = test::diagnostics_of([&] { load_framework(path); });
   INFO(test::dump(ds));
   CHECK(test::find_field(ds, "name"));  // not the file's name
@@ -88,6 +89,9 @@ TEST_CASE("a broken framework profile reports every problem with its line and fi
   CHECK(test::find_field(ds, "sequence_parallel.source"));
   CHECK(test::find_field(ds, "recompute_modes.values"));
   CHECK(test::find_field(ds, "bogus"));
+  const Diagnostic* order = test::find_field(ds, "order.value");  // not all four axes
+  REQUIRE(order);
+  CHECK(order->line == 8);
   for (const auto& d : ds) CHECK(d.file == path);
 }
 
@@ -127,6 +131,13 @@ TEST_CASE("a profile's eras give its settings as of a month") {
   CHECK(composer.as_of(YearMonth{2023, 7}).values.attention_kernel == "FlashAttention-2");
   REQUIRE(composer.dropout.has_value());
   CHECK_FALSE(*composer.dropout);
+  // NVIDIA's MLPerf implementations: TP-CP-PP-DP rank order from the v5.1 round (NGC 25.09).
+  const auto mlperf = load_framework("nvidia-mlperf");
+  const std::vector<parallel::Axis> pp_inside{parallel::Axis::kTp, parallel::Axis::kCp,
+                                              parallel::Axis::kPp, parallel::Axis::kDp};
+  CHECK(mlperf.as_of(YearMonth{2025, 11}).values.order == pp_inside);
+  CHECK(mlperf.as_of(YearMonth{2025, 6}).values.order == parallel::ParallelPlan{}.order);
+  CHECK(mlperf.values.grad_reduce == parallel::GradReduce::kBf16);
   const auto xt = load_framework("xtuner");
   CHECK(xt.recompute == parallel::Recompute::kFull);
   CHECK(xt.released == YearMonth{2023, 8});

@@ -52,7 +52,8 @@ TEST_CASE("a bad reading vocabulary names each problem's line and field") {
                                      "model_families { style: \"t5\" spelled: [\"t5\"] source: \"x\" }\n"
                                      "released_widths { llama_release: 3 hidden: 0 ffn_hidden: 1 source: \"x\" }\n"
                                      "gpu_parts { spelled: [\"\"] cluster: \"no-such\" nominal_gb: 80 source: \"x\" }\n"
-                                     "link_generations { word: \"n|dr\" gbits: 400 }\n");
+                                     "link_generations { word: \"n|dr\" gbits: 400 }\n"
+                                     "dated_names { spelled: [\"v1\"] date: \"2025\" source: \"x\" }\n");
   const auto ds = test::diagnostics_of([&] { load_reading_vocabulary(path); });
   INFO(test::dump(ds));
   const auto* style = test::find_field(ds, "model_families[0].style");
@@ -65,6 +66,9 @@ TEST_CASE("a bad reading vocabulary names each problem's line and field") {
   CHECK(cluster->line == 3);
   CHECK(test::find_field(ds, "link_generations[0].word") != nullptr);
   CHECK(test::find_field(ds, "link_generations[0].source") != nullptr);
+  const auto* date = test::find_field(ds, "dated_names[0].date");
+  REQUIRE(date != nullptr);
+  CHECK(date->line == 5);
   CHECK(ds.front().file == path);
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/base/diagnostic.h"
+#include "sim/config/names.h"
 #include "sim/driver/csv.h"
 #include "sim/driver/validate.h"
 #include "tests/unit/driver/published_rows.h"
@@ -265,6 +266,26 @@ TEST_CASE("mapping: jobs on NVL72 racks are placed in Slurm segments") {
   row["gpu"] = "H100";          // 8-GPU servers: each its own domain, nothing to place
   row["interconnect"] = "";
   CHECK(placed("256") == 8);
+}
+
+TEST_CASE("mapping: NVIDIA MLPerf rows by their round's implementation") {
+  auto row = gpt_row();
+  row["framework"] = "NeMo / Megatron-Core (NVIDIA MLPerf submission)";
+  row["pp"] = "2";
+  const auto plan_of = [&](const std::string& source) {
+    row["source"] = source;
+    const auto m = driver::map_run(one(row));
+    REQUIRE(m.scenario.has_value());
+    return m.scenario->plan;
+  };
+  const auto v51 = plan_of("MLPerf Training v5.1 result logs (mlcommons/training_results_v5.1)");
+  CHECK(config::format_order(v51.order) == "tp,cp,pp,dp");
+  CHECK(v51.grad_reduce == parallel::GradReduce::kBf16);
+  const auto v50 = plan_of("MLPerf Training v5.0 result logs (mlcommons/training_results_v5.0)");
+  CHECK(config::format_order(v50.order) == "tp,cp,dp,pp");
+  CHECK(v50.grad_reduce == parallel::GradReduce::kBf16);
+  row["framework"] = "NeMo / Megatron-Core";  // not the MLPerf implementation
+  CHECK(plan_of("MLPerf Training v5.1 result logs").grad_reduce == parallel::GradReduce::kFp32);
 }
 
 TEST_CASE("mapping: sharding, sequence parallelism, precision and missing batch fields") {
