@@ -3,6 +3,7 @@
 
 #include "sim/ir/model_graph.h"
 #include "sim/runtime/executor.h"
+#include "tests/unit/runtime/flop_model.h"
 
 using namespace ts;
 
@@ -26,18 +27,14 @@ class MemoryOnlyModel final : public compute::ComputeModel {
   compute::GpuSpec gpu_;
 };
 
+// A GPT-style model (LayerNorm, GELU, learned positions) of two layers.
 ir::ModelSpec gpt() {
-  ir::ModelSpec m;
+  ir::ModelSpec m = testing::uniform_model(2);
   m.name = "gpt";
-  m.num_layers = 2;
-  m.hidden = 1024;
-  m.num_heads = 8;
-  m.num_kv_heads = 8;
-  m.ffn_hidden = 4096;
-  m.vocab = 16;
   m.norm = ir::Norm::kLayerNorm;
   m.activation = ir::Activation::kGelu;
   m.position = ir::Position::kLearned;
+  m.linear_bias = ir::ModelSpec{}.linear_bias;
   return m;
 }
 
