@@ -75,6 +75,8 @@ std::string_view word_list_name(Words w) {
     case Words::kMoeA2aOverlap: return "moe-a2a-overlap";
     case Words::kRecomputeModules: return "recompute-modules";
     case Words::kBf16Moments: return "bf16-moments";
+    case Words::kGradReduceBf16: return "grad-reduce-bf16";
+    case Words::kGradReduceFp32: return "grad-reduce-fp32";
     case Words::kSquaredRelu: return "squared-relu";
     case Words::kUnmodelledCard: return "unmodelled-card";
     case Words::kNvlink400: return "nvlink-400";

@@ -350,6 +350,11 @@ void apply_gradient_reduction(const PublishedRun& r, const RowFrameworks& rf, pa
   if (f != nullptr && p.zero_stage >= f->grad_reduce_from_zero_stage) {
     p.grad_reduce = parallel::GradReduce::kBf16;
     notes.push_back("gradients reduced in the training precision (" + f->name + ")");
+  } else if (says(*rf.vocab, config::Words::kGradReduceBf16, r.source + " " + r.notes) &&
+             !says(*rf.vocab, config::Words::kGradReduceFp32, r.notes)) {
+    // The run's recipe (Megatron-Bridge's performance recipes: _benchmark_common).
+    p.grad_reduce = parallel::GradReduce::kBf16;
+    notes.push_back("gradients reduced in bf16 (the row's recipe: grad_reduce_in_fp32 False)");
   }
   if (p.zero_stage == 2 && says(*rf.vocab, config::Words::kFsdpUnits, r.framework + " " + r.zero_fsdp)) {
     p.grad_bucket_params = 1;

@@ -286,6 +286,12 @@ TEST_CASE("mapping: NVIDIA MLPerf rows by their round's implementation") {
   CHECK(v50.grad_reduce == parallel::GradReduce::kBf16);
   row["framework"] = "NeMo / Megatron-Core";  // not the MLPerf implementation
   CHECK(plan_of("MLPerf Training v5.1 result logs").grad_reduce == parallel::GradReduce::kFp32);
+  // Megatron-Bridge's performance recipes reduce in bf16 unless a recipe sets fp32 back.
+  row["framework"] = "Megatron-Bridge / Megatron-Core";
+  const std::string bridge = "Megatron-Bridge performance summary (docs/performance-summary.md)";
+  CHECK(plan_of(bridge).grad_reduce == parallel::GradReduce::kBf16);
+  row["notes"] = "Recipe KIMI_K2: grad_reduce_in_fp32 True";
+  CHECK(plan_of(bridge).grad_reduce == parallel::GradReduce::kFp32);
 }
 
 TEST_CASE("mapping: sharding, sequence parallelism, precision and missing batch fields") {
