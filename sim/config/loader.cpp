@@ -590,6 +590,15 @@ std::int64_t segment_gpus(std::int64_t num_gpus, std::int64_t gpus_per_host,
   return gpus_per_host;
 }
 
+std::int64_t place_in_segments(topology::ClusterSpec& cluster, std::int64_t num_gpus) {
+  if (cluster.scale_up.gpus_used_per_domain > 0) return cluster.scale_up.gpus_used_per_domain;
+  const std::int64_t used =
+      segment_gpus(num_gpus, cluster.host.gpus_per_host, cluster.scale_up.gpus_per_domain);
+  const std::string why = place_per_domain(cluster, used);
+  SIM_ASSERT(why.empty(), "a segment placement broke the domain rule: " + why);
+  return used;
+}
+
 Scenario load_scenario(const std::string& path) {
   DiagnosticList diags;
   sch::Scenario msg;

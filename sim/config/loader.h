@@ -55,6 +55,9 @@ std::string place_per_domain(topology::ClusterSpec& cluster, std::int64_t used);
 // host, keeps the whole domain.
 std::int64_t segment_gpus(std::int64_t num_gpus, std::int64_t gpus_per_host,
                           std::int64_t gpus_per_domain);
+// Places a job of `num_gpus` GPUs in those segments (place_per_domain of segment_gpus), unless
+// the cluster pins scale_up.gpus_used_per_domain; returns the GPUs it uses of each domain.
+std::int64_t place_in_segments(topology::ClusterSpec& cluster, std::int64_t num_gpus);
 
 // A complete, validated input to one simulation.
 struct Scenario {

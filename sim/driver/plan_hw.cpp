@@ -349,11 +349,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
           continue;
         }
         config::Cluster placed = cluster;
-        if (spec.placement == Placement::kSegment && cluster.cluster.scale_up.gpus_used_per_domain == 0) {
-          const std::string why = config::place_per_domain(
-              placed.cluster, config::segment_gpus(n, per_node, cluster.cluster.scale_up.gpus_per_domain));
-          SIM_ASSERT(why.empty(), "a segment placement broke the domain rule: " + why);
-        }
+        if (spec.placement == Placement::kSegment) config::place_in_segments(placed.cluster, n);
         trial.gpus_per_domain = placed.cluster.scale_up.placed_per_domain();
         SweepSpec ss;
         ss.model = spec.model;

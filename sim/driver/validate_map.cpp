@@ -155,14 +155,14 @@ void read_data_parallelism(Reading& x) {
 }
 
 // A job on scale-up domains of several hosts (NVL72 racks of 4-GPU trays) sits in Slurm
-// segments, as NVIDIA's launchers place it (config::segment_gpus; `plan`'s default placement),
-// unless the cluster file pins the GPUs used per domain.
+// segments, as NVIDIA's launchers place it (config::place_in_segments; `plan`'s default
+// placement), unless the cluster file pins the GPUs used per domain.
 void read_placement(Reading& x) {
   auto& c = x.cluster->cluster;
   const std::int64_t per_host = c.host.gpus_per_host, per_domain = c.scale_up.gpus_per_domain;
-  if (c.scale_up.gpus_used_per_domain > 0 || per_host <= 0 || per_domain <= per_host) return;
-  const std::int64_t used = config::segment_gpus(x.gpus, per_host, per_domain);
-  if (used == per_domain || !config::place_per_domain(c, used).empty()) return;
+  if (c.scale_up.gpus_used_per_domain > 0 || per_domain <= per_host) return;
+  const std::int64_t used = config::place_in_segments(c, x.gpus);
+  if (used == per_domain) return;
   x.note("placed on " + str(used) + " GPUs of each " + str(per_domain) +
          "-GPU NVLink domain (Slurm segments of " + str(used / per_host) +
          " hosts, as NVIDIA's launchers place jobs on rack-scale domains)");

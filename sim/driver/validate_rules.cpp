@@ -78,12 +78,15 @@ RowFrameworks named_frameworks(const PublishedRun& r,
   const std::string& f = out.column;
   std::vector<const config::FrameworkProfile*> named;
   out.date = stated_date(r.source);
-  // A publication named without its year ("MLPerf Training v5.1"): its month, from the vocabulary.
-  const std::string source = to_lower(r.source);
-  for (const auto& d : vocab.dated_names) {
-    if (out.date) break;
-    if (std::any_of(d.spelled.begin(), d.spelled.end(), [&](const std::string& w) { return has(source, w); })) {
-      out.date = d.date;
+  if (!out.date) {
+    // A publication named without its year ("MLPerf Training v5.1"): its month, from the vocabulary.
+    const std::string source = to_lower(r.source);
+    const auto in_source = [&](const std::string& w) { return has(source, w); };
+    for (const auto& d : vocab.dated_names) {
+      if (std::any_of(d.spelled.begin(), d.spelled.end(), in_source)) {
+        out.date = d.date;
+        break;
+      }
     }
   }
   for (const auto& p : profiles) {
