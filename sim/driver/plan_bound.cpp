@@ -27,9 +27,15 @@
 // costed for its group alone, which concurrent groups sharing links can only slow (the sample's
 // group: the first ranks, as the real plan's groups are with the tensor axis innermost; with
 // another rank order the real groups are spread wider, not narrower).
-// So the iteration lasts at least max_d (Σ_{v<d} F_v + W_d + drain_d). Dropped, each only
-// lengthening the real iteration: the other communication (context, pipeline and data
-// parallel, tensor-parallel collectives not between two dependent compute tasks, the contention
+// So the iteration lasts at least max_d (Σ_{v<d} F_v + W_d + drain_d).
+// ZeRO-3 (zero3_stream): the first rank's data-parallel stream runs its collectives one at a
+// time in program order, and for each micro-batch and each layer of the rank it runs at least
+// the layer's parameter all-gathers before its forward and its backward and the reduce-scatter
+// of its gradients (parallel::layer_shared_parameters; lowering.cpp layer_attention,
+// layer_backward, weight_gradients; a recompute gathers once more). Each is costed for the
+// rank's group alone, as above. The iteration lasts at least their sum as well.
+// Dropped, each only lengthening the real iteration: the other communication (context, pipeline
+// and data parallel, tensor-parallel collectives not between two dependent compute tasks, the contention
 // of concurrent groups), the compute of the optimizer step and of anything outside the
 // layers, embedding and head, the slowdown of compute under communication, idle time of d
 // beyond the fill and drain, and the difference between a layer's or micro-batch's compute and
@@ -53,6 +59,7 @@
 
 #include "sim/driver/simulate.h"
 #include "sim/memory/transients.h"
+#include "sim/parallel/layout.h"
 #include "sim/parallel/lowering.h"
 #include "sim/parallel/schedule.h"
 #include "sim/runtime/executor.h"
@@ -281,6 +288,30 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   return bucket.back().second[variant];
 }
 
+Duration PlanBounder::zero3_stream(const parallel::ParallelPlan& plan) {
+  if (plan.zero_stage < 3 || plan.dp * plan.cp == 1) return Duration();
+  const network::NetworkModel& net = resources_.network(scenario_.cluster, scenario_.num_gpus);
+  network::CollectiveRequest r;
+  r.groups.push_back(parallel::Layout(plan).group(0, parallel::zero3_shard_axes(plan)));
+  std::map<std::pair<network::CollectiveOp, std::int64_t>, Duration> cost;  // per op and bytes
+  const auto time = [&](network::CollectiveOp op, std::int64_t bytes) {
+    auto [it, added] = cost.try_emplace({op, bytes});
+    if (added) {
+      r.op = op;
+      r.bytes = Bytes(bytes);
+      it->second = net.collective(r).time;
+    }
+    return it->second;
+  };
+  Duration per_micro_batch;
+  for (const std::int64_t l : parallel::stage_layer_indices(plan, scenario_.model, 0)) {
+    const std::int64_t params = parallel::layer_shared_parameters(scenario_.model, plan, l);
+    per_micro_batch += time(network::CollectiveOp::kAllGather, params * 2) * 2 +
+                       time(network::CollectiveOp::kReduceScatter, params * plan.grad_reduce_bytes());
+  }
+  return per_micro_batch * plan.num_micro_batches();
+}
+
 const std::vector<std::int64_t>& PlanBounder::in_flight(const parallel::ParallelPlan& plan) {
   const InFlightKey key{plan.schedule, plan.pp, plan.model_chunks(), plan.num_micro_batches()};
   auto it = in_flight_.find(key);
@@ -351,7 +382,7 @@ PlanBound PlanBounder::bound(const parallel::ParallelPlan& plan) {
     fill += s.forward;
     drain += s.backward_chain;
   }
-  b.time = longest;
+  b.time = std::max(longest, zero3_stream(plan));
   const double tokens = static_cast<double>(plan.global_batch * plan.seq_len);
   const double seconds = (SimTime() + b.time).seconds();
   b.tokens_per_s = seconds > 0 ? tokens / seconds : std::numeric_limits<double>::infinity();

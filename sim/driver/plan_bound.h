@@ -59,6 +59,8 @@ class PlanBounder {
   using InFlightKey = std::tuple<parallel::Schedule, std::int64_t, std::int64_t, std::int64_t>;
   const std::vector<std::int64_t>& in_flight(const parallel::ParallelPlan& plan);
   std::map<InFlightKey, std::vector<std::int64_t>> in_flight_;
+  // ZeRO-3: what the first rank's data-parallel stream runs at least (see plan_bound.cpp).
+  Duration zero3_stream(const parallel::ParallelPlan& plan);
   config::Scenario scenario_;  // the model, cluster and GPU count; the plan of the last bound
   Resources resources_;
   // Per sample plan: compute only, and with the serial tensor-parallel collectives.

@@ -74,16 +74,11 @@ class Lowerer {
     act_bytes_ = Bytes(plan_.micro_batch * seq * model_.hidden * 2);
     const std::int64_t kv_heads = std::max<std::int64_t>(1, model_.num_kv_heads / plan_.tp);
     kv_bytes_ = Bytes(plan_.micro_batch * seq * 2 * kv_heads * model_.head_dim() * 2);
-    layer_params_ = ir::layer_parameter_count(model_) / plan_.tp;
   }
 
-  // Parameters of layer `layer` on this rank that the data-parallel (DP × CP) ranks share: the
-  // whole layer split over TP in a dense model; in an MoE layer all but the routed experts,
-  // which expert_params() counts (split over EP × ETP, shared by the expert-DP ranks).
-  std::int64_t layer_params(std::int64_t layer) const {
-    if (!model_.moe) return layer_params_;
-    return (ir::attention_parameter_count(model_) + ir::dense_mlp_parameter_count(model_, layer)) / plan_.tp;
-  }
+  // Parameters of layer `layer` on this rank that the data-parallel ranks share (the routed
+  // experts' are expert_params()).
+  std::int64_t layer_params(std::int64_t layer) const { return layer_shared_parameters(model_, plan_, layer); }
   std::int64_t expert_params(std::int64_t layer) const {
     return ir::expert_parameter_count(model_, layer) / (plan_.ep * plan_.etp);
   }
@@ -209,9 +204,7 @@ class Lowerer {
 
   // ZeRO-3's groups: all data-parallel ranks, or with hybrid sharding (zero_shard_group) the
   // rank's shard group, whose gradient shards are then all-reduced across the replica group.
-  unsigned shard_axes() const {
-    return plan_.zero_shard_group > 0 ? shard_groups(dp_axes(), plan_.zero_shard_group) : dp_axes();
-  }
+  unsigned shard_axes() const { return zero3_shard_axes(plan_); }
   std::int64_t shard_replicas() const { return replicas() / plan_.zero_shards(); }
 
   std::int32_t gather_layer(const Label& l);
@@ -479,7 +472,6 @@ class Lowerer {
   LayerLists windowed_lists_;  // sliding-window layers' attention (ModelSpec::attention_window)
   Bytes act_bytes_;
   Bytes kv_bytes_;
-  std::int64_t layer_params_ = 0;
   // Per-device lowering state.
   std::int32_t device_ = 0;
   std::int64_t rank_ = 0;

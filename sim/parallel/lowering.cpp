@@ -261,14 +261,21 @@ std::int64_t stage_expert_parameters(const ir::ModelSpec& model, const ParallelP
   return n;
 }
 
+std::int64_t layer_shared_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t layer) {
+  return (ir::attention_parameter_count(model) + ir::dense_mlp_parameter_count(model, layer)) / plan.tp;
+}
+
+unsigned zero3_shard_axes(const ParallelPlan& plan) {
+  const unsigned dp_axes = axis_bit(Axis::kDp) | axis_bit(Axis::kCp);
+  return plan.zero_shard_group > 0 ? shard_groups(dp_axes, plan.zero_shard_group) : dp_axes;
+}
+
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage) {
   const auto layers = stage_layers(plan, model);
   std::int64_t n = layers[static_cast<std::size_t>(stage)] * ir::layer_parameter_count(model) / plan.tp;
   if (model.moe) {
     n = stage_expert_parameters(model, plan, stage);
-    for (const std::int64_t l : stage_layer_indices(plan, model, stage)) {
-      n += (ir::attention_parameter_count(model) + ir::dense_mlp_parameter_count(model, l)) / plan.tp;
-    }
+    for (const std::int64_t l : stage_layer_indices(plan, model, stage)) n += layer_shared_parameters(model, plan, l);
   }
   if (stage == 0) n += detail::embedding_parameters(model, plan);
   if (stage == plan.head_stage()) n += detail::head_parameters(model, plan, stage == 0);

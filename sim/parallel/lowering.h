@@ -36,6 +36,13 @@ std::vector<std::int64_t> virtual_stage_layers(const ParallelPlan& plan, const i
 // Layers held by each pipeline rank (summed over its model chunks).
 std::vector<std::int64_t> stage_layers(const ParallelPlan& plan, const ir::ModelSpec& model);
 
+// Parameters of layer `layer` on one rank that the data-parallel (DP × CP) ranks share: the
+// whole layer split over TP in a dense model; in an MoE layer all but the routed experts (split
+// over EP × ETP, shared by the expert-DP ranks). ZeRO-3 gathers and reduce-scatters these per layer.
+std::int64_t layer_shared_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t layer);
+// ZeRO-3's groups for those gathers and reduce-scatters (Layout::group masks): all data-parallel
+// ranks (DP × CP), or with hybrid sharding (zero_shard_group) the rank's shard group.
+unsigned zero3_shard_axes(const ParallelPlan& plan);
 // Parameters held by one rank of pipeline stage `stage` (after TP, before ZeRO sharding).
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage);
 // Of those, the routed experts' (split over EP × ETP); 0 for a dense model.

@@ -36,12 +36,14 @@ driver::SweepSpec make(const char* model, const char* cluster, std::int64_t gpus
 
 // Small sweeps whose best plans are close to one another (so that the bound must be tight to
 // prune) and whose spaces hold plans of every kind: out of memory statically, after a replay,
-// pipelined or not, with context parallelism, with TP collectives overlapped with GEMMs.
+// pipelined or not, with context parallelism, with TP collectives overlapped with GEMMs, with
+// ZeRO-3 over all data-parallel ranks or a shard group (dense and MoE layers).
 std::vector<driver::SweepSpec> specs() {
   std::vector<driver::SweepSpec> out;
   {
     auto s = make("llama3-8b", "dgx-h100", 16, 32, 4096);
     s.axes.cp = {1, 2};
+    s.axes.zero_shard_group = {0, 8};  // ZeRO-3 within a node, replicated across the two
     out.push_back(s);
   }
   {
@@ -70,7 +72,7 @@ std::vector<driver::SweepSpec> specs() {
     s.axes.tp = {1, 2};
     s.axes.cp = {1};
     s.axes.ep = {1, 2, 4};
-    s.axes.zero = {1};
+    s.axes.zero = {1, 3};
     s.axes.micro_batch = {1, 2};
     out.push_back(s);
   }
