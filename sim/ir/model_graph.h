@@ -72,6 +72,9 @@ struct Op {
   // kGemm: a grouped GEMM of gemm.batch equal groups (MoE expert GEMMs: Megatron-Core
   // GroupedMLP, TE GroupedLinear), priced by the grouped kernel's calibration.
   bool grouped = false;
+  // A forward op rerun in its block's backward list (selective recompute, the op policy,
+  // Mini-Sequence's chunk recompute): the time breakdown counts it as recompute.
+  bool rerun = false;
   Flops flops;         // arithmetic of this op (GEMM and attention; 0 for memory-bound ops)
 };
 

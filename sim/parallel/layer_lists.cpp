@@ -84,8 +84,10 @@ class ListBuilder {
     // The op policy reruns part of each block before the block's backward.
     const ir::OpPolicyRecompute op_policy = ir::op_policy_recompute(model_, layer);
     auto with_op_policy = [&](std::vector<ir::Op> bwd, const std::vector<ir::Op>& rerun) {
-      if (plan_.recompute == Recompute::kSelectiveOp)
-        bwd.insert(bwd.begin(), rerun.begin(), rerun.end());
+      if (plan_.recompute == Recompute::kSelectiveOp) {
+        const std::vector<ir::Op> marked = reruns(rerun);
+        bwd.insert(bwd.begin(), marked.begin(), marked.end());
+      }
       return bwd;
     };
     if (plan_.cp == 1) {
@@ -112,16 +114,18 @@ class ListBuilder {
       std::vector<ir::Op> fwd, bwd;
       for (std::int64_t k = 0; k < plan_.mst_chunks; ++k) {
         fwd.insert(fwd.end(), chunk.mlp.forward.begin(), chunk.mlp.forward.end());
+        std::vector<ir::Op> rerun;
         for (const auto& op : chunk.mlp.forward) {
           if (op.kind == ir::OpKind::kGemm) break;  // recompute up to the intermediate
-          bwd.push_back(op);
+          rerun.push_back(op);
         }
         bool seen_gemm = false;
         for (const auto& op : chunk.mlp.forward) {
           if (seen_gemm && op.kind == ir::OpKind::kGemm) break;
           if (op.kind == ir::OpKind::kGemm) seen_gemm = true;
-          if (seen_gemm) bwd.push_back(op);
+          if (seen_gemm) rerun.push_back(op);
         }
+        for (const auto& op : reruns(rerun)) bwd.push_back(op);
         bwd.insert(bwd.end(), chunk.mlp.backward.begin(), chunk.mlp.backward.end());
       }
       lists_.mlp_fwd = add_ops(fwd);
@@ -232,8 +236,15 @@ class ListBuilder {
     for (std::size_t i = 0; i < fwd.size(); ++i) {
       if (take[i]) rerun.push_back(fwd[i]);
     }
+    rerun = reruns(std::move(rerun));
     bwd.insert(bwd.begin(), rerun.begin(), rerun.end());
     return bwd;
+  }
+
+  // Forward ops as a backward list reruns them (ir::Op::rerun).
+  static std::vector<ir::Op> reruns(std::vector<ir::Op> ops) {
+    for (auto& op : ops) op.rerun = true;
+    return ops;
   }
 
   static std::vector<ir::Op> without_weight_gradients(const std::vector<ir::Op>& ops) {

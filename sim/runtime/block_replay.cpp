@@ -28,7 +28,9 @@ struct BlockTask {
   BlockTaskKind kind = BlockTaskKind::kCompute;
   std::uint8_t stream = 0;
   TimeCategory category = TimeCategory::kIdle;
-  std::int32_t index = -1;  // transfers: the channel (index into BlockStorage::channels); chains: the chain
+  // Transfers: the channel (index into BlockStorage::channels); chains: the chain; compute tasks:
+  // the split of their interval (ChainSchedules::split_of).
+  std::int32_t index = -1;
 };
 // A dependency: a task of the same template (its index there, ≥ 0) or register −1 − value.
 using BlockDep = std::int32_t;
@@ -333,6 +335,7 @@ class BlockReplay {
       if (task.kind == TaskKind::kCompute) {
         info.kind = BlockTaskKind::kCompute;
         info.duration = costs_.compute_time(task);
+        info.index = chains_.split_of(task);
         ++ti.events;
         continue;
       }
@@ -550,7 +553,7 @@ class BlockReplay {
           start = std::max(free, ready);
           end = start + info.duration;
           free = end;
-          note(info.stream, start, end, info.category, -1);
+          note(info.stream, start, end, info.category, info.index);
           break;
         case BlockTaskKind::kChain: {
           const auto chain = static_cast<std::uint32_t>(info.index);

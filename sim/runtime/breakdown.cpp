@@ -74,6 +74,13 @@ TimeCategory task_category(const parallel::Task& task) {
   return task.stream == Stream::kCompute ? compute_category(task.pass) : comm_category(task.stream);
 }
 
+TimeBreakdown rerun_split(Duration time, Duration rerun) {
+  TimeBreakdown b;
+  b[TimeCategory::kRecompute] = std::min(rerun, time);
+  b[TimeCategory::kBackward] = time - b[TimeCategory::kRecompute];
+  return b;
+}
+
 namespace {
 
 struct Span {
@@ -246,11 +253,27 @@ std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& g, const Ex
   for (const auto& task : g.tasks) ++begin[queue_of(task) + 1];
   for (std::size_t q = 0; q < queues; ++q) begin[q + 1] += begin[q];
   std::vector<StreamInterval> intervals(g.tasks.size());
+  // Backward tasks whose op lists rerun forward ops: one split per op list (its tasks all last
+  // its time).
+  std::vector<TimeBreakdown> splits;
+  std::vector<std::int32_t> list_split(ex.rerun.size(), -1);
   {
     std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
     for (std::size_t t = 0; t < g.tasks.size(); ++t) {
       const auto& task = g.tasks[t];
-      intervals[fill[queue_of(task)]++] = {ex.timings[t].start, ex.timings[t].end, task_category(task), -1};
+      const TaskTiming& at = ex.timings[t];
+      const TimeCategory category = task_category(task);
+      std::int32_t split = -1;
+      if (category == TimeCategory::kBackward && task.kind == parallel::TaskKind::kCompute && task.ops >= 0 &&
+          static_cast<std::size_t>(task.ops) < ex.rerun.size() && ex.rerun[static_cast<std::size_t>(task.ops)] > Duration()) {
+        std::int32_t& s = list_split[static_cast<std::size_t>(task.ops)];
+        if (s < 0) {
+          s = static_cast<std::int32_t>(splits.size());
+          splits.push_back(rerun_split(at.end - at.start, ex.rerun[static_cast<std::size_t>(task.ops)]));
+        }
+        split = s;
+      }
+      intervals[fill[queue_of(task)]++] = {at.start, at.end, category, split};
     }
   }
   std::vector<TimeBreakdown> out(g.devices.size());
@@ -260,7 +283,7 @@ std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& g, const Ex
       const std::size_t q = d * parallel::kNumStreams + s;
       streams[s] = {intervals.data() + begin[q], intervals.data() + begin[q + 1]};
     }
-    out[d] = device_breakdown(streams, ex.end, nullptr, slowdown);
+    out[d] = device_breakdown(streams, ex.end, splits.data(), slowdown);
   }
   return out;
 }

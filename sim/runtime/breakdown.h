@@ -49,6 +49,11 @@ std::vector<TimeBreakdown> time_breakdown(const parallel::TaskGraph& graph, cons
 // communication category.
 TimeCategory task_category(const parallel::Task& task);
 
+// A backward compute task of `time` whose op list reruns forward ops for `rerun` of it
+// (ir::Op::rerun: selective recompute, the op policy, Mini-Sequence's chunks): recompute and
+// backward, as the split of its interval (StreamInterval::split).
+TimeBreakdown rerun_split(Duration time, Duration rerun);
+
 // A task's interval on its stream, with its category; or, with `split` ≥ 0, the span of a chain
 // (LoweringOptions::coarse) from its first to its last compute step, run without a gap: covered
 // all along by its compute steps and the tensor-parallel steps between them, which take the

@@ -131,6 +131,7 @@ class EventReplay {
     exec_.timings.resize(n);
     exec_.comm.resize(n);
     exec_.memory.resize(g.devices.size());
+    exec_.rerun = costs_.rerun_times();
     current_.assign(g.devices.size(), Bytes());
   }
 
@@ -396,6 +397,7 @@ struct ReplayBuffers::Storage {
     std::uint32_t queue_next2 = kNil; // next task on queue2
     TaskKind kind = TaskKind::kCompute;
     TimeCategory category = TimeCategory::kIdle;
+    std::int32_t split = -1;          // compute tasks: ChainSchedules::split_of
   };
   struct Link {
     std::uint32_t next;  // next link of the same task's dependents
@@ -483,6 +485,7 @@ class DirectReplay {
         check.add(task);
         if (task.kind == TaskKind::kCompute) {
           r.duration = costs_.compute_time(task);
+          r.split = s_.chains.split_of(task);
         } else {
           r.communicator = static_cast<std::uint32_t>(task.communicator);
           r.cost = costs_.comm_cost_id(task);
@@ -511,6 +514,7 @@ class DirectReplay {
     } else {
       exec_.timings.resize(n);
       exec_.comm.resize(n);
+      exec_.rerun = costs_.rerun_times();
     }
     for (auto& p : s_.pending) p.clear();
     s_.pending.resize(g.communicators.size());
@@ -674,7 +678,7 @@ class DirectReplay {
     Storage::Queue& queue = s_.queues[r.queue];
     const SimTime end = start + d;
     if (summary_) {
-      interval(queue, start, end, r.category);
+      interval(queue, start, end, r.category, r.split);
     } else {
       exec_.timings[t] = {start, end};
     }

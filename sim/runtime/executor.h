@@ -75,6 +75,9 @@ struct Execution {
   std::vector<CommChoice> comm;
   std::vector<DeviceMemory> memory;     // per simulated device
   std::uint64_t events = 0;
+  // Per op list of the graph: the time of the forward ops it reruns (ir::Op::rerun), which the
+  // time breakdown counts as recompute.
+  std::vector<Duration> rerun;
 };
 
 // Memory that replays reuse from one call to the next, and the network costs they found: a sweep

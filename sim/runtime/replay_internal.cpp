@@ -1,8 +1,17 @@
 #include "sim/runtime/replay_internal.h"
 
+
 namespace ts::runtime::internal {
 
 void ChainSchedules::plan(const TaskGraph& g, Costs& costs) {
+  splits.assign(g.chains.size(), TimeBreakdown{});
+  list_split.assign(g.op_lists.size(), -1);
+  const std::vector<Duration> rerun = costs.rerun_times();
+  for (std::size_t i = 0; i < g.op_lists.size(); ++i) {
+    if (rerun[i] == Duration()) continue;
+    list_split[i] = static_cast<std::int32_t>(splits.size());
+    splits.push_back(rerun_split(costs.list_time(static_cast<std::int32_t>(i)), rerun[i]));
+  }
   steps.resize(g.chain_steps.size());
   for (std::size_t i = 0; i < g.chain_steps.size(); ++i) {
     const Task& step = g.chain_steps[i];
@@ -17,9 +26,9 @@ void ChainSchedules::plan(const TaskGraph& g, Costs& costs) {
     SIM_ASSERT(p.duration >= Duration(), "event scheduled in the past");
     p.stream = static_cast<std::uint8_t>(step.stream);
     p.category = task_category(step);
+    p.split = split_of(step);
   }
   plans.assign(g.chains.size(), Plan{});
-  splits.assign(g.chains.size(), TimeBreakdown{});
   for (std::size_t c = 0; c < g.chains.size(); ++c) {
     const parallel::Chain& chain = g.chains[c];
     Plan& plan = plans[c];
@@ -46,7 +55,11 @@ void ChainSchedules::plan(const TaskGraph& g, Costs& costs) {
     plan.length = at;
     for (std::uint32_t k = plan.first_compute; k <= plan.last_compute; ++k) {
       const Step& step = steps[chain.step_begin + k];
-      splits[c][step.category] += step.duration;
+      if (step.split >= 0) {
+        for (std::size_t x = 0; x < kNumTimeCategories; ++x) splits[c].time[x] += splits[static_cast<std::size_t>(step.split)].time[x];
+      } else {
+        splits[c][step.category] += step.duration;
+      }
     }
   }
 }

@@ -134,6 +134,27 @@ class Costs {
     return list_time(task.ops);
   }
 
+  // Time of op list `list` under the compute model (cached).
+  Duration list_time(std::int32_t list) {
+    auto& cached = op_time_[static_cast<std::size_t>(list)];
+    if (cached == Duration::max()) cached = op_list_time(compute_, g_.op_lists[static_cast<std::size_t>(list)]);
+    return cached;
+  }
+
+  // Per op list, the time of the forward ops it reruns (ir::Op::rerun).
+  std::vector<Duration> rerun_times() const {
+    std::vector<Duration> out(g_.op_lists.size());
+    std::vector<ir::Op> rerun;
+    for (std::size_t i = 0; i < g_.op_lists.size(); ++i) {
+      rerun.clear();
+      for (const ir::Op& op : g_.op_lists[i]) {
+        if (op.rerun) rerun.push_back(op);
+      }
+      if (!rerun.empty()) out[i] = op_list_time(compute_, rerun);
+    }
+    return out;
+  }
+
   // Duration of a collective or transfer (as exposed, for one overlapped with GEMMs).
   Duration comm_time(const Task& task, const network::CollectiveCost& cost) {
     return task.hidden_by >= 0 ? exposed_time(task, cost.time) : cost.time;
@@ -267,11 +288,6 @@ class Costs {
   }
 
  private:
-  Duration list_time(std::int32_t list) {
-    auto& cached = op_time_[static_cast<std::size_t>(list)];
-    if (cached == Duration::max()) cached = op_list_time(compute_, g_.op_lists[static_cast<std::size_t>(list)]);
-    return cached;
-  }
 
   // A collective pipelined with GEMMs in as many chunks as its group has ranks (Transformer
   // Engine's ring-exchange overlap): every chunk but one hides behind the GEMMs' time, so the
@@ -320,6 +336,7 @@ struct ChainSchedules {
     Duration offset;  // from the chain's start
     std::uint8_t stream = 0;
     TimeCategory category = TimeCategory::kIdle;
+    std::int32_t split = -1;  // a compute step's: list_split of its op list
   };
   struct Plan {
     Duration length;                 // first step's start to last step's end
@@ -333,7 +350,19 @@ struct ChainSchedules {
   };
   std::vector<Step> steps;            // by index into TaskGraph::chain_steps
   std::vector<Plan> plans;            // by index into TaskGraph::chains
-  std::vector<TimeBreakdown> splits;  // by index into TaskGraph::chains: of its span
+  // By index into TaskGraph::chains: of its span; then the splits of list_split.
+  std::vector<TimeBreakdown> splits;
+  // By op list: for a backward list that reruns forward ops (ir::Op::rerun), the index into
+  // `splits` of its time as recompute (the reruns) and backward (the rest); else -1. A compute
+  // task of such a list names it in its interval (StreamInterval::split).
+  std::vector<std::int32_t> list_split;
+
+  // The split of a compute task's interval (list_split of its op list), or -1.
+  std::int32_t split_of(const Task& task) const {
+    return task.kind == TaskKind::kCompute && task.ops >= 0 && task_category(task) == TimeCategory::kBackward
+               ? list_split[static_cast<std::size_t>(task.ops)]
+               : -1;
+  }
 
   // Durations and gapless schedules of the graph's chains, once per graph (chains share steps).
   void plan(const TaskGraph& g, Costs& costs);
@@ -365,7 +394,7 @@ struct ChainSchedules {
           continue;
         }
         if constexpr (kRecord) {
-          interval(step.stream, start + step.offset, start + step.offset + step.duration, step.category, -1);
+          interval(step.stream, start + step.offset, start + step.offset + step.duration, step.category, step.split);
         }
       }
       first = start + plan.stream_end;
@@ -379,7 +408,7 @@ struct ChainSchedules {
       const SimTime step_start = std::max(end, stream_free);
       end = step_start + step.duration;
       stream_free = end;
-      if constexpr (kRecord) interval(step.stream, step_start, end, step.category, -1);
+      if constexpr (kRecord) interval(step.stream, step_start, end, step.category, step.split);
     }
     return end;
   }

@@ -255,6 +255,9 @@ TEST_CASE("the direct replay and the coarse graph's replay match the event repla
       const runtime::Execution reference = runtime::execute(fine, layout, *cm, net, reference_options);
       const runtime::ReplaySummary expected = runtime::summarize(fine, reference, 0);
       REQUIRE(runtime::direct_replay_applies(fine, layout, *cm, net));
+      // Recompute: full recompute's tasks, or selective recompute's reruns inside backward tasks.
+      CHECK((expected.time[0][runtime::TimeCategory::kRecompute] > Duration()) ==
+            (plan.recompute != Recompute::kNone));
 
       // The direct evaluation of the fine graph: the same timings, task by task.
       const runtime::Execution direct = runtime::execute(fine, layout, *cm, net, {});
