@@ -20,13 +20,16 @@
 //     (k, v ≥ d); k's gradient then goes through the backward passes of stages v − 1 … 0, each
 //     waiting for the one before: at least Σ_{v'<d} C_{v'} more. With a split backward (ZB-H1,
 //     DualPipeV, ZB-V) the last task may be a weight gradient that nothing waits for: no drain.
-// Tensor-parallel collectives count as well, except under DualPipeV and the MoE all-to-all
-// overlap (which overlap one micro-batch's communication with another's compute): one that waits for the compute task
-// before it on its device and that the compute task after it waits for keeps the compute stream
-// idle while it runs (serial_tp_time below), so it lengthens F_v, B_v and C_v like compute; it is
-// costed for its group alone, which concurrent groups sharing links can only slow (the sample's
-// group: the first ranks, as the real plan's groups are with the tensor axis innermost; with
-// another rank order the real groups are spread wider, not narrower).
+// Tensor- and context-parallel collectives count as well, except under DualPipeV and the MoE
+// all-to-all overlap (which overlap one micro-batch's communication with another's compute): one
+// that waits for the compute task before it on its device and that the compute task after it
+// waits for keeps the compute stream idle while it runs (serial_time below: TP's gathers and
+// reductions, CP's all-gather, reduce-scatter and all-to-all), so it lengthens F_v, B_v and C_v
+// like compute; so do ring attention's KV shifts where they outlast the blocks they run beside
+// (the compute stream runs in program order, so a block waiting for its shift leaves it idle).
+// Each is costed for its group alone, which concurrent groups sharing links can only slow (the
+// sample's group: the first ranks, as the real plan's groups are with the tensor axis innermost;
+// with another rank order the real groups are spread wider, not narrower).
 // So the iteration lasts at least max_d (Σ_{v<d} F_v + W_d + drain_d).
 // ZeRO-3 (zero3_stream): the first rank's data-parallel stream runs its collectives one at a
 // time in program order, and for each micro-batch and each layer of the rank it runs at least
@@ -34,9 +37,9 @@
 // of its gradients (parallel::layer_shared_parameters; lowering.cpp layer_attention,
 // layer_backward, weight_gradients; a recompute gathers once more). Each is costed for the
 // rank's group alone, as above. The iteration lasts at least their sum as well.
-// Dropped, each only lengthening the real iteration: the other communication (context, pipeline
-// and data parallel, tensor-parallel collectives not between two dependent compute tasks, the contention
-// of concurrent groups), the compute of the optimizer step and of anything outside the
+// Dropped, each only lengthening the real iteration: the other communication (pipeline and data
+// parallel, tensor- and context-parallel collectives not between two dependent compute tasks,
+// the contention of concurrent groups), the compute of the optimizer step and of anything outside the
 // layers, embedding and head, the slowdown of compute under communication, idle time of d
 // beyond the fill and drain, and the difference between a layer's or micro-batch's compute and
 // the least one (f, b and c are minima over the layers and micro-batches of a lowered sample).
@@ -184,39 +187,48 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
     }
     return false;
   };
-  // A tensor-parallel collective that waits for the compute task before it on the device and
-  // that the compute task after it waits for (tasks of a device are in program order): the
-  // compute stream idles through it. Costed for its group alone on the cluster (the replay costs
-  // it beside every other group running the same collective, which can only slow it), exposed
-  // as the replay exposes a collective overlapped with GEMMs (the larger of one chunk and what
-  // the GEMMs leave uncovered).
-  const auto serial_tp_time = [&](std::size_t i,
-                                  std::size_t prev_compute) -> std::optional<Duration> {
-    const parallel::Task& t = g.tasks[i];
-    if (t.kind != parallel::TaskKind::kCollective || t.stream != parallel::Stream::kTpComm ||
-        t.communicator < 0)
-      return std::nullopt;
-    const parallel::Communicator& comm = g.communicators[static_cast<std::size_t>(t.communicator)];
-    if (comm.axes != parallel::axis_bit(parallel::Axis::kTp) || comm.ranks.size() < 2)
-      return std::nullopt;
-    if (prev_compute >= g.tasks.size() || !depends(t, prev_compute)) return std::nullopt;
+  // The next compute task of task i's device after it (program order), or g.tasks.size().
+  const auto next_compute = [&](std::size_t i) {
     std::size_t next = i + 1;
     while (next < g.tasks.size() && !(g.tasks[next].kind == parallel::TaskKind::kCompute &&
-                                      g.tasks[next].device == t.device))
+                                      g.tasks[next].device == g.tasks[i].device))
       ++next;
+    return next;
+  };
+  // A tensor- or context-parallel collective of its axis alone (TP on its stream; CP's
+  // all-gather, reduce-scatter and all-to-all, and ring attention's KV shifts on the CP stream)
+  // that the next compute task of the device waits for, costed for its group alone on the
+  // cluster (the replay costs it beside every other group running the same collective, which can
+  // only slow it).
+  const auto waited_for = [&](std::size_t i) -> std::optional<Duration> {
+    const parallel::Task& t = g.tasks[i];
+    if (t.kind != parallel::TaskKind::kCollective || t.communicator < 0) return std::nullopt;
+    const parallel::Communicator& comm = g.communicators[static_cast<std::size_t>(t.communicator)];
+    const bool tp = t.stream == parallel::Stream::kTpComm && comm.axes == parallel::axis_bit(parallel::Axis::kTp);
+    const bool cp = t.stream == parallel::Stream::kCpComm && comm.axes == parallel::axis_bit(parallel::Axis::kCp);
+    if ((!tp && !cp) || comm.ranks.size() < 2) return std::nullopt;
+    const std::size_t next = next_compute(i);
     if (next >= g.tasks.size() || !depends(g.tasks[next], i)) return std::nullopt;
     network::CollectiveRequest r;
     r.op = network_op(t.comm);
     r.bytes = t.bytes;
     r.groups.push_back(comm.ranks);
-    const Duration full = net.collective(r).time;
-    if (t.hidden_by < 0) return full;
-    const Duration one_chunk =
-        Duration::from_ps(full.ps() / static_cast<std::int64_t>(comm.ranks.size()));
-    return std::max(one_chunk, full - std::min(full, op_time(t.hidden_by)));
+    return net.collective(r).time;
+  };
+  // One that also waits for the compute task before it: the compute stream idles through it,
+  // exposed as the replay exposes a collective overlapped with GEMMs (the larger of one chunk and
+  // what the GEMMs leave uncovered).
+  const auto serial_time = [&](std::size_t i, std::size_t prev_compute) -> std::optional<Duration> {
+    if (prev_compute >= g.tasks.size() || !depends(g.tasks[i], prev_compute)) return std::nullopt;
+    const std::optional<Duration> full = waited_for(i);
+    const parallel::Task& t = g.tasks[i];
+    if (!full || t.hidden_by < 0) return full;
+    const auto n = static_cast<std::int64_t>(g.communicators[static_cast<std::size_t>(t.communicator)].ranks.size());
+    const Duration one_chunk = Duration::from_ps(full->ps() / n);
+    return std::max(one_chunk, *full - std::min(*full, op_time(t.hidden_by)));
   };
   // Per block kind (layer l, embedding, head) and micro-batch: forward, backward, chain; with
-  // (1) and without (0) the serial tensor-parallel collectives.
+  // (1) and without (0) the serial collectives.
   const std::size_t kinds = layers + 2;
   std::array<std::vector<Duration>, 2> fwd, bwd, chain;
   for (std::size_t v = 0; v < 2; ++v) {
@@ -224,14 +236,26 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
     bwd[v].assign(kinds * mbs, Duration());
     chain[v].assign(kinds * mbs, Duration());
   }
+  // Ring attention (lowering.cpp attention_core): block i + 1 of an attention core waits for
+  // block i and for KV shift i + 1, which waits for shift i only; the shifts start with block 0.
+  // So block cp − 1 starts at least (cp − 1)·c after block 0 (c: one shift) as well as Σ_{i<cp−1}
+  // b_i (the blocks before it): the core lasts at least max(0, Σ_i (c − b_i)) longer than its
+  // compute (each shift is emitted after the block it runs beside). Per core (block kind,
+  // micro-batch, pass): that sum.
+  std::array<std::vector<double>, 3> ring;  // seconds, by pass: forward, backward, recompute
+  for (auto& r : ring) r.assign(kinds * mbs, 0.0);
   std::size_t prev_compute = g.tasks.size();
   for (std::size_t i = 0; i < g.tasks.size(); ++i) {
     const parallel::Task& t = g.tasks[i];
     if (t.device != 0) continue;
     const bool is_compute = t.kind == parallel::TaskKind::kCompute;
-    const std::optional<Duration> tp = is_compute ? std::nullopt : serial_tp_time(i, prev_compute);
+    const std::optional<Duration> serial = is_compute ? std::nullopt : serial_time(i, prev_compute);
+    const bool shift = !is_compute && !serial && t.stream == parallel::Stream::kCpComm &&
+                       t.comm == parallel::CommOp::kSendRecv && prev_compute < g.tasks.size();
+    const std::optional<Duration> shift_time = shift ? waited_for(i) : std::nullopt;
+    const std::size_t block = prev_compute;
     if (is_compute) prev_compute = i;
-    if ((!is_compute && !tp) || t.micro_batch < 0) continue;
+    if ((!is_compute && !serial && !shift_time) || t.micro_batch < 0) continue;
     std::size_t kind = 0;
     switch (t.part) {
       case parallel::Part::kAttention:
@@ -251,7 +275,14 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
         continue;
     }
     const std::size_t at = kind * mbs + static_cast<std::size_t>(t.micro_batch) % mbs;
-    const Duration d = !is_compute ? *tp : t.ops >= 0 ? op_time(t.ops) : t.duration;
+    if (shift_time) {
+      const parallel::Task& b = g.tasks[block];
+      const Duration b_time = b.ops >= 0 ? op_time(b.ops) : b.duration;
+      const std::size_t pass = t.pass == parallel::Pass::kForward ? 0 : t.pass == parallel::Pass::kBackward ? 1 : 2;
+      ring[pass][at] += shift_time->seconds() - b_time.seconds();
+      continue;
+    }
+    const Duration d = !is_compute ? *serial : t.ops >= 0 ? op_time(t.ops) : t.duration;
     for (std::size_t v = is_compute ? 0 : 1; v < 2; ++v) {
       switch (t.pass) {
         case parallel::Pass::kForward:
@@ -269,6 +300,15 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
           break;
       }
     }
+  }
+  // The ring's waits, where the shifts outlast the blocks (rounded down to the picosecond).
+  for (std::size_t at = 0; at < kinds * mbs; ++at) {
+    const auto wait = [&](std::size_t pass) {
+      return Duration::from_ps(static_cast<std::int64_t>(std::max(0.0, ring[pass][at]) * 1e12));
+    };
+    fwd[1][at] += wait(0);
+    bwd[1][at] += wait(1) + wait(2);
+    chain[1][at] += wait(1);
   }
   std::array<PlanCompute, 2> c;
   for (std::size_t v = 0; v < 2; ++v) {

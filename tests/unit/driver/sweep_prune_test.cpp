@@ -36,14 +36,16 @@ driver::SweepSpec make(const char* model, const char* cluster, std::int64_t gpus
 
 // Small sweeps whose best plans are close to one another (so that the bound must be tight to
 // prune) and whose spaces hold plans of every kind: out of memory statically, after a replay,
-// pipelined or not, with context parallelism, with TP collectives overlapped with GEMMs, with
-// ZeRO-3 over all data-parallel ranks or a shard group (dense and MoE layers).
+// pipelined or not, with context parallelism (ring, all-gather, Ulysses), with TP collectives
+// overlapped with GEMMs, with ZeRO-3 over all data-parallel ranks or a shard group (dense and MoE
+// layers).
 std::vector<driver::SweepSpec> specs() {
   std::vector<driver::SweepSpec> out;
   {
     auto s = make("llama3-8b", "dgx-h100", 16, 32, 4096);
     s.axes.cp = {1, 2};
     s.axes.zero_shard_group = {0, 8};  // ZeRO-3 within a node, replicated across the two
+    s.axes.cp_algo = {parallel::CpAlgo::kRing, parallel::CpAlgo::kAllGather, parallel::CpAlgo::kUlysses};
     out.push_back(s);
   }
   {
