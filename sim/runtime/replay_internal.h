@@ -48,8 +48,13 @@ inline network::CollectiveOp to_network(CommOp op) {
 // its ranks by the masked axes' strides, so the groups depend on the rank count and on the size
 // and stride of the masked axes alone. Its key keeps those (the other axes zero): a TP
 // collective of one size then costs once for every pipeline, context and data-parallel degree
-// with the same TP group (the request, hence its cost, is the same). Other collectives (expert
-// axes, shard groups) keep the whole layout.
+// with the same TP group (the request, hence its cost, is the same). Nor does its cost depend on
+// which group of that set is its own: the network model routes every group of a request that
+// spans several scale-up domains (the slowest sets the time), and within one domain costs the
+// first group alone, on its GPUs' own NVLink links, which are alike in every domain. So the key
+// leaves out its ranks, and one cost serves every group of the set (the TP groups of every
+// pipeline stage, say). Other collectives (expert axes, shard groups) keep the whole layout and
+// their ranks.
 class CostCache {
  public:
   struct Key {
@@ -175,9 +180,9 @@ class Costs {
       key.network = &network_;
       key.op = task.comm;
       key.bytes = task.bytes.count();
-      key.ranks = comm.ranks;
       if (task.kind == TaskKind::kP2p) {
         key.transfer = true;
+        key.ranks = comm.ranks;
       } else {
         constexpr unsigned kOrderAxes = (1u << parallel::kNumOrderAxes) - 1;
         if ((comm.axes & ~kOrderAxes) == 0) {
@@ -190,6 +195,7 @@ class Costs {
         } else {
           key.sizes = sizes_;
           key.strides = strides_;
+          key.ranks = comm.ranks;
         }
         key.num_ranks = layout_.num_ranks();
         key.axes = comm.axes;
