@@ -21,20 +21,6 @@ using reading::trim;
 // ---------------------------------------------------------------------------------------------
 // Comparison
 
-const char* metric_name(Metric m) {
-  switch (m) {
-    case Metric::kIterationTime: return "iteration_time_s";
-    case Metric::kTokensPerS: return "tokens_per_s";
-    case Metric::kTokensPerSPerGpu: return "tokens_per_s_per_gpu";
-    case Metric::kTflopsPerGpu: return "tflops_per_gpu";
-    case Metric::kMfu: return "mfu_pct";
-    case Metric::kHfu: return "hfu_pct";
-    case Metric::kPeakMemory: return "peak_memory_bytes";
-    case Metric::kMaxSeqLen: return "max_seq_len";
-  }
-  return "?";
-}
-
 std::string parallelism_kind(const parallel::ParallelPlan& plan) {
   if (plan.cp > 1) return "with-cp";
   if (plan.tp > 1 || plan.pp > 1) return "tp+pp";

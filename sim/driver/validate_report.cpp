@@ -18,6 +18,20 @@ namespace {
 using nlohmann::ordered_json;
 using J = ordered_json;
 
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::kIterationTime: return "iteration_time_s";
+    case Metric::kTokensPerS: return "tokens_per_s";
+    case Metric::kTokensPerSPerGpu: return "tokens_per_s_per_gpu";
+    case Metric::kTflopsPerGpu: return "tflops_per_gpu";
+    case Metric::kMfu: return "mfu_pct";
+    case Metric::kHfu: return "hfu_pct";
+    case Metric::kPeakMemory: return "peak_memory_bytes";
+    case Metric::kMaxSeqLen: return "max_seq_len";
+  }
+  return "?";
+}
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 template <typename... T>

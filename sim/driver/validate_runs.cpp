@@ -17,11 +17,18 @@
 
 namespace ts::driver {
 
-using reading::has;
-using reading::starts_with_nocase;
 using reading::trim;
 
 namespace {
+
+// Whether `s` starts with `prefix` (lower case), ignoring ASCII case.
+bool starts_with_nocase(const std::string& s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != static_cast<unsigned char>(prefix[i])) return false;
+  }
+  return true;
+}
 
 // "2048", "1008.0", "60k", "1.31M", "44%", "~8", "≈8", "up to 147", "about 150", "12,036": the
 // number, nullopt for an empty cell, or false in `ok` for anything else. `binary_k` reads k/K
