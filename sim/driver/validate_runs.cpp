@@ -3,10 +3,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <regex>
-#include <sstream>
 #include <variant>
 
 #include "sim/base/diagnostic.h"
@@ -119,21 +117,9 @@ const Column kColumns[] = {
     {"etp", &R::etp, Unit::kNone, false},
 };
 
-}  // namespace
-
-const std::vector<std::string>& published_run_columns() {
-  static const std::vector<std::string> kNames = [] {
-    std::vector<std::string> names;
-    for (const auto& c : kColumns) {
-      if (c.required) names.emplace_back(c.name);
-    }
-    return names;
-  }();
-  return kNames;
-}
-
-std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file) {
-  const csv::Table table = csv::parse_table(text, file);
+// The rows of a published-runs table (parse_published_runs, read_published_runs).
+std::vector<PublishedRun> runs_of(const csv::Table& table) {
+  const std::string& file = table.file;
   DiagnosticList problems;
   std::vector<int> col;  // each column's field in the records; -1 for an absent optional column
   for (const auto& c : kColumns) {
@@ -198,12 +184,25 @@ std::vector<PublishedRun> parse_published_runs(const std::string& text, const st
   return runs;
 }
 
+}  // namespace
+
+const std::vector<std::string>& published_run_columns() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& c : kColumns) {
+      if (c.required) names.emplace_back(c.name);
+    }
+    return names;
+  }();
+  return kNames;
+}
+
+std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file) {
+  return runs_of(csv::parse_table(text, file));
+}
+
 std::vector<PublishedRun> read_published_runs(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Diagnostic{path.string(), 0, "", "cannot open the file"});
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto runs = parse_published_runs(ss.str(), path.string());
+  auto runs = runs_of(csv::read_table(path));
   // Per-row overrides beside the file (FILE.overrides.textproto), when there are any.
   const auto overrides = config::overrides_path(path);
   std::error_code ec;
