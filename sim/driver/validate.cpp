@@ -21,20 +21,6 @@ using reading::trim;
 // ---------------------------------------------------------------------------------------------
 // Comparison
 
-const char* metric_name(Metric m) {
-  switch (m) {
-    case Metric::kIterationTime: return "iteration_time_s";
-    case Metric::kTokensPerS: return "tokens_per_s";
-    case Metric::kTokensPerSPerGpu: return "tokens_per_s_per_gpu";
-    case Metric::kTflopsPerGpu: return "tflops_per_gpu";
-    case Metric::kMfu: return "mfu_pct";
-    case Metric::kHfu: return "hfu_pct";
-    case Metric::kPeakMemory: return "peak_memory_bytes";
-    case Metric::kMaxSeqLen: return "max_seq_len";
-  }
-  return "?";
-}
-
 std::string parallelism_kind(const parallel::ParallelPlan& plan) {
   if (plan.cp > 1) return "with-cp";
   if (plan.tp > 1 || plan.pp > 1) return "tp+pp";
@@ -75,6 +61,24 @@ ErrorStats error_stats(const std::vector<double>& errors) {
 }
 
 namespace {
+
+// Comparison's error: measured/predicted - 1 for a time, predicted/measured - 1 otherwise.
+Comparison compared(Metric metric, double predicted, double measured) {
+  const double error = metric == Metric::kIterationTime ? measured / predicted - 1.0
+                                                        : predicted / measured - 1.0;
+  return Comparison{metric, predicted, measured, error};
+}
+
+// A report row with the row's identity (also for a row whose simulation throws).
+RowResult row_of(const PublishedRun& row) {
+  RowResult out;
+  out.run_id = row.run_id;
+  out.line = row.line;
+  out.source = short_source(row.source);
+  out.model = row.model;
+  out.gpu = row.gpu;
+  return out;
+}
 
 struct Attempt {
   config::Scenario scenario;
@@ -206,24 +210,10 @@ std::optional<Comparison> compare_throughput(const PublishedRun& r, const config
   const auto& p = sc.plan;
   const double tokens = static_cast<double>(p.global_batch * p.seq_len);
   const double gpus = static_cast<double>(sc.num_gpus);
-  Comparison c;
-  const auto rate = [&](Metric m, double predicted, double measured) {
-    c.metric = m;
-    c.predicted = predicted;
-    c.measured = measured;
-    c.error = predicted / measured - 1.0;
-    return c;
-  };
-  if (r.iter_time_s && *r.iter_time_s > 0) {
-    c.metric = Metric::kIterationTime;
-    c.predicted = t;
-    c.measured = *r.iter_time_s;
-    c.error = c.measured / c.predicted - 1.0;
-    return c;
-  }
-  if (r.tokens_per_s && *r.tokens_per_s > 0) return rate(Metric::kTokensPerS, tokens / t, *r.tokens_per_s);
+  if (r.iter_time_s && *r.iter_time_s > 0) return compared(Metric::kIterationTime, t, *r.iter_time_s);
+  if (r.tokens_per_s && *r.tokens_per_s > 0) return compared(Metric::kTokensPerS, tokens / t, *r.tokens_per_s);
   if (r.tokens_per_s_per_gpu && *r.tokens_per_s_per_gpu > 0) {
-    return rate(Metric::kTokensPerSPerGpu, tokens / t / gpus, *r.tokens_per_s_per_gpu);
+    return compared(Metric::kTokensPerSPerGpu, tokens / t / gpus, *r.tokens_per_s_per_gpu);
   }
   FlopConvention conv = flop_convention(r, vocab);
   const double params = r.n_params_b ? *r.n_params_b * 1e9 : static_cast<double>(ir::parameter_count(sc.model));
@@ -238,20 +228,19 @@ std::optional<Comparison> compare_throughput(const PublishedRun& r, const config
   };
   if (r.tflops_per_gpu && *r.tflops_per_gpu > 0) {
     convention = describe(conv);
-    return rate(Metric::kTflopsPerGpu, flops(conv.hardware) / t / gpus * 1e-12, *r.tflops_per_gpu);
+    return compared(Metric::kTflopsPerGpu, flops(conv.hardware) / t / gpus * 1e-12, *r.tflops_per_gpu);
   }
   // The source's peak: the GPU's dense peak in the run's precision (312 A100, 989 H100 BF16,
   // 1979 H100 FP8, as the README of the validation set lists).
+  // MFU (model FLOPs), else HFU (hardware FLOPs).
   const double peak = sc.cluster.gpu.peak(p.dtype).per_s();
-  if (r.mfu_pct && *r.mfu_pct > 0 && peak > 0) {
-    conv.hardware = false;
+  for (const bool hardware : {false, true}) {
+    const auto& measured = hardware ? r.hfu_pct : r.mfu_pct;
+    if (!measured || !(*measured > 0) || !(peak > 0)) continue;
+    conv.hardware = hardware;
     convention = describe(conv) + ", peak " + str(std::llround(peak * 1e-12)) + " TF";
-    return rate(Metric::kMfu, flops(false) / t / gpus / peak * 100.0, *r.mfu_pct);
-  }
-  if (r.hfu_pct && *r.hfu_pct > 0 && peak > 0) {
-    conv.hardware = true;
-    convention = describe(conv) + ", peak " + str(std::llround(peak * 1e-12)) + " TF";
-    return rate(Metric::kHfu, flops(true) / t / gpus / peak * 100.0, *r.hfu_pct);
+    return compared(hardware ? Metric::kHfu : Metric::kMfu, flops(hardware) / t / gpus / peak * 100.0,
+                    *measured);
   }
   return std::nullopt;
 }
@@ -301,14 +290,9 @@ std::int64_t max_fitting_seq(config::Scenario parts, Resources& resources, std::
 RowResult evaluate(const PublishedRun& row, Resources& resources, const ValidateOptions& options,
                    const std::vector<config::FrameworkProfile>& frameworks,
                    const config::ReadingVocabulary& vocabulary) {
-  RowResult out;
-  out.run_id = row.run_id;
-  out.line = row.line;
+  RowResult out = row_of(row);
   out.held_out = row.held_out;
   out.overrides = static_cast<std::int64_t>(row.overrides.size());
-  out.source = short_source(row.source);
-  out.model = row.model;
-  out.gpu = row.gpu;
   out.num_gpus = row.n_gpus.value_or(0);
   const auto skip = [&](std::string why) {
     out.skipped = true;
@@ -384,24 +368,15 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
   out.parallelism = parallelism_kind(a.scenario.plan);
   out.throughput = compare_throughput(row, a.scenario, a.result, vocabulary, out.convention);
   if (row.peak_mem && *row.peak_mem > 0) {
-    Comparison c;
-    c.metric = Metric::kPeakMemory;
-    c.predicted = a.result.peak_memory.real();
-    c.measured = bytes_of(*row.peak_mem, row.peak_mem_unit, out.assumptions);
-    c.error = c.predicted / c.measured - 1.0;
-    out.memory = c;
+    out.memory = compared(Metric::kPeakMemory, a.result.peak_memory.real(),
+                          bytes_of(*row.peak_mem, row.peak_mem_unit, out.assumptions));
   }
   out.scenario = a.scenario;
   out.result = a.result;
   if (m.max_seq_search && row.max_seq_len && *row.max_seq_len > 0) {
     std::optional<Attempt> at_max;
     const std::int64_t seq = max_fitting_seq(a.scenario, resources, at_max, run_options);
-    Comparison c;
-    c.metric = Metric::kMaxSeqLen;
-    c.predicted = static_cast<double>(seq);
-    c.measured = static_cast<double>(*row.max_seq_len);
-    c.error = c.predicted / c.measured - 1.0;
-    out.memory = c;
+    out.memory = compared(Metric::kMaxSeqLen, static_cast<double>(seq), static_cast<double>(*row.max_seq_len));
     if (at_max) {
       out.scenario = at_max->scenario;
       out.result = at_max->result;
@@ -458,12 +433,7 @@ ValidationReport validate(const std::vector<PublishedRun>& runs, const ValidateO
         report.rows[i] = evaluate(runs[i], resources, options, frameworks, vocabulary);
         if (options.intervals) add_row_interval(report.rows[i], *options.intervals, resources);
       } catch (const std::exception& e) {
-        RowResult r;
-        r.run_id = runs[i].run_id;
-        r.line = runs[i].line;
-        r.source = short_source(runs[i].source);
-        r.model = runs[i].model;
-        r.gpu = runs[i].gpu;
+        RowResult r = row_of(runs[i]);
         r.skipped = true;
         r.reason = std::string("error while simulating: ") + e.what();
         report.rows[i] = std::move(r);

@@ -153,7 +153,6 @@ enum class Metric {
   kPeakMemory,         // bytes per GPU
   kMaxSeqLen,          // tokens
 };
-const char* metric_name(Metric m);
 
 struct Comparison {
   Metric metric = Metric::kIterationTime;

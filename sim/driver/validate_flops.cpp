@@ -8,16 +8,25 @@
 
 namespace ts::driver {
 
+namespace {
+
+// The layers' part of Megatron's bracket, (1 + kv/a + s/h) + ffn/h·g: all but the LM head's V/2Lh.
+double megatron_layer_term(const ir::ModelSpec& m, double s) {
+  const double h = static_cast<double>(m.hidden);
+  const double gated = m.activation == ir::Activation::kSwiglu ? 1.5 : 1.0;
+  const double kv_ratio = static_cast<double>(m.num_kv_heads) / static_cast<double>(m.num_heads);
+  return (1.0 + kv_ratio + s / h) + static_cast<double>(m.ffn_hidden) / h * gated;
+}
+
+}  // namespace
+
 double megatron_model_flops(const ir::ModelSpec& m, std::int64_t seq, double sequences) {
   // Mixture-of-experts, latent-attention and MTP models: Megatron-Core's count is ir::model_flops.
   if (m.moe || m.mla || m.mtp_layers > 0) return ir::model_flops(m, seq, sequences * static_cast<double>(seq)).value();
   const double h = static_cast<double>(m.hidden);
   const double s = static_cast<double>(seq);
   const double layers = static_cast<double>(m.num_layers);
-  const double gated = m.activation == ir::Activation::kSwiglu ? 1.5 : 1.0;
-  const double kv_ratio = static_cast<double>(m.num_kv_heads) / static_cast<double>(m.num_heads);
-  const double per = (1.0 + kv_ratio + s / h) + static_cast<double>(m.ffn_hidden) / h * gated +
-                     static_cast<double>(m.vocab) / (2.0 * layers * h);
+  const double per = megatron_layer_term(m, s) + static_cast<double>(m.vocab) / (2.0 * layers * h);
   return 12.0 * sequences * s * layers * h * h * per;
 }
 
@@ -32,10 +41,7 @@ double megatron_hardware_flops(const ir::ModelSpec& m, std::int64_t seq, double 
     case parallel::Recompute::kFull: {
       // The layers' forward again: a third of their forward + backward FLOPs; the LM head is not
       // recomputed, which turns V/12hL into V/16hL in SC'21's 96·B·s·L·h² form.
-      const double gated = m.activation == ir::Activation::kSwiglu ? 1.5 : 1.0;
-      const double kv_ratio = static_cast<double>(m.num_kv_heads) / static_cast<double>(m.num_heads);
-      const double layer_part = 12.0 * sequences * s * layers * h * h *
-                                ((1.0 + kv_ratio + s / h) + static_cast<double>(m.ffn_hidden) / h * gated);
+      const double layer_part = 12.0 * sequences * s * layers * h * h * megatron_layer_term(m, s);
       return model + recomputed_share * layer_part / 3.0;
     }
     case parallel::Recompute::kSelectiveOp: {

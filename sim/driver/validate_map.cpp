@@ -14,6 +14,18 @@ using namespace reading;  // NOLINT: the rules this file applies
 
 namespace {
 
+// "7, 8 (x14), 7": runs of equal counts folded.
+std::string join_counts(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    out += (out.empty() ? "" : ", ") + str(v[i]) + (j - i > 1 ? " (x" + str(static_cast<std::int64_t>(j - i)) + ")" : "");
+    i = j;
+  }
+  return out;
+}
+
 // A row as the steps read it: the row, the frameworks it names, and the scenario built so far.
 struct Reading {
   const PublishedRun& r;

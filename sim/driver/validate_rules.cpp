@@ -314,18 +314,6 @@ std::vector<std::int64_t> uneven_stage_layers(std::int64_t layers, std::int64_t 
   return out;
 }
 
-// "7, 8 (x14), 7": runs of equal counts folded.
-std::string join_counts(const std::vector<std::int64_t>& v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size();) {
-    std::size_t j = i;
-    while (j < v.size() && v[j] == v[i]) ++j;
-    out += (out.empty() ? "" : ", ") + str(v[i]) + (j - i > 1 ? " (x" + str(static_cast<std::int64_t>(j - i)) + ")" : "");
-    i = j;
-  }
-  return out;
-}
-
 // Global batch in tokens of GPT-3 (Brown et al. 2020, Table 2.1) for a model of this size: the
 // batch when a source gives none.
 double gpt3_batch_tokens(double parameters) {

@@ -87,7 +87,6 @@ std::optional<PartialRecompute> parse_partial_recompute(const std::string& text,
 std::optional<parallel::Recompute> parse_recompute(const std::string& text,
                                                    const config::ReadingVocabulary& vocab);
 std::vector<std::int64_t> uneven_stage_layers(std::int64_t layers, std::int64_t stages);
-std::string join_counts(const std::vector<std::int64_t>& v);
 double gpt3_batch_tokens(double parameters);
 // How the row's framework reduces gradients, given the plan's ZeRO stage.
 void apply_gradient_reduction(const PublishedRun& r, const RowFrameworks& fw,

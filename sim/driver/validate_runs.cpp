@@ -3,9 +3,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <iterator>
 #include <regex>
-#include <sstream>
+#include <variant>
 
 #include "sim/base/diagnostic.h"
 #include "sim/base/format.h"
@@ -15,11 +15,18 @@
 
 namespace ts::driver {
 
-using reading::has;
-using reading::starts_with_nocase;
 using reading::trim;
 
 namespace {
+
+// Whether `s` starts with `prefix` (lower case), ignoring ASCII case.
+bool starts_with_nocase(const std::string& s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != static_cast<unsigned char>(prefix[i])) return false;
+  }
+  return true;
+}
 
 // "2048", "1008.0", "60k", "1.31M", "44%", "~8", "≈8", "up to 147", "about 150", "12,036": the
 // number, nullopt for an empty cell, or false in `ok` for anything else. `binary_k` reads k/K
@@ -68,145 +75,134 @@ std::optional<double> parse_number(const std::string& cell, bool& ok, bool binar
   return v * scale;
 }
 
-}  // namespace
+// The columns, in the order problems are reported: each read into its member as text, a number
+// or an integer (by the member's type), after what `unit` drops from the cell.
+enum class Unit {
+  kNone,
+  kBinaryK,   // integer with k and M as 1024 and 1024²: "8K" context = 8192 tokens
+  kBillions,  // "175B", "6.7 B": the column is in billions already
+  kMemory,    // "82.4 GiB": a unit written in the value cell; it fills an empty peak_mem_unit
+};
+struct Column {
+  const char* name;
+  std::variant<std::string PublishedRun::*, std::optional<double> PublishedRun::*,
+               std::optional<std::int64_t> PublishedRun::*>
+      member;
+  Unit unit = Unit::kNone;
+  bool required = true;  // false: the optional columns of mixture-of-experts rows
+};
+using R = PublishedRun;
+const Column kColumns[] = {
+    {"run_id", &R::run_id}, {"source", &R::source}, {"source_table", &R::source_table},
+    {"trust", &R::trust}, {"model", &R::model}, {"n_params_b", &R::n_params_b, Unit::kBillions},
+    {"n_layers", &R::n_layers}, {"hidden", &R::hidden}, {"n_heads", &R::n_heads},
+    {"n_kv_heads", &R::n_kv_heads}, {"ffn_hidden", &R::ffn_hidden}, {"vocab", &R::vocab},
+    {"seq_len", &R::seq_len, Unit::kBinaryK}, {"global_batch", &R::global_batch},
+    {"micro_batch", &R::micro_batch}, {"grad_accum", &R::grad_accum}, {"tp", &R::tp},
+    {"pp", &R::pp}, {"vpp", &R::vpp}, {"dp", &R::dp}, {"cp", &R::cp},
+    {"zero_fsdp", &R::zero_fsdp}, {"sequence_parallel", &R::sequence_parallel},
+    {"recompute", &R::recompute}, {"precision", &R::precision}, {"n_gpus", &R::n_gpus},
+    {"gpu", &R::gpu}, {"interconnect", &R::interconnect}, {"framework", &R::framework},
+    {"tflops_per_gpu", &R::tflops_per_gpu}, {"tflops_kind", &R::tflops_kind},
+    {"mfu_pct", &R::mfu_pct}, {"hfu_pct", &R::hfu_pct}, {"tokens_per_s", &R::tokens_per_s},
+    {"tokens_per_s_per_gpu", &R::tokens_per_s_per_gpu}, {"iter_time_s", &R::iter_time_s},
+    {"peak_mem", &R::peak_mem, Unit::kMemory}, {"peak_mem_unit", &R::peak_mem_unit},
+    {"max_seq_len", &R::max_seq_len}, {"notes", &R::notes},
+    {"zoo_model", &R::zoo_model, Unit::kNone, false},
+    {"num_experts", &R::num_experts, Unit::kNone, false},
+    {"top_k", &R::top_k, Unit::kNone, false},
+    {"moe_ffn_hidden", &R::moe_ffn_hidden, Unit::kNone, false},
+    {"shared_experts", &R::shared_experts, Unit::kNone, false},
+    {"ep", &R::ep, Unit::kNone, false},
+    {"etp", &R::etp, Unit::kNone, false},
+};
 
-const std::vector<std::string>& published_run_columns() {
-  static const std::vector<std::string> kColumns = {
-      "run_id", "source", "source_table", "trust", "model", "n_params_b", "n_layers", "hidden",
-      "n_heads", "n_kv_heads", "ffn_hidden", "vocab", "seq_len", "global_batch", "micro_batch",
-      "grad_accum", "tp", "pp", "vpp", "dp", "cp", "zero_fsdp", "sequence_parallel", "recompute",
-      "precision", "n_gpus", "gpu", "interconnect", "framework", "tflops_per_gpu", "tflops_kind",
-      "mfu_pct", "hfu_pct", "tokens_per_s", "tokens_per_s_per_gpu", "iter_time_s", "peak_mem",
-      "peak_mem_unit", "max_seq_len", "notes"};
-  return kColumns;
-}
-
-std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file) {
-  const csv::Table table = csv::parse_table(text, file);
+// The rows of a published-runs table (parse_published_runs, read_published_runs).
+std::vector<PublishedRun> runs_of(const csv::Table& table) {
+  const std::string& file = table.file;
   DiagnosticList problems;
-  std::map<std::string, std::size_t> col;
-  for (const auto& name : published_run_columns()) {
-    const int i = table.column(name);
-    if (i < 0) {
-      problems.add(Diagnostic{file, 1, name, "required column is missing from the header"});
-    } else {
-      col[name] = static_cast<std::size_t>(i);
+  std::vector<int> col;  // each column's field in the records; -1 for an absent optional column
+  for (const auto& c : kColumns) {
+    col.push_back(table.column(c.name));
+    if (col.back() < 0 && c.required) {
+      problems.add(Diagnostic{file, 1, c.name, "required column is missing from the header"});
     }
   }
   problems.throw_if_any();
-  // The optional columns of mixture-of-experts rows.
-  for (const char* name : {"zoo_model", "num_experts", "top_k", "moe_ffn_hidden", "shared_experts", "ep", "etp"}) {
-    if (const int i = table.column(name); i >= 0) col[name] = static_cast<std::size_t>(i);
-  }
 
   std::vector<PublishedRun> runs;
   for (const auto& rec : table.rows) {
     PublishedRun r;
     r.file = file;
     r.line = rec.line;
-    const auto text_of = [&](const char* name) { return trim(rec.fields[col.at(name)]); };
-    r.run_id = text_of("run_id");
-    const std::string row_name = r.run_id.empty() ? "row at line " + std::to_string(rec.line)
-                                                  : "run_id " + r.run_id;
-    const auto bad = [&](const char* name, const std::string& what) {
-      problems.add(Diagnostic{file, rec.line, name,
-                              row_name + ": '" + text_of(name) + "' is not " + what});
+    const auto text_of = [&](std::size_t i) {
+      return trim(rec.fields[static_cast<std::size_t>(col[i])]);
     };
-    // `cell`: the column's text, less a unit that the column already implies ("175B" in n_params_b).
-    const auto real_of = [&](const char* name, const std::string& cell) -> std::optional<double> {
-      bool ok = true;
-      auto v = parse_number(cell, ok);
-      if (!ok) bad(name, "a number");
-      return v;
-    };
-    const auto real = [&](const char* name) { return real_of(name, text_of(name)); };
-    const auto integer = [&](const char* name, bool binary_k = false) -> std::optional<std::int64_t> {
-      bool ok = true;
-      auto v = parse_number(text_of(name), ok, binary_k);
-      if (!ok || (v && (std::fabs(*v - std::round(*v)) > 1e-9 * std::max(1.0, std::fabs(*v)) ||
-                        std::fabs(*v) > 9e15))) {
-        bad(name, "an integer");
-        return std::nullopt;
+    const std::string run_id = text_of(0);
+    const std::string row_name = run_id.empty() ? "row at line " + std::to_string(rec.line)
+                                                : "run_id " + run_id;
+    std::string unit_in_cell;
+    for (std::size_t i = 0; i < std::size(kColumns); ++i) {
+      if (col[i] < 0) continue;
+      const Column& c = kColumns[i];
+      const std::string written = text_of(i);
+      std::string cell = written;
+      if (c.unit == Unit::kBillions && !cell.empty() &&
+          (cell.back() == 'B' || cell.back() == 'b')) {
+        cell = trim(cell.substr(0, cell.size() - 1));
       }
-      if (!v) return std::nullopt;
-      return static_cast<std::int64_t>(std::llround(*v));
-    };
-    r.source = text_of("source");
-    r.source_table = text_of("source_table");
-    r.trust = text_of("trust");
-    r.model = text_of("model");
-    {
-      // "175B", "6.7 B": the column is in billions already.
-      std::string cell = text_of("n_params_b");
-      if (!cell.empty() && (cell.back() == 'B' || cell.back() == 'b')) cell = trim(cell.substr(0, cell.size() - 1));
-      r.n_params_b = real_of("n_params_b", cell);
-    }
-    r.n_layers = integer("n_layers");
-    r.hidden = integer("hidden");
-    r.n_heads = integer("n_heads");
-    r.n_kv_heads = integer("n_kv_heads");
-    r.ffn_hidden = integer("ffn_hidden");
-    r.vocab = integer("vocab");
-    r.seq_len = integer("seq_len", /*binary_k=*/true);  // "8K" context = 8192 tokens
-    r.global_batch = integer("global_batch");
-    r.micro_batch = integer("micro_batch");
-    r.grad_accum = integer("grad_accum");
-    r.tp = integer("tp");
-    r.pp = integer("pp");
-    r.vpp = integer("vpp");
-    r.dp = integer("dp");
-    r.cp = integer("cp");
-    r.zero_fsdp = text_of("zero_fsdp");
-    r.sequence_parallel = text_of("sequence_parallel");
-    r.recompute = text_of("recompute");
-    r.precision = text_of("precision");
-    r.n_gpus = integer("n_gpus");
-    r.gpu = text_of("gpu");
-    r.interconnect = text_of("interconnect");
-    r.framework = text_of("framework");
-    r.tflops_per_gpu = real("tflops_per_gpu");
-    r.tflops_kind = text_of("tflops_kind");
-    r.mfu_pct = real("mfu_pct");
-    r.hfu_pct = real("hfu_pct");
-    r.tokens_per_s = real("tokens_per_s");
-    r.tokens_per_s_per_gpu = real("tokens_per_s_per_gpu");
-    r.iter_time_s = real("iter_time_s");
-    r.peak_mem_unit = text_of("peak_mem_unit");
-    {
-      // "82.4 GiB": a unit written in the value cell; it fills an empty peak_mem_unit.
-      std::string cell = text_of("peak_mem");
       static const std::regex kWithUnit(R"(^(.*\d)\s*(gib|gb|mib|mb|tb)$)", std::regex::icase);
-      std::smatch mu;
-      if (std::regex_match(cell, mu, kWithUnit)) {
-        if (r.peak_mem_unit.empty()) r.peak_mem_unit = mu[2].str();
+      if (std::smatch mu; c.unit == Unit::kMemory && std::regex_match(written, mu, kWithUnit)) {
+        unit_in_cell = mu[2].str();
         cell = mu[1].str();
       }
-      r.peak_mem = real_of("peak_mem", cell);
+      const auto bad = [&](const char* what) {
+        problems.add(
+            Diagnostic{file, rec.line, c.name, row_name + ": '" + written + "' is not " + what});
+      };
+      bool ok = true;
+      if (const auto* s = std::get_if<std::string PublishedRun::*>(&c.member)) {
+        r.*(*s) = cell;
+      } else if (const auto* d = std::get_if<std::optional<double> PublishedRun::*>(&c.member)) {
+        r.*(*d) = parse_number(cell, ok);
+        if (!ok) bad("a number");
+      } else {
+        auto v = parse_number(cell, ok, c.unit == Unit::kBinaryK);
+        if (!ok || (v && (std::fabs(*v - std::round(*v)) > 1e-9 * std::max(1.0, std::fabs(*v)) ||
+                          std::fabs(*v) > 9e15))) {
+          bad("an integer");
+          v.reset();
+        }
+        r.*std::get<std::optional<std::int64_t> PublishedRun::*>(c.member) =
+            v ? std::optional<std::int64_t>(std::llround(*v)) : std::nullopt;
+      }
     }
-    r.max_seq_len = integer("max_seq_len");
-    r.notes = text_of("notes");
-    if (col.count("zoo_model")) r.zoo_model = text_of("zoo_model");
-    const auto optional_integer = [&](const char* name) -> std::optional<std::int64_t> {
-      return col.count(name) ? integer(name) : std::nullopt;
-    };
-    r.num_experts = optional_integer("num_experts");
-    r.top_k = optional_integer("top_k");
-    r.moe_ffn_hidden = optional_integer("moe_ffn_hidden");
-    r.shared_experts = optional_integer("shared_experts");
-    r.ep = optional_integer("ep");
-    r.etp = optional_integer("etp");
+    if (r.peak_mem_unit.empty()) r.peak_mem_unit = unit_in_cell;
     runs.push_back(std::move(r));
   }
   problems.throw_if_any();
   return runs;
 }
 
+}  // namespace
+
+const std::vector<std::string>& published_run_columns() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& c : kColumns) {
+      if (c.required) names.emplace_back(c.name);
+    }
+    return names;
+  }();
+  return kNames;
+}
+
+std::vector<PublishedRun> parse_published_runs(const std::string& text, const std::string& file) {
+  return runs_of(csv::parse_table(text, file));
+}
+
 std::vector<PublishedRun> read_published_runs(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Diagnostic{path.string(), 0, "", "cannot open the file"});
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto runs = parse_published_runs(ss.str(), path.string());
+  auto runs = runs_of(csv::read_table(path));
   // Per-row overrides beside the file (FILE.overrides.textproto), when there are any.
   const auto overrides = config::overrides_path(path);
   std::error_code ec;

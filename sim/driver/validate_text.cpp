@@ -20,14 +20,6 @@ bool has(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-bool starts_with_nocase(const std::string& s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(s[i])) != static_cast<unsigned char>(prefix[i])) return false;
-  }
-  return true;
-}
-
 std::string str(std::int64_t v) { return std::to_string(v); }
 
 std::string join(const std::vector<std::string>& v, std::string_view sep) {

@@ -13,8 +13,6 @@ namespace ts::driver::reading {
 
 std::string trim(std::string_view s);
 bool has(const std::string& haystack, std::string_view needle);
-// Whether `s` starts with `prefix`, ignoring ASCII case.
-bool starts_with_nocase(const std::string& s, std::string_view prefix);
 std::string str(std::int64_t v);
 // The values with `sep` between them ("1/2/4", "7, 8, 8").
 std::string join(const std::vector<std::string>& v, std::string_view sep);
