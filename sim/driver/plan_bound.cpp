@@ -242,8 +242,8 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
   // b_i (the blocks before it): the core lasts at least max(0, Σ_i (c − b_i)) longer than its
   // compute (each shift is emitted after the block it runs beside). Per core (block kind,
   // micro-batch, pass): that sum.
-  std::array<std::vector<double>, 3> ring;  // seconds, by pass: forward, backward, recompute
-  for (auto& r : ring) r.assign(kinds * mbs, 0.0);
+  std::array<std::vector<std::int64_t>, 3> ring;  // picoseconds, by pass: forward, backward, recompute
+  for (auto& r : ring) r.assign(kinds * mbs, 0);
   std::size_t prev_compute = g.tasks.size();
   for (std::size_t i = 0; i < g.tasks.size(); ++i) {
     const parallel::Task& t = g.tasks[i];
@@ -279,7 +279,7 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
       const parallel::Task& b = g.tasks[block];
       const Duration b_time = b.ops >= 0 ? op_time(b.ops) : b.duration;
       const std::size_t pass = t.pass == parallel::Pass::kForward ? 0 : t.pass == parallel::Pass::kBackward ? 1 : 2;
-      ring[pass][at] += shift_time->seconds() - b_time.seconds();
+      ring[pass][at] += shift_time->ps() - b_time.ps();
       continue;
     }
     const Duration d = !is_compute ? *serial : t.ops >= 0 ? op_time(t.ops) : t.duration;
@@ -301,11 +301,9 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
       }
     }
   }
-  // The ring's waits, where the shifts outlast the blocks (rounded down to the picosecond).
+  // The ring's waits, where the shifts outlast the blocks.
   for (std::size_t at = 0; at < kinds * mbs; ++at) {
-    const auto wait = [&](std::size_t pass) {
-      return Duration::from_ps(static_cast<std::int64_t>(std::max(0.0, ring[pass][at]) * 1e12));
-    };
+    const auto wait = [&](std::size_t pass) { return Duration::from_ps(std::max<std::int64_t>(0, ring[pass][at])); };
     fwd[1][at] += wait(0);
     bwd[1][at] += wait(1) + wait(2);
     chain[1][at] += wait(1);
