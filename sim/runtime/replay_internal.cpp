@@ -1,6 +1,5 @@
 #include "sim/runtime/replay_internal.h"
 
-
 namespace ts::runtime::internal {
 
 void ChainSchedules::plan(const TaskGraph& g, Costs& costs) {
@@ -56,7 +55,8 @@ void ChainSchedules::plan(const TaskGraph& g, Costs& costs) {
     for (std::uint32_t k = plan.first_compute; k <= plan.last_compute; ++k) {
       const Step& step = steps[chain.step_begin + k];
       if (step.split >= 0) {
-        for (std::size_t x = 0; x < kNumTimeCategories; ++x) splits[c].time[x] += splits[static_cast<std::size_t>(step.split)].time[x];
+        const TimeBreakdown& rerun_split = splits[static_cast<std::size_t>(step.split)];
+        for (std::size_t x = 0; x < kNumTimeCategories; ++x) splits[c].time[x] += rerun_split.time[x];
       } else {
         splits[c][step.category] += step.duration;
       }
