@@ -514,7 +514,7 @@ class DirectReplay {
     } else {
       exec_.timings.resize(n);
       exec_.comm.resize(n);
-      exec_.rerun = costs_.rerun_times();
+      exec_.rerun = s_.chains.rerun;  // planned above (plan_chains)
     }
     for (auto& p : s_.pending) p.clear();
     s_.pending.resize(g.communicators.size());

@@ -5,7 +5,7 @@ namespace ts::runtime::internal {
 void ChainSchedules::plan(const TaskGraph& g, Costs& costs) {
   splits.assign(g.chains.size(), TimeBreakdown{});
   list_split.assign(g.op_lists.size(), -1);
-  const std::vector<Duration> rerun = costs.rerun_times();
+  rerun = costs.rerun_times();
   for (std::size_t i = 0; i < g.op_lists.size(); ++i) {
     if (rerun[i] == Duration()) continue;
     list_split[i] = static_cast<std::int32_t>(splits.size());

@@ -362,6 +362,8 @@ struct ChainSchedules {
   // `splits` of its time as recompute (the reruns) and backward (the rest); else -1. A compute
   // task of such a list names it in its interval (StreamInterval::split).
   std::vector<std::int32_t> list_split;
+  // By op list: the time of the forward ops it reruns (Costs::rerun_times).
+  std::vector<Duration> rerun;
 
   // The split of a compute task's interval (list_split of its op list), or -1.
   std::int32_t split_of(const Task& task) const {
