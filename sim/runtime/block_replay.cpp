@@ -75,6 +75,15 @@ struct BlockMemo {
   std::uint32_t first_sends_begin = 0, first_send_count = 0;  // each channel it sends on, once
   std::array<std::int32_t, 2> receives{-1, -1};  // channels of its receives, in order
   std::uint32_t values = 0, inputs = 0, outputs = 0;
+  // In the recording pass, the intervals it recorded: BlockStorage::recorded.
+  std::uint32_t recorded_begin = 0, recorded_count = 0;
+};
+// An interval a memoized evaluation recorded, less its first input.
+struct RecordedInterval {
+  std::int64_t start, end;
+  std::uint8_t stream;
+  TimeCategory category;
+  std::int32_t split;
 };
 
 // What block replays keep from one plan to the next (in ReplayBuffers): fresh memory for each
@@ -96,11 +105,11 @@ struct BlockStorage {
   std::vector<BlockMemo> memos;          // by template
   std::vector<std::int32_t> memo_regs, memo_sends;
   std::vector<std::int64_t> memo_values;
-  std::vector<std::int64_t> memo_inputs;  // of the block being evaluated
   // The intervals of the device whose breakdown is taken, by stream: kept, as their memory
   // (millions of intervals for plans with thousands of micro-batches) costs more to grow and
   // fault in than to fill.
   std::array<std::vector<StreamInterval>, parallel::kNumStreams> intervals;
+  std::vector<RecordedInterval> recorded;
 };
 
 BlockStorage& block_storage(ReplayBuffers& buffers) {
@@ -136,7 +145,8 @@ using internal::BlockTemplate;
 // evaluation that stalls anyway gives up.) Memory peaks follow program order alone: each
 // template's peak over its start and its net change give the device's peak block by block. The
 // time breakdown needs every interval of a device's streams: only the device finishing last's is
-// reported, so its blocks are evaluated a second time, recording them.
+// reported, so its blocks are evaluated a second time, recording them (a block whose template's
+// last evaluation found the same state shifted copies that evaluation's intervals, shifted).
 class BlockReplay {
  public:
   BlockReplay(const BlockProgram& program, const parallel::Layout& layout, const compute::ComputeModel& compute,
@@ -183,6 +193,9 @@ class BlockReplay {
   }
 
  private:
+  // The intervals of a device's streams, when recorded.
+  using Intervals = decltype(internal::BlockStorage::intervals);
+
   static bool receives(Stream s) {
     return s == Stream::kPpRecvPrev || s == Stream::kPpRecvNext || s == Stream::kPpVRecvNext ||
            s == Stream::kPpVRecvPrev;
@@ -397,7 +410,7 @@ class BlockReplay {
           return;
         }
       }
-      evaluate_memoized(dev, b, work);
+      evaluate_memoized<false>(dev, b, work, nullptr);
       dev.events += ti.events;
       dev.tasks += ti.tasks;
       if (ti.allocates && dev.current + ti.peak > dev.memory.peak_dynamic) {
@@ -422,58 +435,45 @@ class BlockReplay {
   // stream's free time (≥ 0) meets the 0 a task without dependencies is ready at, so that 0
   // never decides a maximum. A pipeline's steady state repeats its blocks' states this way, one
   // period later each time.
-  void evaluate_memoized(BlockDevice& dev, const BlockProgram::Block& b, std::vector<std::int32_t>& work) {
+  //
+  // kRecord: the recording pass of the breakdown (evaluate<true>), which also keeps the intervals
+  // the evaluation recorded, and replays them shifted.
+  template <bool kRecord>
+  void evaluate_memoized(BlockDevice& dev, const BlockProgram::Block& b, std::vector<std::int32_t>& work,
+                         Intervals* record) {
     BlockMemo& m = st_.memos[b.templ];
     if (!m.usable) {
-      evaluate<false>(dev, b, work, nullptr);
+      evaluate<kRecord>(dev, b, work, record);
       return;
     }
-    SimTime* registers = st_.registers.data() + dev.registers;
-    std::vector<std::int64_t>& in = st_.memo_inputs;
-    in.clear();
-    for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
-      if ((m.streams >> s & 1u) != 0) in.push_back(dev.free[s].ps());
-    }
-    for (std::uint32_t k = 0; k < m.reg_count; ++k) in.push_back(registers[st_.memo_regs[m.regs_begin + k]].ps());
-    for (const std::int32_t r : m.receives) {
-      if (r < 0) continue;
-      const BlockChannel& c = st_.channels[static_cast<std::size_t>(r)];  // advance() saw it there
-      in.push_back(c.transfers[c.received].first.ps());
-      in.push_back(c.transfers[c.received].second.ps());
-    }
-    bool memoizable = true;
+    // The first transfer of a channel waits for no previous one: its 0 is not shifted.
     for (std::uint32_t k = 0; k < m.first_send_count; ++k) {
-      const BlockChannel& c = st_.channels[static_cast<std::size_t>(st_.memo_sends[m.first_sends_begin + k])];
-      // The first transfer of a channel waits for no previous one: its 0 is not shifted.
-      if (c.sent == 0) {
-        memoizable = false;
-        break;
-      }
-      in.push_back(c.transfers[c.sent - 1].second.ps());
-    }
-    const std::int64_t base = in[0];
-    std::int64_t* v = st_.memo_values.data() + m.values;
-    if (memoizable && m.valid) {
-      bool same = true;
-      for (std::uint32_t i = 0; i < m.inputs && same; ++i) same = in[i] - base == v[i];
-      // Far from the clock's saturation (simulate() rejects iterations beyond 2^62 ps), so that
-      // the shifted times are those the evaluation would give.
-      if (same && base < (std::int64_t{1} << 61)) {
-        apply_memo(dev, m, p_.templates[b.templ], v + m.inputs, base, registers, work);
+      if (st_.channels[static_cast<std::size_t>(st_.memo_sends[m.first_sends_begin + k])].sent == 0) {
+        evaluate<kRecord>(dev, b, work, record);
         return;
       }
     }
-    evaluate<false>(dev, b, work, nullptr);
-    if (!memoizable) return;
+    SimTime* registers = st_.registers.data() + dev.registers;
+    const std::int64_t base = dev.free[static_cast<std::size_t>(std::countr_zero(m.streams))].ps();  // the first input
+    std::int64_t* v = st_.memo_values.data() + m.values;
     const BlockProgram::Template& t = p_.templates[b.templ];
+    // Far from the clock's saturation (simulate() rejects iterations beyond 2^62 ps), so that
+    // the shifted times are those the evaluation would give.
+    if (m.valid && base < (std::int64_t{1} << 61) && inputs<false>(dev, m, registers, base, v)) {
+      apply_memo<kRecord>(dev, m, t, v + m.inputs, base, registers, work, record);
+      return;
+    }
+    inputs<true>(dev, m, registers, base, v);
+    m.valid = false;
+    std::array<std::size_t, parallel::kNumStreams> recorded{};
+    if constexpr (kRecord) {
+      for (std::size_t s = 0; s < parallel::kNumStreams; ++s) recorded[s] = (*record)[s].size();
+    }
+    evaluate<kRecord>(dev, b, work, record);
     std::int64_t* out = v + m.inputs;
     SimTime last;
     for (std::uint32_t k = 0; k < t.task_count; ++k) last = std::max(last, st_.ends[k]);
-    if (last.ps() >= (std::int64_t{1} << 61)) {
-      m.valid = false;
-      return;
-    }
-    for (std::uint32_t i = 0; i < m.inputs; ++i) v[i] = in[i] - base;
+    if (last.ps() >= (std::int64_t{1} << 61)) return;
     for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
       if ((m.streams >> s & 1u) != 0) *out++ = dev.free[s].ps() - base;
     }
@@ -493,12 +493,57 @@ class BlockReplay {
       *out++ = transfer.second.ps() - base;
     }
     *out = last.ps() - base;
+    if constexpr (kRecord) {
+      m.recorded_begin = static_cast<std::uint32_t>(st_.recorded.size());
+      for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
+        for (std::size_t i = recorded[s]; i < (*record)[s].size(); ++i) {
+          const StreamInterval& r = (*record)[s][i];
+          st_.recorded.push_back({r.start.ps() - base, r.end.ps() - base, static_cast<std::uint8_t>(s), r.category, r.split});
+        }
+      }
+      m.recorded_count = static_cast<std::uint32_t>(st_.recorded.size()) - m.recorded_begin;
+    }
     m.valid = true;
   }
 
-  // The outputs of a memoized evaluation (evaluate_memoized), shifted to `base`.
+  // The inputs of a memoized template's block, less `base`, in order: the device's streams'
+  // free times, the registers it reads, the transfers it receives, and the previous transfer of
+  // each channel it sends on (each has sent one). kStore: written to `v`; else compared with
+  // `v`, true when all equal.
+  template <bool kStore>
+  bool inputs(const BlockDevice& dev, const BlockMemo& m, const SimTime* registers, std::int64_t base,
+              std::int64_t* v) const {
+    auto next = [&v, base](std::int64_t x) {
+      if constexpr (kStore) {
+        *v++ = x - base;
+        return true;
+      } else {
+        return *v++ == x - base;
+      }
+    };
+    for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
+      if ((m.streams >> s & 1u) != 0 && !next(dev.free[s].ps())) return false;
+    }
+    for (std::uint32_t k = 0; k < m.reg_count; ++k) {
+      if (!next(registers[st_.memo_regs[m.regs_begin + k]].ps())) return false;
+    }
+    for (const std::int32_t r : m.receives) {
+      if (r < 0) continue;
+      const BlockChannel& c = st_.channels[static_cast<std::size_t>(r)];  // advance() saw it there
+      if (!next(c.transfers[c.received].first.ps()) || !next(c.transfers[c.received].second.ps())) return false;
+    }
+    for (std::uint32_t k = 0; k < m.first_send_count; ++k) {
+      const BlockChannel& c = st_.channels[static_cast<std::size_t>(st_.memo_sends[m.first_sends_begin + k])];
+      if (!next(c.transfers[c.sent - 1].second.ps())) return false;
+    }
+    return true;
+  }
+
+  // The outputs of a memoized evaluation (evaluate_memoized), shifted to `base`; kRecord: its
+  // intervals too, its transfers being in their channels already.
+  template <bool kRecord>
   void apply_memo(BlockDevice& dev, const BlockMemo& m, const BlockProgram::Template& t, const std::int64_t* out,
-                  std::int64_t base, SimTime* registers, std::vector<std::int32_t>& work) {
+                  std::int64_t base, SimTime* registers, std::vector<std::int32_t>& work, Intervals* record) {
     const auto at = [base](std::int64_t v) { return SimTime::from_ps(v + base); };
     for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
       if ((m.streams >> s & 1u) != 0) dev.free[s] = at(*out++);
@@ -506,23 +551,28 @@ class BlockReplay {
     for (const BlockProgram::Template::Write& w : t.writes) registers[w.reg] = at(*out++);
     for (std::uint32_t k = 0; k < m.send_count; ++k) {
       BlockChannel& c = st_.channels[static_cast<std::size_t>(st_.memo_sends[m.sends_begin + k])];
-      c.transfers.emplace_back(at(out[0]), at(out[1]));
-      out += 2;
       ++c.sent;
-      if (c.waiting >= 0) {
-        work.push_back(c.waiting);
-        c.waiting = -1;
+      if constexpr (!kRecord) {
+        c.transfers.emplace_back(at(out[0]), at(out[1]));
+        if (c.waiting >= 0) {
+          work.push_back(c.waiting);
+          c.waiting = -1;
+        }
       }
+      out += 2;
     }
     for (const std::int32_t r : m.receives) {
       if (r >= 0) ++st_.channels[static_cast<std::size_t>(r)].received;
     }
     const SimTime last = at(*out);
     if (last > dev.last_end) dev.last_end = last;
+    if constexpr (kRecord) {
+      for (std::uint32_t i = m.recorded_begin; i < m.recorded_begin + m.recorded_count; ++i) {
+        const internal::RecordedInterval& r = st_.recorded[i];
+        (*record)[r.stream].push_back({at(r.start), at(r.end), r.category, r.split});
+      }
+    }
   }
-
-  // The intervals of a device's streams, when recorded.
-  using Intervals = decltype(internal::BlockStorage::intervals);
 
   // Runs block b of a device: its template's tasks in program order. The first evaluation adds
   // the transfers it sends to their channels; the second (kRecord, for the breakdown: intervals
@@ -617,8 +667,13 @@ class BlockReplay {
     }
     Intervals& intervals = st_.intervals;
     for (auto& stream : intervals) stream.clear();
+    // The memos start afresh: a block's recorded intervals are its last evaluation's, shifted.
+    for (BlockMemo& m : st_.memos) m.valid = false;
+    st_.recorded.clear();
     std::vector<std::int32_t> unused;
-    for (const BlockProgram::Block& b : p_.blocks[static_cast<std::size_t>(d)]) evaluate<true>(dev, b, unused, &intervals);
+    for (const BlockProgram::Block& b : p_.blocks[static_cast<std::size_t>(d)]) {
+      evaluate_memoized<true>(dev, b, unused, &intervals);
+    }
     std::array<StreamIntervals, parallel::kNumStreams> streams{};
     for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
       streams[s] = {intervals[s].data(), intervals[s].data() + intervals[s].size()};

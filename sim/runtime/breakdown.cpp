@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <vector>
 
 #include "sim/base/diagnostic.h"
 
@@ -88,34 +90,67 @@ struct Span {
   std::int64_t end;
 };
 
-// The union of `covered` and the intervals of one stream (both sorted, each disjoint), with
-// touching or overlapping spans joined; returns its total length.
-std::int64_t unite(const std::vector<Span>& covered, const StreamInterval* first, const StreamInterval* last,
-                   std::vector<Span>& out) {
-  out.clear();
-  std::int64_t length = 0;
-  auto add = [&](std::int64_t a, std::int64_t b) {
-    if (!out.empty() && a <= out.back().end) {
-      if (b > out.back().end) {
-        length += b - out.back().end;
-        out.back().end = b;
-      }
-      return;
+// A stream's intervals read in time order, checking that they follow one another.
+struct Cursor {
+  const StreamInterval* at;
+  const StreamInterval* last;
+  TimeCategory category;
+
+  bool done() const { return at == last; }
+  // Moves past the intervals that end by `t` (the empty ones too).
+  void pass(std::int64_t t) {
+    while (at != last && at->end.ps() <= t) {
+      ++at;
+      SIM_ASSERT(at == last || at->start >= at[-1].end, "tasks of one stream overlap in the execution");
     }
-    out.push_back({a, b});
-    length += b - a;
-  };
-  auto c = covered.begin();
-  for (; first != last; ++first) {
-    if (first->end == first->start) continue;
-    while (c != covered.end() && c->start <= first->start.ps()) {
-      add(c->start, c->end);
-      ++c;
-    }
-    add(first->start.ps(), first->end.ps());
   }
-  for (; c != covered.end(); ++c) add(c->start, c->end);
-  return length;
+  // Moves to the next interval that is not empty.
+  void skip_empty() {
+    while (at != last && at->end == at->start) {
+      ++at;
+      SIM_ASSERT(at == last || at->start >= at[-1].end, "tasks of one stream overlap in the execution");
+    }
+  }
+};
+
+// The cursors of the non-empty streams among `which`, in that order.
+template <std::size_t N>
+std::vector<Cursor> cursors(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
+                            const std::array<Stream, N>& which, bool skip_tp) {
+  std::vector<Cursor> out;
+  for (Stream s : which) {
+    if (skip_tp && s == Stream::kTpComm) continue;
+    const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
+    if (intervals.first != intervals.last) out.push_back({intervals.first, intervals.last, comm_category(s)});
+  }
+  return out;
+}
+
+// Over [from, to), where no compute runs: each instant some communication stream runs at goes
+// to the category of the first of them in `comm` (the priority order); returns the time they
+// cover. Cursors only move forward: successive calls take successive stretches.
+std::int64_t charge_gap(std::int64_t from, std::int64_t to, std::vector<Cursor>& comm, TimeBreakdown& out) {
+  std::int64_t covered = 0;
+  for (std::int64_t t = from; t < to;) {
+    std::int64_t next = to;
+    const Cursor* top = nullptr;
+    for (Cursor& c : comm) {
+      c.pass(t);
+      if (c.done()) continue;
+      if (c.at->start.ps() <= t) {  // running: charged until it ends or a stream before it starts
+        top = &c;
+        next = std::min(next, c.at->end.ps());
+        break;
+      }
+      next = std::min(next, c.at->start.ps());
+    }
+    if (top != nullptr) {
+      out[top->category] += Duration::from_ps(next - t);
+      covered += next - t;
+    }
+    t = next;
+  }
+  return covered;
 }
 
 // The time compute loses to the communication kernels beside it (see device_breakdown).
@@ -126,21 +161,25 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
                     const TimeBreakdown* splits, double slowdown) {
   SIM_ASSERT(slowdown >= 0 && slowdown < 1, "compute slowdown under communication out of [0, 1)");
   if (slowdown == 0) return Duration();
-  std::vector<Span> comm, next;
-  // Room for every span at once: growing the unions interval by interval moved them many times.
-  std::size_t spans = 0;
-  for (Stream s : kCommStreams) {
-    const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
-    if (s != Stream::kTpComm) spans += static_cast<std::size_t>(intervals.last - intervals.first);
-  }
-  comm.reserve(spans);
-  next.reserve(spans);
-  for (Stream s : kCommStreams) {
-    if (s == Stream::kTpComm) continue;
-    const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
-    if (intervals.first == intervals.last) continue;
-    unite(comm, intervals.first, intervals.last, next);
-    comm.swap(next);
+  // The periods: the union of the streams' intervals, touching ones joined (a merge of the
+  // streams by start).
+  std::vector<Cursor> open = cursors(streams, kCommStreams, true);
+  std::vector<Span> comm;
+  for (;;) {
+    Cursor* first = nullptr;
+    for (Cursor& c : open) {
+      c.skip_empty();
+      if (!c.done() && (first == nullptr || c.at->start < first->at->start)) first = &c;
+    }
+    if (first == nullptr) break;
+    const std::int64_t a = first->at->start.ps(), b = first->at->end.ps();
+    ++first->at;
+    SIM_ASSERT(first->done() || first->at->start >= first->at[-1].end, "tasks of one stream overlap in the execution");
+    if (!comm.empty() && a <= comm.back().end) {
+      comm.back().end = std::max(comm.back().end, b);
+    } else {
+      comm.push_back({a, b});
+    }
   }
   // Each expert-parallel all-to-all closes its own period: what the compute beside one all-to-all
   // loses is not made up by another one's exposed time. The all-to-alls are synchronisation
@@ -152,21 +191,21 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
   // compute beside it end together, however busy the EP stream stays around them.
   const StreamIntervals& ep = streams[static_cast<std::size_t>(Stream::kEpComm)];
   if (ep.first != ep.last) {
-    next.clear();
+    std::vector<Span> cut;
     const StreamInterval* e = ep.first;
     for (const Span& period : comm) {
       std::int64_t from = period.start;
       while (e != ep.last && e->end.ps() <= from) ++e;
       for (const StreamInterval* k = e; k != ep.last && k->start.ps() < period.end; ++k) {
-        for (const std::int64_t cut : {k->start.ps(), k->end.ps()}) {
-          if (cut <= from || cut >= period.end) continue;
-          next.push_back({from, cut});
-          from = cut;
+        for (const std::int64_t at : {k->start.ps(), k->end.ps()}) {
+          if (at <= from || at >= period.end) continue;
+          cut.push_back({from, at});
+          from = at;
         }
       }
-      next.push_back({from, period.end});
+      cut.push_back({from, period.end});
     }
-    comm.swap(next);
+    comm.swap(cut);
   }
   const StreamIntervals& compute = streams[static_cast<std::size_t>(Stream::kCompute)];
   const double stretch = slowdown / (1 - slowdown);
@@ -202,16 +241,20 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
                                SimTime end, const TimeBreakdown* splits, double slowdown) {
   // At each instant a device is computing (one compute task at a time), or else waiting on the
   // communication running by priority (TP, CP, PP, DP), or idle. So compute categories take the
-  // compute tasks' lengths, and each communication category what its streams add to the time
-  // covered by higher priorities: |covered ∪ stream| − |covered|. The rest is idle.
-  for (const StreamIntervals& s : streams) {
-    for (const StreamInterval* i = s.first; i != s.last && i + 1 != s.last; ++i) {
-      SIM_ASSERT(i[1].start >= i[0].end, "tasks of one stream overlap in the execution");
-    }
-  }
+  // compute tasks' lengths, and each communication category the instants where its stream runs
+  // and no compute nor communication before it in the priority does. The rest is idle. One pass
+  // in time order: the stretches between compute tasks go to the communication running there.
   TimeBreakdown out;
+  std::vector<Cursor> comm = cursors(streams, kCommStreams, false);
+  std::int64_t origin = 0;  // before every interval
+  for (const StreamIntervals& s : streams) {
+    if (s.first != s.last) origin = std::min(origin, s.first->start.ps());
+  }
+  std::int64_t covered = 0;  // the union of every stream's intervals: its length
+  std::int64_t busy_from = origin, busy_to = origin;  // the compute since the last stretch without
   const StreamIntervals& compute = streams[static_cast<std::size_t>(Stream::kCompute)];
   for (const StreamInterval* i = compute.first; i != compute.last; ++i) {
+    SIM_ASSERT(i == compute.first || i->start >= i[-1].end, "tasks of one stream overlap in the execution");
     if (i->split >= 0) {
       // A chain's span: its compute steps, and the tensor-parallel ones between them (while
       // no compute runs, TP comes first among communication).
@@ -220,24 +263,15 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
     } else if (i->end != i->start) {
       out[i->category] += i->end - i->start;
     }
+    if (i->end == i->start) continue;
+    if (i->start.ps() > busy_to) {
+      covered += busy_to - busy_from + charge_gap(busy_to, i->start.ps(), comm, out);
+      busy_from = i->start.ps();
+    }
+    busy_to = i->end.ps();
   }
-  std::vector<Span> covered, next;
-  // Room for every span at once (see contention).
-  std::size_t spans = 0;
-  for (const StreamIntervals& s : streams) spans += static_cast<std::size_t>(s.last - s.first);
-  covered.reserve(spans);
-  next.reserve(spans);
-  std::int64_t covered_length = unite(covered, compute.first, compute.last, next);
-  covered.swap(next);
-  for (Stream s : kCommStreams) {
-    const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
-    if (intervals.first == intervals.last) continue;
-    const std::int64_t length = unite(covered, intervals.first, intervals.last, next);
-    out[comm_category(s)] += Duration::from_ps(length - covered_length);
-    covered_length = length;
-    covered.swap(next);
-  }
-  out[TimeCategory::kIdle] += Duration::from_ps(end.ps() - covered_length);
+  covered += busy_to - busy_from + charge_gap(busy_to, std::numeric_limits<std::int64_t>::max(), comm, out);
+  out[TimeCategory::kIdle] += Duration::from_ps(end.ps() - covered);
   out[TimeCategory::kContention] = contention(streams, splits, slowdown);
   return out;
 }

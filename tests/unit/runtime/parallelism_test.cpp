@@ -300,6 +300,124 @@ TEST_CASE("contention: each all-to-all is its own period, however busy the EP st
   CHECK(runtime::device_breakdown(d, end, nullptr, 0.2)[TimeCategory::kContention].ps() == 0);
 }
 
+namespace {
+
+// What device_breakdown gives, instant by instant (picoseconds on a small grid): compute takes
+// its intervals' categories; an instant without compute goes to the first communication stream
+// of the priority order running then, or is idle. Contention: the periods are the runs of
+// instants with some non-TP communication, cut where an all-to-all starts or ends; each loses
+// max(0, compute under it × s/(1 − s) − its time without compute).
+runtime::TimeBreakdown breakdown_by_instant(const std::vector<std::vector<runtime::StreamInterval>>& streams,
+                                            const std::vector<Stream>& order, std::int64_t end, double slowdown) {
+  using runtime::TimeCategory;
+  auto running = [&](std::size_t s, std::int64_t t) {
+    for (const auto& i : streams[s]) {
+      if (i.start.ps() <= t && t < i.end.ps()) return true;
+    }
+    return false;
+  };
+  auto on = [&](Stream which, std::int64_t t) {
+    for (std::size_t s = 0; s < order.size(); ++s) {
+      if (order[s] == which && running(s, t)) return true;
+    }
+    return false;
+  };
+  runtime::TimeBreakdown out;
+  std::int64_t horizon = end;
+  for (const auto& s : streams) {
+    for (const auto& i : s) horizon = std::max(horizon, i.end.ps());
+  }
+  std::int64_t covered = 0;
+  double lost = 0, slowed = 0, alone = 0;
+  bool in_period = false;
+  const double stretch = slowdown / (1 - slowdown);
+  auto close = [&] {
+    if (in_period) lost += std::max(0.0, slowed * stretch - alone);
+    in_period = false;
+    slowed = alone = 0;
+  };
+  for (std::int64_t t = 0; t < horizon; ++t) {
+    bool computing = false;
+    for (std::size_t s = 0; s < order.size(); ++s) {
+      if (order[s] != Stream::kCompute) continue;
+      for (const auto& i : streams[s]) {
+        if (i.start.ps() <= t && t < i.end.ps()) {
+          out[i.category] += Duration::from_ps(1);
+          computing = true;
+        }
+      }
+    }
+    bool charged = computing, comm = false;
+    for (Stream p : {Stream::kTpComm, Stream::kCpComm, Stream::kEpComm, Stream::kPpRecvPrev, Stream::kPpSendNext,
+                     Stream::kDpComm}) {
+      if (!on(p, t)) continue;
+      if (!charged) out[p == Stream::kTpComm   ? TimeCategory::kExposedTp
+                        : p == Stream::kCpComm ? TimeCategory::kExposedCp
+                        : p == Stream::kEpComm ? TimeCategory::kExposedEp
+                        : p == Stream::kDpComm ? TimeCategory::kExposedDp
+                                               : TimeCategory::kExposedPp] += Duration::from_ps(1);
+      charged = true;
+      comm = comm || p != Stream::kTpComm;
+    }
+    if (charged) ++covered;
+    bool cut = false;
+    for (std::size_t s = 0; s < order.size(); ++s) {
+      if (order[s] != Stream::kEpComm) continue;
+      for (const auto& i : streams[s]) cut = cut || i.start.ps() == t || i.end.ps() == t;
+    }
+    if (!comm || cut) close();
+    if (comm) {
+      in_period = true;
+      (computing ? slowed : alone) += 1;
+    }
+  }
+  close();
+  out[TimeCategory::kIdle] += Duration::from_ps(end - covered);
+  out[TimeCategory::kContention] = Duration::from_ps(static_cast<std::int64_t>(lost));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("time breakdown: each instant to compute, the first stream running or idle") {
+  using runtime::TimeCategory;
+  const std::vector<Stream> order = {Stream::kCompute, Stream::kTpComm, Stream::kCpComm, Stream::kEpComm,
+                                     Stream::kPpRecvPrev, Stream::kPpSendNext, Stream::kDpComm};
+  const std::array categories = {TimeCategory::kForward, TimeCategory::kBackward, TimeCategory::kRecompute};
+  std::uint64_t seed = 12345;
+  auto next = [&seed](std::uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::int64_t>((seed >> 33) % n);
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    // Each stream: intervals in time order, some empty, some touching the one before.
+    std::vector<std::vector<runtime::StreamInterval>> streams(order.size());
+    for (std::size_t s = 0; s < order.size(); ++s) {
+      std::int64_t t = next(4);
+      const std::int64_t count = next(s == 0 ? 8 : 5);
+      for (std::int64_t k = 0; k < count; ++k) {
+        const std::int64_t length = next(4) == 0 ? 0 : 1 + next(9);
+        streams[s].push_back({SimTime::from_ps(t), SimTime::from_ps(t + length),
+                              categories[static_cast<std::size_t>(next(3))], -1});
+        t += length + (next(3) == 0 ? 0 : next(7));
+      }
+    }
+    std::array<runtime::StreamIntervals, parallel::kNumStreams> view{};
+    for (std::size_t s = 0; s < order.size(); ++s) {
+      view[static_cast<std::size_t>(order[s])] = {streams[s].data(), streams[s].data() + streams[s].size()};
+    }
+    const std::int64_t end = 60 + next(20);
+    for (const double slowdown : {0.0, 0.25}) {
+      const runtime::TimeBreakdown got = runtime::device_breakdown(view, SimTime::from_ps(end), nullptr, slowdown);
+      const runtime::TimeBreakdown want = breakdown_by_instant(streams, order, end, slowdown);
+      for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
+        INFO("trial " << trial << ", slowdown " << slowdown << ", " << runtime::time_category_name(static_cast<TimeCategory>(c)));
+        CHECK(got.time[c].ps() == want.time[c].ps());
+      }
+    }
+  }
+}
+
 TEST_CASE("contention of a bucketed all-reduce: what hides under the backward slows it") {
   const parallel::ParallelPlan plan = bucketed_plan();
   const ir::ModelSpec m = uniform_model(8);
