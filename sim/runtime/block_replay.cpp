@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <limits>
 #include <memory>
+#include <numeric>
 #include <tuple>
 #include <vector>
 
@@ -49,9 +51,15 @@ struct BlockTemplate {
 // The transfers of one pipeline pair and direction (one point-to-point communicator), in order.
 struct BlockChannel {
   std::int32_t sender = -1, receiver = -1;  // devices
-  std::vector<std::pair<SimTime, SimTime>> transfers;
+  // The transfers by index, stored in `stored` but for those a skip of steady-state periods
+  // (BlockReplay::skip_periods) passed over: from `jump_at` on, transfer i is stored at
+  // i − jump_by (the ones before jump_at are stored at their index).
+  std::vector<std::pair<SimTime, SimTime>> stored;
+  std::uint32_t jump_at = std::numeric_limits<std::uint32_t>::max(), jump_by = 0;
   std::uint32_t sent = 0, received = 0;  // calls evaluated so far by the sender, the receiver
   std::int32_t waiting = -1;             // the receiver, when it stopped for the next transfer
+
+  const std::pair<SimTime, SimTime>& transfer(std::uint32_t i) const { return stored[i < jump_at ? i : i - jump_by]; }
 };
 struct BlockDevice {
   std::array<SimTime, parallel::kNumStreams> free{};
@@ -62,6 +70,26 @@ struct BlockDevice {
   DeviceMemory memory;
   std::uint64_t events = 0;
   std::int64_t tasks = 0;
+  std::size_t limit = std::numeric_limits<std::size_t>::max();  // blocks it may not reach yet
+};
+// A device's steady state: from block `begin`, `periods` times the same `period` templates in
+// the same order (BlockReplay::skip_periods).
+struct SteadyRun {
+  std::size_t begin = 0, periods = 0;
+  std::uint16_t streams = 0;  // the streams its templates run on
+};
+// The replay's state at a cut (every device at the end of one steady-state period), to compare
+// with the next cut: its times, then what must be equal (memory levels and peaks, transfers in
+// flight), then the counters a skip advances.
+struct CutState {
+  std::vector<std::int64_t> times, exact, levels;  // levels: each device's memory in use
+  std::vector<std::uint64_t> counts;
+  void clear() {
+    times.clear();
+    exact.clear();
+    levels.clear();
+    counts.clear();
+  }
 };
 // A template's last evaluation, to replay the next one at once when it finds the same state
 // shifted in time (see BlockReplay::evaluate_memoized). Its values (BlockStorage::memo_values,
@@ -110,6 +138,10 @@ struct BlockStorage {
   // fault in than to fill.
   std::array<std::vector<StreamInterval>, parallel::kNumStreams> intervals;
   std::vector<RecordedInterval> recorded;
+  std::vector<SteadyRun> runs;  // by device
+  std::vector<std::uint8_t> run_registers;  // by device's register: read or written in its run
+  std::vector<std::uint8_t> run_channels;   // by channel: the runs send or receive on it
+  std::array<CutState, 5> cuts;  // at the last cuts, cut k at k mod 5
 };
 
 BlockStorage& block_storage(ReplayBuffers& buffers) {
@@ -166,14 +198,9 @@ class BlockReplay {
     st_.devices.assign(n, BlockDevice{});
     st_.registers.assign(n * static_cast<std::size_t>(p_.registers), SimTime());
     for (std::size_t d = 0; d < n; ++d) st_.devices[d].registers = d * static_cast<std::size_t>(p_.registers);
-    std::vector<std::int32_t>& work = st_.work;
-    work.clear();
-    for (std::size_t d = n; d-- > 0;) work.push_back(static_cast<std::int32_t>(d));
-    while (!work.empty()) {
-      const std::int32_t d = work.back();
-      work.pop_back();
-      advance(d, work);
-    }
+    skip_periods();
+    for (BlockDevice& dev : st_.devices) dev.limit = std::numeric_limits<std::size_t>::max();
+    drain();
     ReplaySummary out;
     out.memory.resize(n);
     out.time.resize(n);
@@ -189,6 +216,7 @@ class BlockReplay {
       }
     }
     out.time[static_cast<std::size_t>(out.last_device)] = breakdown(out.last_device, out.end);
+    if (skip_.done) out.skipped_blocks = static_cast<std::int64_t>(skip_.spans * (skip_.last - skip_.first) * period_ * n);
     return out;
   }
 
@@ -369,7 +397,9 @@ class BlockReplay {
         BlockChannel& fresh = st_.channels[st_.channel_count++];
         fresh.sender = fresh.receiver = fresh.waiting = -1;
         fresh.sent = fresh.received = 0;
-        fresh.transfers.clear();
+        fresh.stored.clear();
+        fresh.jump_at = std::numeric_limits<std::uint32_t>::max();
+        fresh.jump_by = 0;
       }
       info.index = st_.channel_of[comm];
       BlockChannel& channel = st_.channels[static_cast<std::size_t>(info.index)];
@@ -395,17 +425,218 @@ class BlockReplay {
     return true;
   }
 
+  // Advances every device as far as it can (to its limit, or until it waits for a transfer).
+  void drain() {
+    std::vector<std::int32_t>& work = st_.work;
+    work.clear();
+    for (std::size_t d = st_.devices.size(); d-- > 0;) work.push_back(static_cast<std::int32_t>(d));
+    while (!work.empty()) {
+      const std::int32_t d = work.back();
+      work.pop_back();
+      advance(d, work);
+    }
+  }
+
+  // Each device's steady state (SteadyRun), with one period length for all; false if a device
+  // has none of at least four periods. The templates around the middle of a device's program
+  // give its period, the shortest shift that repeats them; the common period is the least
+  // common multiple of the devices' (an interleaved schedule's middle may show one model chunk
+  // only), and each run extends from the middle both ways as far as it holds.
+  bool find_steady_runs() {
+    constexpr std::size_t kLongestPeriod = 4096;
+    const std::size_t n_devices = st_.devices.size();
+    period_ = 1;
+    for (std::size_t d = 0; d < n_devices; ++d) {
+      const auto& blocks = p_.blocks[d];
+      const std::size_t n = blocks.size(), mid = n / 2;
+      std::size_t period = 0;
+      for (std::size_t j = mid + 1; j - mid <= kLongestPeriod && mid + 2 * (j - mid) <= n; ++j) {
+        if (blocks[mid].templ != blocks[j].templ) continue;
+        std::size_t i = 1;
+        while (i < j - mid && blocks[mid + i].templ == blocks[j + i].templ) ++i;
+        if (i == j - mid) {
+          period = j - mid;
+          break;
+        }
+      }
+      if (period == 0) return false;
+      period_ = std::lcm(period_, period);
+      if (period_ > kLongestPeriod) return false;
+    }
+    st_.runs.assign(n_devices, internal::SteadyRun{});
+    st_.run_registers.assign(st_.registers.size(), 0);
+    st_.run_channels.assign(st_.channel_count, 0);
+    for (std::size_t d = 0; d < n_devices; ++d) {
+      const auto& blocks = p_.blocks[d];
+      const std::size_t n = blocks.size(), mid = n / 2;
+      auto repeats = [&blocks, this](std::size_t i) { return blocks[i].templ == blocks[i - period_].templ; };
+      if (mid + period_ > n) return false;
+      std::size_t begin = mid, end = mid + period_;
+      while (begin > 0 && begin - 1 + period_ < n && repeats(begin - 1 + period_)) --begin;
+      while (end < n && repeats(end)) ++end;
+      internal::SteadyRun& run = st_.runs[d];
+      run = {begin, (end - begin) / period_, 0};
+      if (run.periods < 4) return false;
+      std::uint8_t* touched = st_.run_registers.data() + st_.devices[d].registers;
+      for (std::size_t i = begin; i < begin + period_; ++i) {
+        const BlockMemo& m = st_.memos[blocks[i].templ];
+        run.streams |= m.streams;
+        for (std::uint32_t k = 0; k < m.reg_count; ++k) touched[st_.memo_regs[m.regs_begin + k]] = 1;
+        for (const BlockProgram::Template::Write& w : p_.templates[blocks[i].templ].writes) touched[w.reg] = 1;
+        for (const std::int32_t c : m.receives) {
+          if (c >= 0) st_.run_channels[static_cast<std::size_t>(c)] = 1;
+        }
+        for (std::uint32_t k = 0; k < m.send_count; ++k) st_.run_channels[static_cast<std::size_t>(st_.memo_sends[m.sends_begin + k])] = 1;
+      }
+    }
+    return true;
+  }
+
+  // The state at a cut (see CutState): every device's stream free times, registers and last
+  // end; the transfers in flight on each channel and the one each sent last.
+  void cut_state(internal::CutState& out) const {
+    out.clear();
+    const auto regs = static_cast<std::size_t>(p_.registers);
+    for (std::size_t d = 0; d < st_.devices.size(); ++d) {
+      const BlockDevice& dev = st_.devices[d];
+      out.times.push_back(dev.last_end.ps());
+      for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
+        if ((st_.runs[d].streams >> s & 1u) != 0) out.times.push_back(dev.free[s].ps());
+      }
+      for (std::size_t r = 0; r < regs; ++r) {
+        if (st_.run_registers[dev.registers + r] != 0) out.times.push_back(st_.registers[dev.registers + r].ps());
+      }
+      out.levels.push_back(dev.current.count());
+      out.exact.push_back(dev.memory.peak_dynamic.count());
+      out.counts.push_back(dev.events);
+      out.counts.push_back(static_cast<std::uint64_t>(dev.tasks));
+    }
+    for (std::size_t c = 0; c < st_.channel_count; ++c) {
+      const BlockChannel& channel = st_.channels[c];
+      out.counts.push_back(channel.sent);
+      if (st_.run_channels[c] == 0) continue;
+      out.exact.push_back(channel.sent - channel.received);
+      out.exact.push_back(channel.waiting);
+      for (std::uint32_t i = first_kept(channel); i < channel.sent; ++i) {
+        out.times.push_back(channel.transfer(i).first.ps());
+        out.times.push_back(channel.transfer(i).second.ps());
+      }
+    }
+  }
+
+  // The first transfer of a channel that the state keeps: those in flight and the last sent.
+  static std::uint32_t first_kept(const BlockChannel& c) {
+    return c.sent == 0 ? 0 : std::min(c.received, c.sent - 1);
+  }
+
+  // Skips steady-state periods: when every device, at the end of a period of its steady run
+  // (a cut), finds its state that of the cut before shifted by one time δ (every time that is
+  // not 0 later by δ, a 0 still 0; memory levels and peaks, transfers in flight alike), the next
+  // periods, made of the same templates, repeat it: each is a function of the state at its cut
+  // whose times are maxima and sums of those times and of durations (see evaluate_memoized),
+  // and a time still 0 after a whole period was read by no task that ran (a 0 decides no
+  // maximum of times). So the state after j more periods is this one shifted by j·δ, exactly,
+  // as long as every device's run goes on: that many periods are skipped at once. The devices
+  // advance in step, cut by cut (a device stops at its cut); where they cannot all reach one,
+  // or no two cuts match within a few periods, the replay goes on without a skip.
+  void skip_periods() {
+    skip_ = {};
+    if (!find_steady_runs()) return;
+    std::size_t shortest = std::numeric_limits<std::size_t>::max();
+    for (const internal::SteadyRun& r : st_.runs) shortest = std::min(shortest, r.periods);
+    auto& cuts = st_.cuts;
+    for (std::size_t k = 1; k + 1 < shortest; ++k) {
+      for (std::size_t d = 0; d < st_.devices.size(); ++d) st_.devices[d].limit = st_.runs[d].begin + k * period_;
+      drain();
+      for (std::size_t d = 0; d < st_.devices.size(); ++d) {
+        if (st_.devices[d].next_block != st_.devices[d].limit) return;
+      }
+      cut_state(cuts[k % cuts.size()]);
+      // A state may come back only every few periods (a cycle of several).
+      for (std::size_t c = 1; c < cuts.size() && c < k; ++c) {
+        if (skip_from(k, c, (shortest - k) / c)) return;
+      }
+    }
+  }
+
+  // Skips `spans` times `span` periods after cut k if the states at cuts k − span and k match
+  // (skip_periods).
+  bool skip_from(std::size_t k, std::size_t span, std::size_t spans) {
+    const internal::CutState& a = st_.cuts[(k - span) % st_.cuts.size()];
+    const internal::CutState& b = st_.cuts[k % st_.cuts.size()];
+    if (spans == 0) return false;
+    if (a.exact != b.exact || a.times.size() != b.times.size()) return false;
+    // Memory may fall from period to period (a run of backwards): no peak comes later.
+    for (std::size_t d = 0; d < a.levels.size(); ++d) {
+      if (b.levels[d] > a.levels[d]) return false;
+    }
+    const std::int64_t delta = b.times[0] - a.times[0];  // device 0's last end
+    if (delta <= 0) return false;
+    for (std::size_t i = 0; i < a.times.size(); ++i) {
+      if (b.times[i] != (a.times[i] == 0 && b.times[i] == 0 ? 0 : a.times[i] + delta)) return false;
+    }
+    // The skipped transfers are not stored: a channel's kept transfers move past them.
+    const auto jump = static_cast<std::int64_t>(spans) * delta;
+    if (jump >= (std::int64_t{1} << 61) - b.times[0]) return false;
+    std::vector<std::uint32_t> per_span(st_.channel_count, 0);  // transfers over each channel
+    for (std::size_t c = 0; c < st_.channel_count; ++c) {
+      const BlockChannel& channel = st_.channels[c];
+      per_span[c] = static_cast<std::uint32_t>(b.counts[2 * st_.devices.size() + c] - a.counts[2 * st_.devices.size() + c]);
+      const std::uint64_t moved = static_cast<std::uint64_t>(per_span[c]) * spans;
+      if (st_.run_channels[c] == 0) continue;  // no transfer in the periods
+      if (moved > std::numeric_limits<std::uint32_t>::max() / 2 || moved < channel.sent - first_kept(channel)) return false;
+    }
+    for (std::size_t c = 0; c < st_.channel_count; ++c) {
+      BlockChannel& channel = st_.channels[c];
+      const auto moved = static_cast<std::uint32_t>(per_span[c] * spans);
+      if (moved == 0) continue;
+      const std::uint32_t kept = first_kept(channel);
+      for (std::uint32_t i = kept; i < channel.sent; ++i) {
+        const auto [start, end] = channel.transfer(i);
+        channel.stored.emplace_back(start + Duration::from_ps(jump), end + Duration::from_ps(jump));
+      }
+      channel.jump_at = kept + moved;
+      channel.jump_by = moved - (channel.sent - kept);
+      channel.sent += moved;
+      channel.received += moved;
+    }
+    for (std::size_t d = 0; d < st_.devices.size(); ++d) {
+      BlockDevice& dev = st_.devices[d];
+      shift(dev, st_.runs[d], jump);
+      dev.next_block += spans * span * period_;
+      dev.current += Bytes(static_cast<std::int64_t>(spans) * (b.levels[d] - a.levels[d]));
+      dev.events += spans * (b.counts[2 * d] - a.counts[2 * d]);
+      dev.tasks += static_cast<std::int64_t>(spans * (b.counts[2 * d + 1] - a.counts[2 * d + 1]));
+    }
+    skip_ = {true, k - span, k, spans, delta, std::move(per_span)};
+    return true;
+  }
+
+  // A device's times that its run reads or writes and that are not 0 moved `jump` later (a skip).
+  void shift(BlockDevice& dev, const internal::SteadyRun& run, std::int64_t jump) {
+    auto move = [jump](SimTime& t) {
+      if (t.ps() != 0) t = SimTime::from_ps(t.ps() + jump);
+    };
+    for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
+      if ((run.streams >> s & 1u) != 0) move(dev.free[s]);
+    }
+    for (std::size_t r = 0; r < static_cast<std::size_t>(p_.registers); ++r) {
+      if (st_.run_registers[dev.registers + r] != 0) move(st_.registers[dev.registers + r]);
+    }
+    move(dev.last_end);
+  }
+
   // Evaluates device d's blocks until it ends or waits for a transfer.
   void advance(std::int32_t d, std::vector<std::int32_t>& work) {
     BlockDevice& dev = st_.devices[static_cast<std::size_t>(d)];
     const auto& blocks = p_.blocks[static_cast<std::size_t>(d)];
-    for (; dev.next_block < blocks.size(); ++dev.next_block) {
+    for (; dev.next_block < blocks.size() && dev.next_block < dev.limit; ++dev.next_block) {
       const BlockProgram::Block& b = blocks[dev.next_block];
       const BlockTemplate& ti = st_.templates[b.templ];
       for (const std::int32_t receive : ti.receive) {
         if (receive < 0) continue;
         BlockChannel& c = st_.channels[static_cast<std::size_t>(receive)];
-        if (c.received >= c.transfers.size()) {
+        if (c.received >= c.sent) {
           c.waiting = d;
           return;
         }
@@ -488,7 +719,7 @@ class BlockReplay {
         ++n;
       }
       const BlockChannel& c = st_.channels[static_cast<std::size_t>(sends[k])];
-      const auto& transfer = c.transfers[c.sent - n + j];
+      const auto& transfer = c.transfer(c.sent - n + j);
       *out++ = transfer.first.ps() - base;
       *out++ = transfer.second.ps() - base;
     }
@@ -530,11 +761,11 @@ class BlockReplay {
     for (const std::int32_t r : m.receives) {
       if (r < 0) continue;
       const BlockChannel& c = st_.channels[static_cast<std::size_t>(r)];  // advance() saw it there
-      if (!next(c.transfers[c.received].first.ps()) || !next(c.transfers[c.received].second.ps())) return false;
+      if (!next(c.transfer(c.received).first.ps()) || !next(c.transfer(c.received).second.ps())) return false;
     }
     for (std::uint32_t k = 0; k < m.first_send_count; ++k) {
       const BlockChannel& c = st_.channels[static_cast<std::size_t>(st_.memo_sends[m.first_sends_begin + k])];
-      if (!next(c.transfers[c.sent - 1].second.ps())) return false;
+      if (!next(c.transfer(c.sent - 1).second.ps())) return false;
     }
     return true;
   }
@@ -553,7 +784,7 @@ class BlockReplay {
       BlockChannel& c = st_.channels[static_cast<std::size_t>(st_.memo_sends[m.sends_begin + k])];
       ++c.sent;
       if constexpr (!kRecord) {
-        c.transfers.emplace_back(at(out[0]), at(out[1]));
+        c.stored.emplace_back(at(out[0]), at(out[1]));
         if (c.waiting >= 0) {
           work.push_back(c.waiting);
           c.waiting = -1;
@@ -617,7 +848,7 @@ class BlockReplay {
         }
         case BlockTaskKind::kReceive: {
           BlockChannel& c = st_.channels[static_cast<std::size_t>(info.index)];
-          std::tie(start, end) = c.transfers[c.received++];
+          std::tie(start, end) = c.transfer(c.received++);
           free = end;
           note(info.stream, start, end, info.category, -1);
           break;
@@ -625,13 +856,13 @@ class BlockReplay {
         case BlockTaskKind::kSend: {
           // The receiving call is ready when the pair's previous transfer ended.
           BlockChannel& c = st_.channels[static_cast<std::size_t>(info.index)];
-          const SimTime previous = c.sent > 0 ? c.transfers[c.sent - 1].second : SimTime();
+          const SimTime previous = c.sent > 0 ? c.transfer(c.sent - 1).second : SimTime();
           start = std::max({free, ready, previous});
           end = start + info.duration;
           free = end;
           note(info.stream, start, end, info.category, -1);
           if constexpr (!kRecord) {
-            c.transfers.emplace_back(start, end);
+            c.stored.emplace_back(start, end);
             if (c.waiting >= 0) {
               work.push_back(c.waiting);
               c.waiting = -1;
@@ -671,8 +902,41 @@ class BlockReplay {
     for (BlockMemo& m : st_.memos) m.valid = false;
     st_.recorded.clear();
     std::vector<std::int32_t> unused;
-    for (const BlockProgram::Block& b : p_.blocks[static_cast<std::size_t>(d)]) {
-      evaluate_memoized<true>(dev, b, unused, &intervals);
+    const auto& blocks = p_.blocks[static_cast<std::size_t>(d)];
+    // The skipped periods (skip_periods) repeat the intervals of the period before them.
+    const std::size_t run_begin = skip_.done ? st_.runs[static_cast<std::size_t>(d)].begin : 0;
+    const std::size_t before = skip_.done ? run_begin + skip_.first * period_ : blocks.size();
+    const std::size_t after = run_begin + skip_.last * period_;
+    std::array<std::size_t, parallel::kNumStreams> from{};
+    for (std::size_t i = 0; i < blocks.size();) {
+      if (i == before) {
+        for (std::size_t s = 0; s < parallel::kNumStreams; ++s) from[s] = intervals[s].size();
+      }
+      if (skip_.done && i == after) {
+        for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
+          std::vector<StreamInterval>& stream = intervals[s];
+          const std::size_t to = stream.size();
+          stream.reserve(to + skip_.spans * (to - from[s]));
+          for (std::size_t j = 1; j <= skip_.spans; ++j) {
+            const Duration by = Duration::from_ps(static_cast<std::int64_t>(j) * skip_.delta);
+            for (std::size_t k = from[s]; k < to; ++k) {
+              const StreamInterval& r = stream[k];
+              stream.push_back({r.start + by, r.end + by, r.category, r.split});
+            }
+          }
+        }
+        shift(dev, st_.runs[static_cast<std::size_t>(d)], static_cast<std::int64_t>(skip_.spans) * skip_.delta);
+        for (std::size_t c = 0; c < st_.channel_count; ++c) {
+          BlockChannel& channel = st_.channels[c];
+          const auto moved = static_cast<std::uint32_t>(skip_.transfers[c] * skip_.spans);
+          if (channel.sender == d) channel.sent += moved;
+          if (channel.receiver == d) channel.received += moved;
+        }
+        i += skip_.spans * (after - before);
+        if (i >= blocks.size()) break;
+      }
+      evaluate_memoized<true>(dev, blocks[i], unused, &intervals);
+      ++i;
     }
     std::array<StreamIntervals, parallel::kNumStreams> streams{};
     for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
@@ -686,6 +950,15 @@ class BlockReplay {
   internal::Costs costs_;
   internal::ChainSchedules chains_;
   bool applies_ = false;
+  std::size_t period_ = 0;  // blocks per steady-state period (find_steady_runs)
+  // The periods skipped (skip_periods): after cut `last`, `spans` times those from cut `first`
+  // to `last`, δ = `delta` ps each, moving `transfers[c]` transfers each over channel c.
+  struct Skip {
+    bool done = false;
+    std::size_t first = 0, last = 0, spans = 0;
+    std::int64_t delta = 0;
+    std::vector<std::uint32_t> transfers;
+  } skip_;
   internal::BlockStorage& st_;
   double slowdown_;  // of compute under communication (ExecuteOptions::compute_slowdown_under_comm)
 };

@@ -92,6 +92,9 @@ struct ReplaySummary {
   std::vector<DeviceMemory> memory;   // per simulated device, without timeline
   std::uint64_t events = 0;
   std::int64_t tasks = 0;             // of the graph, a chain counting as its steps
+  // Blocks of a block program's replay that a skip of steady-state periods passed over
+  // (replay_blocks: their results are those of the periods before them, shifted in time).
+  std::int64_t skipped_blocks = 0;
   // The iteration's end: the replay's, plus the compute the device finishing last loses to the
   // communication beside it (its kContention).
   SimTime iteration_end() const {
