@@ -544,17 +544,21 @@ class BlockReplay {
     if (!find_steady_runs()) return;
     std::size_t shortest = std::numeric_limits<std::size_t>::max();
     for (const internal::SteadyRun& r : st_.runs) shortest = std::min(shortest, r.periods);
+    // The states are compared in windows of successive cuts, each window four times further
+    // on than the one before: a pipeline that never repeats costs a few comparisons only.
     auto& cuts = st_.cuts;
-    for (std::size_t k = 1; k + 1 < shortest; ++k) {
-      for (std::size_t d = 0; d < st_.devices.size(); ++d) st_.devices[d].limit = st_.runs[d].begin + k * period_;
-      drain();
-      for (std::size_t d = 0; d < st_.devices.size(); ++d) {
-        if (st_.devices[d].next_block != st_.devices[d].limit) return;
-      }
-      cut_state(cuts[k % cuts.size()]);
-      // A state may come back only every few periods (a cycle of several).
-      for (std::size_t c = 1; c < cuts.size() && c < k; ++c) {
-        if (skip_from(k, c, (shortest - k) / c)) return;
+    for (std::size_t window = 1; window + 1 < shortest; window = std::max(4 * window, window + cuts.size())) {
+      for (std::size_t k = window; k < window + cuts.size() && k + 1 < shortest; ++k) {
+        for (std::size_t d = 0; d < st_.devices.size(); ++d) st_.devices[d].limit = st_.runs[d].begin + k * period_;
+        drain();
+        for (std::size_t d = 0; d < st_.devices.size(); ++d) {
+          if (st_.devices[d].next_block != st_.devices[d].limit) return;
+        }
+        cut_state(cuts[k % cuts.size()]);
+        // A state may come back only every few periods (a cycle of several).
+        for (std::size_t c = 1; c <= k - window; ++c) {
+          if (skip_from(k, c, (shortest - k) / c)) return;
+        }
       }
     }
   }

@@ -164,17 +164,25 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
   // The periods: the union of the streams' intervals, touching ones joined (a merge of the
   // streams by start).
   std::vector<Cursor> open = cursors(streams, kCommStreams, true);
+  // Each stream's next start (none: the largest time), read once per interval taken.
+  std::array<std::int64_t, parallel::kNumStreams> next{};
+  auto head = [&open, &next](std::size_t i) {
+    open[i].skip_empty();
+    next[i] = open[i].done() ? std::numeric_limits<std::int64_t>::max() : open[i].at->start.ps();
+  };
+  for (std::size_t i = 0; i < open.size(); ++i) head(i);
   std::vector<Span> comm;
   for (;;) {
-    Cursor* first = nullptr;
-    for (Cursor& c : open) {
-      c.skip_empty();
-      if (!c.done() && (first == nullptr || c.at->start < first->at->start)) first = &c;
+    std::size_t first = 0;
+    for (std::size_t i = 1; i < open.size(); ++i) {
+      if (next[i] < next[first]) first = i;
     }
-    if (first == nullptr) break;
-    const std::int64_t a = first->at->start.ps(), b = first->at->end.ps();
-    ++first->at;
-    SIM_ASSERT(first->done() || first->at->start >= first->at[-1].end, "tasks of one stream overlap in the execution");
+    if (open.empty() || open[first].done()) break;
+    const std::int64_t a = next[first], b = open[first].at->end.ps();
+    ++open[first].at;
+    SIM_ASSERT(open[first].done() || open[first].at->start >= open[first].at[-1].end,
+               "tasks of one stream overlap in the execution");
+    head(first);
     if (!comm.empty() && a <= comm.back().end) {
       comm.back().end = std::max(comm.back().end, b);
     } else {
