@@ -524,6 +524,9 @@ class BlockReplay {
     }
   }
 
+  // Device d's block at cut k: the end of the k-th period of its steady run.
+  std::size_t cut(std::int32_t d, std::size_t k) const { return st_.runs[static_cast<std::size_t>(d)].begin + k * period_; }
+
   // The first transfer of a channel that the state keeps: those in flight and the last sent.
   static std::uint32_t first_kept(const BlockChannel& c) {
     return c.sent == 0 ? 0 : std::min(c.received, c.sent - 1);
@@ -549,7 +552,7 @@ class BlockReplay {
     auto& cuts = st_.cuts;
     for (std::size_t window = 1; window + 1 < shortest; window = std::max(4 * window, window + cuts.size())) {
       for (std::size_t k = window; k < window + cuts.size() && k + 1 < shortest; ++k) {
-        for (std::size_t d = 0; d < st_.devices.size(); ++d) st_.devices[d].limit = st_.runs[d].begin + k * period_;
+        for (std::size_t d = 0; d < st_.devices.size(); ++d) st_.devices[d].limit = cut(static_cast<std::int32_t>(d), k);
         drain();
         for (std::size_t d = 0; d < st_.devices.size(); ++d) {
           if (st_.devices[d].next_block != st_.devices[d].limit) return;
@@ -907,37 +910,18 @@ class BlockReplay {
     st_.recorded.clear();
     std::vector<std::int32_t> unused;
     const auto& blocks = p_.blocks[static_cast<std::size_t>(d)];
-    // The skipped periods (skip_periods) repeat the intervals of the period before them.
-    const std::size_t run_begin = skip_.done ? st_.runs[static_cast<std::size_t>(d)].begin : 0;
-    const std::size_t before = skip_.done ? run_begin + skip_.first * period_ : blocks.size();
-    const std::size_t after = run_begin + skip_.last * period_;
+    // The skipped periods (skip_periods) repeat the intervals of the span before them.
+    const std::size_t before = skip_.done ? cut(d, skip_.first) : blocks.size();
+    const std::size_t after = skip_.done ? cut(d, skip_.last) : blocks.size();
     std::array<std::size_t, parallel::kNumStreams> from{};
     for (std::size_t i = 0; i < blocks.size();) {
       if (i == before) {
         for (std::size_t s = 0; s < parallel::kNumStreams; ++s) from[s] = intervals[s].size();
       }
-      if (skip_.done && i == after) {
-        for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
-          std::vector<StreamInterval>& stream = intervals[s];
-          const std::size_t to = stream.size();
-          stream.reserve(to + skip_.spans * (to - from[s]));
-          for (std::size_t j = 1; j <= skip_.spans; ++j) {
-            const Duration by = Duration::from_ps(static_cast<std::int64_t>(j) * skip_.delta);
-            for (std::size_t k = from[s]; k < to; ++k) {
-              const StreamInterval& r = stream[k];
-              stream.push_back({r.start + by, r.end + by, r.category, r.split});
-            }
-          }
-        }
-        shift(dev, st_.runs[static_cast<std::size_t>(d)], static_cast<std::int64_t>(skip_.spans) * skip_.delta);
-        for (std::size_t c = 0; c < st_.channel_count; ++c) {
-          BlockChannel& channel = st_.channels[c];
-          const auto moved = static_cast<std::uint32_t>(skip_.transfers[c] * skip_.spans);
-          if (channel.sender == d) channel.sent += moved;
-          if (channel.receiver == d) channel.received += moved;
-        }
+      if (i == after) {
+        record_skipped(d, dev, from);
         i += skip_.spans * (after - before);
-        if (i >= blocks.size()) break;
+        continue;
       }
       evaluate_memoized<true>(dev, blocks[i], unused, &intervals);
       ++i;
@@ -947,6 +931,31 @@ class BlockReplay {
       streams[s] = {intervals[s].data(), intervals[s].data() + intervals[s].size()};
     }
     return device_breakdown(streams, end, chains_.splits.data(), slowdown_);
+  }
+
+  // The recording pass at the end of the span the skip repeated (its intervals recorded from
+  // `from` on, by stream): the skipped spans' intervals, the device's times and its channels'
+  // counts as the skip moved them.
+  void record_skipped(std::int32_t d, BlockDevice& dev, const std::array<std::size_t, parallel::kNumStreams>& from) {
+    for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
+      std::vector<StreamInterval>& stream = st_.intervals[s];
+      const std::size_t to = stream.size();
+      stream.reserve(to + skip_.spans * (to - from[s]));
+      for (std::size_t j = 1; j <= skip_.spans; ++j) {
+        const Duration by = Duration::from_ps(static_cast<std::int64_t>(j) * skip_.delta);
+        for (std::size_t k = from[s]; k < to; ++k) {
+          const StreamInterval& r = stream[k];
+          stream.push_back({r.start + by, r.end + by, r.category, r.split});
+        }
+      }
+    }
+    shift(dev, st_.runs[static_cast<std::size_t>(d)], static_cast<std::int64_t>(skip_.spans) * skip_.delta);
+    for (std::size_t c = 0; c < st_.channel_count; ++c) {
+      BlockChannel& channel = st_.channels[c];
+      const auto moved = static_cast<std::uint32_t>(skip_.transfers[c] * skip_.spans);
+      if (channel.sender == d) channel.sent += moved;
+      if (channel.receiver == d) channel.received += moved;
+    }
   }
 
   const BlockProgram& p_;

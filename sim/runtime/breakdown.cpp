@@ -97,28 +97,26 @@ struct Cursor {
   TimeCategory category;
 
   bool done() const { return at == last; }
+  // Moves to the next interval.
+  void step() {
+    ++at;
+    SIM_ASSERT(at == last || at->start >= at[-1].end, "tasks of one stream overlap in the execution");
+  }
   // Moves past the intervals that end by `t` (the empty ones too).
   void pass(std::int64_t t) {
-    while (at != last && at->end.ps() <= t) {
-      ++at;
-      SIM_ASSERT(at == last || at->start >= at[-1].end, "tasks of one stream overlap in the execution");
-    }
+    while (at != last && at->end.ps() <= t) step();
   }
   // Moves to the next interval that is not empty.
   void skip_empty() {
-    while (at != last && at->end == at->start) {
-      ++at;
-      SIM_ASSERT(at == last || at->start >= at[-1].end, "tasks of one stream overlap in the execution");
-    }
+    while (at != last && at->end == at->start) step();
   }
 };
 
-// The cursors of the non-empty streams among `which`, in that order.
-template <std::size_t N>
-std::vector<Cursor> cursors(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
-                            const std::array<Stream, N>& which, bool skip_tp) {
+// The cursors of the non-empty communication streams, in priority order (kCommStreams), the
+// tensor-parallel one left out with `skip_tp`.
+std::vector<Cursor> cursors(const std::array<StreamIntervals, parallel::kNumStreams>& streams, bool skip_tp) {
   std::vector<Cursor> out;
-  for (Stream s : which) {
+  for (Stream s : kCommStreams) {
     if (skip_tp && s == Stream::kTpComm) continue;
     const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
     if (intervals.first != intervals.last) out.push_back({intervals.first, intervals.last, comm_category(s)});
@@ -163,7 +161,7 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
   if (slowdown == 0) return Duration();
   // The periods: the union of the streams' intervals, touching ones joined (a merge of the
   // streams by start).
-  std::vector<Cursor> open = cursors(streams, kCommStreams, true);
+  std::vector<Cursor> open = cursors(streams, true);
   // Each stream's next start (none: the largest time), read once per interval taken.
   std::array<std::int64_t, parallel::kNumStreams> next{};
   auto head = [&open, &next](std::size_t i) {
@@ -179,9 +177,7 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
     }
     if (open.empty() || open[first].done()) break;
     const std::int64_t a = next[first], b = open[first].at->end.ps();
-    ++open[first].at;
-    SIM_ASSERT(open[first].done() || open[first].at->start >= open[first].at[-1].end,
-               "tasks of one stream overlap in the execution");
+    open[first].step();
     head(first);
     if (!comm.empty() && a <= comm.back().end) {
       comm.back().end = std::max(comm.back().end, b);
@@ -253,7 +249,7 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
   // and no compute nor communication before it in the priority does. The rest is idle. One pass
   // in time order: the stretches between compute tasks go to the communication running there.
   TimeBreakdown out;
-  std::vector<Cursor> comm = cursors(streams, kCommStreams, false);
+  std::vector<Cursor> comm = cursors(streams, false);
   std::int64_t origin = 0;  // before every interval
   for (const StreamIntervals& s : streams) {
     if (s.first != s.last) origin = std::min(origin, s.first->start.ps());
