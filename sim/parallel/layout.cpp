@@ -138,6 +138,34 @@ std::vector<std::vector<std::int32_t>> Layout::all_groups(unsigned axes) const {
     }
     return out;
   }
+  if ((axes & kExpertAxes) == 0) {
+    // Order axes only: a group is its leader (the rank with 0 on the masked axes) plus the
+    // masked axes' offsets, both counted in mixed radix, innermost axis first, so leaders come
+    // in rank order and each group's ranks in group()'s order.
+    std::vector<std::size_t> masked, others;
+    for (std::size_t i = 0; i < kNumOrderAxes; ++i) ((axes & (1u << i)) != 0 ? masked : others).push_back(i);
+    const auto by_stride = [this](std::size_t a, std::size_t b) { return strides_[a] < strides_[b]; };
+    std::sort(masked.begin(), masked.end(), by_stride);
+    std::sort(others.begin(), others.end(), by_stride);
+    const auto offsets = [this](const std::vector<std::size_t>& dims) {
+      std::vector<std::int32_t> offs{0};
+      for (const std::size_t d : dims) {
+        const std::size_t n = offs.size();
+        for (std::int64_t k = 1; k < sizes_[d]; ++k) {
+          for (std::size_t j = 0; j < n; ++j) offs.push_back(static_cast<std::int32_t>(offs[j] + k * strides_[d]));
+        }
+      }
+      return offs;
+    };
+    const std::vector<std::int32_t> members = offsets(masked);
+    const std::vector<std::int32_t> leaders = offsets(others);
+    out.reserve(leaders.size());
+    for (const std::int32_t leader : leaders) {
+      std::vector<std::int32_t>& g = out.emplace_back(members);
+      for (std::int32_t& r : g) r += leader;
+    }
+    return out;
+  }
   for (std::int64_t r = 0; r < num_ranks_; ++r) {
     const Coord c = coord(r);
     bool leader = true;

@@ -105,6 +105,78 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
   blocks.push_back({known.templ, mb, mb2});
 }
 
+std::array<std::int32_t, Lowerer::kFirstParamRegister> Lowerer::block_registers() const {
+  return {prefetch_gate_, bucket_ready_, last_backward_, last_grad_reduce_};
+}
+
+void Lowerer::save_known_state(KnownState& out) const {
+  out.bucket = bucket_params_;
+  out.registers = block_registers();
+  out.params.assign(param_ready_.begin(), param_ready_.end());
+  out.forwarded.assign(forwarded_.begin(), forwarded_.end());
+}
+
+bool Lowerer::in_known_state(const KnownState& s) const {
+  return s.bucket == bucket_params_ && s.registers == block_registers() && s.params == param_ready_ &&
+         s.forwarded == forwarded_;
+}
+
+void Lowerer::find_call_runs(std::size_t lo, std::size_t hi) {
+  // Shorter stretches are lowered block by block; a search costs at most a few passes over its
+  // stretch.
+  constexpr std::size_t kShortest = 32, kLongestPeriod = 4096;
+  if (hi - lo < kShortest) return;
+  auto same = [this](std::size_t a, std::size_t b) { return calls_[a].same_step(calls_[b]); };
+  const std::size_t mid = lo + (hi - lo) / 2;
+  CallRun best;
+  std::size_t work = 0;
+  for (std::size_t p = 1; p <= kLongestPeriod && 4 * p <= hi - lo && work < 4 * (hi - lo); ++p) {
+    std::size_t i = 0;
+    while (i < p && same(mid + i, mid + p + i)) ++i;
+    work += i + 1;
+    if (i < p) continue;
+    std::size_t begin = mid, end = mid + 2 * p;
+    while (begin > lo && same(begin - 1, begin - 1 + p)) --begin;
+    while (end < hi && same(end, end - p)) ++end;
+    work += end - begin;
+    if (end - begin > best.end - best.begin) best = {begin, p, end};
+    if (2 * (end - begin) >= hi - lo) break;
+  }
+  if (best.period == 0 || best.end - best.begin < 4 * best.period) return;
+  find_call_runs(lo, best.begin);
+  call_runs_.push_back(best);
+  find_call_runs(best.end, hi);
+}
+
+void Lowerer::lower_calls() {
+  auto call = [this](const BlockCall& c) { block(c.kind, c.mb, c.chunk, c.last, c.mb2); };
+  call_runs_.clear();
+  if (program_ != nullptr) find_call_runs(0, calls_.size());
+  std::size_t i = 0;
+  for (const CallRun& run : call_runs_) {
+    const std::size_t period = run.period, end = run.end;
+    for (; i < run.begin; ++i) call(calls_[i]);
+    auto& blocks = program_->blocks[static_cast<std::size_t>(device_)];
+    const std::size_t base = blocks.size() - i;  // the block of call 0
+    while (i + 2 * period <= end) {
+      save_known_state(period_start_);
+      const std::size_t templates = program_->templates.size();
+      for (const std::size_t stop = i + period; i < stop; ++i) call(calls_[i]);
+      if (templates != program_->templates.size() || !in_known_state(period_start_)) continue;
+      // The period found known templates only and left the state as it found it: so do the
+      // next ones, made of the same calls.
+      for (; i + period <= end; i += period) {
+        for (std::size_t k = i; k < i + period; ++k) {
+          const std::uint32_t templ = blocks[base + k - period].templ;
+          blocks.push_back({templ, calls_[k].mb, calls_[k].mb2});
+        }
+      }
+      break;
+    }
+  }
+  for (; i < calls_.size(); ++i) call(calls_[i]);
+}
+
 void Lowerer::lower_device(std::int32_t d) {
   device_ = d;
   const SimDevice& dev = g_.devices[static_cast<std::size_t>(d)];
@@ -137,6 +209,7 @@ void Lowerer::lower_device(std::int32_t d) {
   auto last = [&](std::size_t i) {
     return last_gradient_block_[static_cast<std::size_t>(program[i].chunk)] == static_cast<std::int64_t>(i);
   };
+  calls_.clear();
   for (std::size_t i = 0; i < program.size(); ++i) {
     const PipelineBlock& b = program[i];
     switch (b.kind) {
@@ -146,18 +219,19 @@ void Lowerer::lower_device(std::int32_t d) {
                                                 program[i + 1].kind == PipelineKind::kInputGrad),
                      "an overlapped forward is followed by a backward");
           const PipelineBlock& n = program[i + 1];
-          block(n.kind == PipelineKind::kBackward ? BlockKind::kOverlapped : BlockKind::kOverlappedSplit,
-                b.micro_batch, b.chunk * chunks_ + n.chunk, last(i + 1), n.micro_batch);
+          calls_.push_back({n.kind == PipelineKind::kBackward ? BlockKind::kOverlapped : BlockKind::kOverlappedSplit,
+                            b.micro_batch, b.chunk * chunks_ + n.chunk, last(i + 1), n.micro_batch});
           ++i;
         } else {
-          block(BlockKind::kForward, b.micro_batch, b.chunk, false);
+          calls_.push_back({BlockKind::kForward, b.micro_batch, b.chunk, false, -1});
         }
         break;
-      case PipelineKind::kBackward: block(BlockKind::kBackward, b.micro_batch, b.chunk, last(i)); break;
-      case PipelineKind::kInputGrad: block(BlockKind::kInputGrad, b.micro_batch, b.chunk, false); break;
-      case PipelineKind::kWeightGrad: block(BlockKind::kWeightGrad, b.micro_batch, b.chunk, last(i)); break;
+      case PipelineKind::kBackward: calls_.push_back({BlockKind::kBackward, b.micro_batch, b.chunk, last(i), -1}); break;
+      case PipelineKind::kInputGrad: calls_.push_back({BlockKind::kInputGrad, b.micro_batch, b.chunk, false, -1}); break;
+      case PipelineKind::kWeightGrad: calls_.push_back({BlockKind::kWeightGrad, b.micro_batch, b.chunk, last(i), -1}); break;
     }
   }
+  lower_calls();
   block(BlockKind::kOptimizer, -1, 0, false);
   close_chain();
 }

@@ -458,6 +458,40 @@ class Lowerer {
 
   void lower_device(std::int32_t d);
 
+  // One block of the device's program as block() takes it.
+  struct BlockCall {
+    BlockKind kind;
+    std::int32_t mb;
+    std::int64_t chunk;
+    bool last;
+    std::int32_t mb2;
+    // Lowers alike from the same state (the micro-batches aside).
+    bool same_step(const BlockCall& o) const { return kind == o.kind && chunk == o.chunk && last == o.last; }
+  };
+  // What an instance of a known template reads and writes of the lowering's state (see block()).
+  struct KnownState {
+    std::int64_t bucket;
+    std::array<std::int32_t, kFirstParamRegister> registers;
+    std::vector<std::int32_t> params;
+    std::vector<char> forwarded;
+  };
+  std::array<std::int32_t, kFirstParamRegister> block_registers() const;
+  void save_known_state(KnownState& out) const;
+  bool in_known_state(const KnownState& s) const;
+  // A stretch of calls_ in which each call lowers alike the one `period` before it (from
+  // begin + period on).
+  struct CallRun {
+    std::size_t begin = 0, period = 0, end = 0;
+  };
+  // Appends to call_runs_ the runs of calls_[lo, hi), in order: the run through the middle
+  // (that of the shortest period covering half the stretch, else the longest found), then
+  // those before and after it.
+  void find_call_runs(std::size_t lo, std::size_t hi);
+  // Lowers calls_ in order: with a program, in each run (find_call_runs) one period after
+  // another until one finds known templates only and leaves the state as it found it; the
+  // run's next periods then repeat its templates without being lowered.
+  void lower_calls();
+
   const ir::ModelSpec& model_;
   const ParallelPlan& plan_;
   const LoweringOptions& options_;
@@ -499,6 +533,9 @@ class Lowerer {
   std::vector<bool> held_before_;  // while lowering a template: which registers held a task
   std::uint32_t read_ = 0;         // while lowering a template: the registers it read
   std::vector<char> forwarded_;
+  std::vector<BlockCall> calls_;  // the device's blocks (lower_device)
+  std::vector<CallRun> call_runs_;
+  KnownState period_start_;       // lower_calls: the state a period started from
 };
 
 }  // namespace ts::parallel::detail

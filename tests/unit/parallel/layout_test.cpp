@@ -46,6 +46,30 @@ TEST_CASE("all groups of an axis partition the ranks") {
   CHECK(dpcp.front().size() == 6);
 }
 
+TEST_CASE("all groups of any axis set are the leaders' groups in rank order") {
+  // Reference: scan the ranks; a rank with 0 on every masked axis leads the group() it is in.
+  const std::vector<std::vector<Axis>> orders = {{Axis::kTp, Axis::kCp, Axis::kDp, Axis::kPp},
+                                                 {Axis::kDp, Axis::kPp, Axis::kTp, Axis::kCp},
+                                                 {Axis::kCp, Axis::kTp, Axis::kPp, Axis::kDp}};
+  for (const auto& order : orders) {
+    for (const ParallelPlan& base : {plan(2, 3, 4, 5), plan(1, 2, 1, 3), plan(4, 1, 6, 1)}) {
+      ParallelPlan p = base;
+      p.order = order;
+      const Layout l(p);
+      for (unsigned axes = 1; axes < 16; ++axes) {
+        std::vector<std::vector<std::int32_t>> expected;
+        for (std::int64_t r = 0; r < l.num_ranks(); ++r) {
+          const Coord c = l.coord(r);
+          bool leader = true;
+          for (std::size_t i = 0; i < 4; ++i) leader = leader && ((axes >> i & 1u) == 0 || c.at[i] == 0);
+          if (leader) expected.push_back(l.group(r, axes));
+        }
+        CHECK(l.all_groups(axes) == expected);
+      }
+    }
+  }
+}
+
 TEST_CASE("a custom order changes which ranks are neighbours") {
   ParallelPlan p = plan(2, 1, 4, 1);
   p.order = {Axis::kDp, Axis::kTp, Axis::kCp, Axis::kPp};
