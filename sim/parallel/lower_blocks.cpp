@@ -151,7 +151,7 @@ void Lowerer::find_call_runs(std::size_t lo, std::size_t hi) {
 void Lowerer::lower_calls() {
   auto call = [this](const BlockCall& c) { block(c.kind, c.mb, c.chunk, c.last, c.mb2); };
   call_runs_.clear();
-  if (program_ != nullptr) find_call_runs(0, calls_.size());
+  if (program_ != nullptr && options_.repeat_steady_runs) find_call_runs(0, calls_.size());
   std::size_t i = 0;
   for (const CallRun& run : call_runs_) {
     const std::size_t period = run.period, end = run.end;
@@ -196,7 +196,8 @@ void Lowerer::lower_device(std::int32_t d) {
   known_.resize(kBlockKinds * static_cast<std::size_t>(chunks_ * chunks_));
   forwarded_.assign(static_cast<std::size_t>(chunks_), 0);
   block(BlockKind::kParamGathers, -1, 0, false);
-  const std::vector<PipelineBlock> program = pipeline_blocks(plan_, stage_);
+  pipeline_blocks(plan_, stage_, pipeline_);
+  const std::vector<PipelineBlock>& program = pipeline_;
   // The block after which each chunk's gradients are complete (its last whole backward or
   // weight-gradient block): the gradients join the data-parallel buckets there.
   last_gradient_block_.assign(static_cast<std::size_t>(chunks_), -1);

@@ -533,7 +533,8 @@ class Lowerer {
   std::vector<bool> held_before_;  // while lowering a template: which registers held a task
   std::uint32_t read_ = 0;         // while lowering a template: the registers it read
   std::vector<char> forwarded_;
-  std::vector<BlockCall> calls_;  // the device's blocks (lower_device)
+  std::vector<PipelineBlock> pipeline_;  // the device's pipeline schedule (lower_device)
+  std::vector<BlockCall> calls_;         // its blocks as block() takes them
   std::vector<CallRun> call_runs_;
   KnownState period_start_;       // lower_calls: the state a period started from
 };

@@ -27,6 +27,10 @@ struct LoweringOptions {
   Bytes layer_kept_whole;
   Bytes head_transient;
   Bytes optimizer_bytes_per_param;  // HBM traffic of the optimizer step per local parameter
+  // Block programs (lower_blocks): a steady run's periods after the first that finds known
+  // templates only and leaves the lowering's state as it found it repeat its templates without
+  // being lowered. false: every block is lowered in turn (the same program, slower; for tests).
+  bool repeat_steady_runs = true;
   bool operator==(const LoweringOptions&) const = default;
 };
 

@@ -32,11 +32,11 @@ PipelineBlock block(PipelineKind kind, std::int64_t mb, std::int64_t chunk) {
 }
 
 // GPipe (Huang et al. 2019): every forward, then every backward.
-Blocks gpipe(std::int64_t m) {
-  Blocks out;
+void gpipe(std::int64_t m, Blocks& out) {
+  out.clear();
+  out.reserve(static_cast<std::size_t>(2 * m));
   for (std::int64_t i = 0; i < m; ++i) out.push_back(block(PipelineKind::kForward, i, 0));
   for (std::int64_t i = 0; i < m; ++i) out.push_back(block(PipelineKind::kBackward, i, 0));
-  return out;
 }
 
 // Megatron's non-interleaved 1F1B: p − s − 1 warm-up forwards, then one forward and one backward
@@ -44,8 +44,9 @@ Blocks gpipe(std::int64_t m) {
 // MoE all-to-all overlap, only without pipelining: Megatron-Core's
 // combined_1f1b_schedule_for_no_pipelining) one more warm-up forward, and each steady-phase
 // forward runs beside the backward after it, of an earlier micro-batch.
-Blocks one_f_one_b(std::int64_t p, std::int64_t m, std::int64_t s, bool paired) {
-  Blocks out;
+void one_f_one_b(std::int64_t p, std::int64_t m, std::int64_t s, bool paired, Blocks& out) {
+  out.clear();
+  out.reserve(static_cast<std::size_t>(2 * m));
   const std::int64_t warmup = std::min(p - s - 1 + (paired ? 1 : 0), m);
   std::int64_t f = 0, b = 0;
   for (; f < warmup; ++f) out.push_back(block(PipelineKind::kForward, f, 0));
@@ -55,7 +56,6 @@ Blocks one_f_one_b(std::int64_t p, std::int64_t m, std::int64_t s, bool paired) 
     out.push_back(block(PipelineKind::kBackward, b, 0));
   }
   for (; b < m; ++b) out.push_back(block(PipelineKind::kBackward, b, 0));
-  return out;
 }
 
 // Interleaved 1F1B (Megatron-LM schedules.py, forward_backward_pipelining_with_interleaving):
@@ -65,9 +65,10 @@ Blocks one_f_one_b(std::int64_t p, std::int64_t m, std::int64_t s, bool paired) 
 // forward_backward_pipelining_with_interleaving under overlap_moe_expert_parallel_comm: one more
 // warm-up step, so that a step's forward and backward are of different micro-batches even on
 // the last rank) each steady-phase forward runs beside the backward after it.
-Blocks interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t s, bool paired) {
-  Blocks out;
+void interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t s, bool paired, Blocks& out) {
+  out.clear();
   const std::int64_t total = m * v;
+  out.reserve(static_cast<std::size_t>(2 * total));
   auto mb_of = [&](std::int64_t k) { return (k / (p * v)) * p + k % p; };
   auto chunk_of = [&](std::int64_t k, bool fwd) {
     const std::int64_t c = (k / p) % v;
@@ -88,7 +89,6 @@ Blocks interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t 
     backward(b);
   }
   for (; b < total; ++b) backward(b);
-  return out;
 }
 
 // Zero-bubble H1 (Qi et al., ICLR 2024, Sec. 3.1 and Fig. 3): 1F1B's forwards and input
@@ -98,8 +98,9 @@ Blocks interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t 
 // (p − s micro-batches between F and B) plus the weight gradients' inputs of up to s more. On
 // a balanced pipeline the idle time is (p − 1)(F + B − W) per rank with B the input-gradient
 // time, (p − 1)(F + B' − 2W) with B' = B + W the whole backward (deepseek-ai/DualPipe README).
-Blocks zb_h1(std::int64_t p, std::int64_t m, std::int64_t s) {
-  Blocks out;
+void zb_h1(std::int64_t p, std::int64_t m, std::int64_t s, Blocks& out) {
+  out.clear();
+  out.reserve(static_cast<std::size_t>(3 * m));
   const std::int64_t warmup = std::min(p - s - 1, m);
   std::int64_t f = 0, b = 0, w = 0;
   auto input_grad = [&] {
@@ -113,7 +114,6 @@ Blocks zb_h1(std::int64_t p, std::int64_t m, std::int64_t s) {
   }
   while (b < m) input_grad();
   while (w < m) out.push_back(block(PipelineKind::kWeightGrad, w++, 0));
-  return out;
 }
 
 // DualPipeV (deepseek-ai/DualPipe dualpipev.py, DualPipeV.step; the "cut-in-half" DualPipe of
@@ -308,7 +308,7 @@ class ZbvScheduler {
 
 }  // namespace
 
-std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_t stage) {
+void pipeline_blocks(const ParallelPlan& plan, std::int64_t stage, std::vector<PipelineBlock>& out) {
   const std::int64_t p = plan.pp;
   const std::int64_t m = plan.num_micro_batches();
   SIM_ASSERT(stage >= 0 && stage < p, "pipeline stage out of range");
@@ -317,21 +317,29 @@ std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_
   const bool paired = plan.moe_a2a_overlap && plan.pairs_forward_backward();
   switch (plan.schedule) {
     case Schedule::kGpipe:
-      return gpipe(m);
+      return gpipe(m, out);
     case Schedule::k1F1B:
-      return one_f_one_b(p, m, stage, paired);
+      return one_f_one_b(p, m, stage, paired, out);
     case Schedule::kInterleaved:
-      if (plan.model_chunks() == 1) return one_f_one_b(p, m, stage, paired);
-      return interleaved(p, m, plan.model_chunks(), stage, paired);
+      if (plan.model_chunks() == 1) return one_f_one_b(p, m, stage, paired, out);
+      return interleaved(p, m, plan.model_chunks(), stage, paired, out);
     case Schedule::kZbH1:
-      return zb_h1(p, m, stage);
+      return zb_h1(p, m, stage, out);
     case Schedule::kDualPipeV:
       SIM_ASSERT(m >= 2 * p, "DualPipeV needs at least 2·pp micro-batches");
-      return dualpipev(p, m, stage);
+      out = dualpipev(p, m, stage);
+      return;
     case Schedule::kZbV:
-      return zb_v_blocks(p, m)[static_cast<std::size_t>(stage)];
+      out = std::move(zb_v_blocks(p, m)[static_cast<std::size_t>(stage)]);
+      return;
   }
-  return {};
+  out.clear();
+}
+
+std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_t stage) {
+  std::vector<PipelineBlock> out;
+  pipeline_blocks(plan, stage, out);
+  return out;
 }
 
 std::vector<std::vector<PipelineBlock>> zb_v_blocks(std::int64_t pp, std::int64_t micro_batches) {

@@ -29,6 +29,8 @@ struct PipelineBlock {
 // The blocks rank `stage` runs in one iteration, in program order. Every (micro-batch, chunk)
 // gets one forward and either one whole backward or one B and one W.
 std::vector<PipelineBlock> pipeline_blocks(const ParallelPlan& plan, std::int64_t stage);
+// The same into `out` (its contents replaced, its memory reused).
+void pipeline_blocks(const ParallelPlan& plan, std::int64_t stage, std::vector<PipelineBlock>& out);
 
 // ZB-V's programs of all `pp` ranks at once (its list scheduler places every rank together).
 std::vector<std::vector<PipelineBlock>> zb_v_blocks(std::int64_t pp, std::int64_t micro_batches);

@@ -380,3 +380,39 @@ TEST_CASE("a block program stores each device's repeated blocks once") {
     CHECK(templates.size() == 6);
   }
 }
+
+TEST_CASE("a block program repeats steady runs as lowering every block would") {
+  // Every schedule, ZeRO stage and recompute choice, long enough for steady runs; the program
+  // lowered block by block is the reference.
+  const ir::ModelSpec m = model();
+  for (const Schedule s : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZbH1,
+                           Schedule::kDualPipeV, Schedule::kZbV}) {
+    for (const int zero : {0, 1, 3}) {
+      for (const Recompute r : {Recompute::kNone, Recompute::kFull}) {
+        auto plan = base(2, 4, 2);
+        plan.global_batch = 48 * plan.dp;
+        plan.schedule = s;
+        if (s == Schedule::kInterleaved) plan.vpp = 2;
+        plan.zero_stage = zero;
+        plan.recompute = r;
+        INFO("schedule " << static_cast<int>(s) << ", ZeRO " << zero << ", recompute " << static_cast<int>(r));
+        parallel::LoweringOptions every = lowering(true);
+        every.repeat_steady_runs = false;
+        const parallel::BlockProgram expected = parallel::lower_blocks(m, plan, every);
+        const parallel::BlockProgram got = parallel::lower_blocks(m, plan, lowering(true));
+        REQUIRE(got.templates.size() == expected.templates.size());
+        REQUIRE(got.graph.tasks.size() == expected.graph.tasks.size());
+        REQUIRE(got.blocks.size() == expected.blocks.size());
+        for (std::size_t d = 0; d < got.blocks.size(); ++d) {
+          REQUIRE(got.blocks[d].size() == expected.blocks[d].size());
+          for (std::size_t i = 0; i < got.blocks[d].size(); ++i) {
+            const auto& a = got.blocks[d][i];
+            const auto& b = expected.blocks[d][i];
+            INFO("device " << d << ", block " << i);
+            REQUIRE((a.templ == b.templ && a.micro_batch == b.micro_batch && a.micro_batch2 == b.micro_batch2));
+          }
+        }
+      }
+    }
+  }
+}
