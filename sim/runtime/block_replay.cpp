@@ -142,6 +142,7 @@ struct BlockStorage {
   std::vector<std::uint8_t> run_registers;  // by device's register: read or written in its run
   std::vector<std::uint8_t> run_channels;   // by channel: the runs send or receive on it
   std::array<CutState, 5> cuts;  // at the last cuts, cut k at k mod 5
+  ChainSchedules chains;         // of the program's chains
 };
 
 BlockStorage& block_storage(ReplayBuffers& buffers) {
@@ -188,7 +189,7 @@ class BlockReplay {
         costs_(program.graph, layout, compute, network, &internal::cost_cache(buffers)),
         st_(internal::block_storage(buffers)),
         slowdown_(slowdown) {
-    chains_.plan(g_, costs_);
+    st_.chains.plan(g_, costs_);
     applies_ = prepare();
   }
 
@@ -376,7 +377,7 @@ class BlockReplay {
       if (task.kind == TaskKind::kCompute) {
         info.kind = BlockTaskKind::kCompute;
         info.duration = costs_.compute_time(task);
-        info.index = chains_.split_of(task);
+        info.index = st_.chains.split_of(task);
         ++ti.events;
         continue;
       }
@@ -847,9 +848,9 @@ class BlockReplay {
           const auto chain = static_cast<std::uint32_t>(info.index);
           auto stream_free = [&dev](std::uint8_t s) -> SimTime& { return dev.free[s]; };
           if constexpr (kRecord) {
-            end = chains_.run(g_, chain, ready, stream_free, note);
+            end = st_.chains.run(g_, chain, ready, stream_free, note);
           } else {
-            end = chains_.run(g_, chain, ready, stream_free, nullptr);
+            end = st_.chains.run(g_, chain, ready, stream_free, nullptr);
           }
           break;
         }
@@ -930,7 +931,7 @@ class BlockReplay {
     for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
       streams[s] = {intervals[s].data(), intervals[s].data() + intervals[s].size()};
     }
-    return device_breakdown(streams, end, chains_.splits.data(), slowdown_);
+    return device_breakdown(streams, end, st_.chains.splits.data(), slowdown_);
   }
 
   // The recording pass at the end of the span the skip repeated (its intervals recorded from
@@ -961,7 +962,6 @@ class BlockReplay {
   const BlockProgram& p_;
   const parallel::TaskGraph& g_;
   internal::Costs costs_;
-  internal::ChainSchedules chains_;
   bool applies_ = false;
   std::size_t period_ = 0;  // blocks per steady-state period (find_steady_runs)
   // The periods skipped (skip_periods): after cut `last`, `spans` times those from cut `first`
