@@ -69,26 +69,35 @@ void interleaved(std::int64_t p, std::int64_t m, std::int64_t v, std::int64_t s,
   out.clear();
   const std::int64_t total = m * v;
   out.reserve(static_cast<std::size_t>(2 * total));
-  auto mb_of = [&](std::int64_t k) { return (k / (p * v)) * p + k % p; };
-  auto chunk_of = [&](std::int64_t k, bool fwd) {
-    const std::int64_t c = (k / p) % v;
-    return fwd ? c : v - 1 - c;
+  // Virtual micro-step k as (k / (p·v), (k / p) mod v, k mod p), stepped without dividing.
+  struct Step {
+    std::int64_t group = 0, chunk = 0, lane = 0;
+    void next(std::int64_t p, std::int64_t v) {
+      if (++lane < p) return;
+      lane = 0;
+      if (++chunk < v) return;
+      chunk = 0;
+      ++group;
+    }
   };
   const std::int64_t warmup = std::min(total, 2 * (p - s - 1) + (v - 1) * p + (paired ? 1 : 0));
+  Step fs, bs;
+  auto forward = [&] {
+    out.push_back(block(PipelineKind::kForward, fs.group * p + fs.lane, fs.chunk));
+    fs.next(p, v);
+  };
+  auto backward = [&] {
+    out.push_back(block(PipelineKind::kBackward, bs.group * p + bs.lane, v - 1 - bs.chunk));
+    bs.next(p, v);
+  };
   std::int64_t f = 0, b = 0;
-  auto forward = [&](std::int64_t k) {
-    out.push_back(block(PipelineKind::kForward, mb_of(k), chunk_of(k, true)));
-  };
-  auto backward = [&](std::int64_t k) {
-    out.push_back(block(PipelineKind::kBackward, mb_of(k), chunk_of(k, false)));
-  };
-  for (; f < warmup; ++f) forward(f);
+  for (; f < warmup; ++f) forward();
   for (; f < total; ++f, ++b) {
-    forward(f);
+    forward();
     out.back().overlapped = paired;
-    backward(b);
+    backward();
   }
-  for (; b < total; ++b) backward(b);
+  for (; b < total; ++b) backward();
 }
 
 // Zero-bubble H1 (Qi et al., ICLR 2024, Sec. 3.1 and Fig. 3): 1F1B's forwards and input

@@ -914,13 +914,13 @@ class BlockReplay {
     // The skipped periods (skip_periods) repeat the intervals of the span before them.
     const std::size_t before = skip_.done ? cut(d, skip_.first) : blocks.size();
     const std::size_t after = skip_.done ? cut(d, skip_.last) : blocks.size();
-    std::array<std::size_t, parallel::kNumStreams> from{};
+    RepeatedIntervals repeated;
     for (std::size_t i = 0; i < blocks.size();) {
       if (i == before) {
-        for (std::size_t s = 0; s < parallel::kNumStreams; ++s) from[s] = intervals[s].size();
+        for (std::size_t s = 0; s < parallel::kNumStreams; ++s) repeated.from[s] = intervals[s].size();
       }
       if (i == after) {
-        record_skipped(d, dev, from);
+        record_skipped(d, dev, repeated);
         i += skip_.spans * (after - before);
         continue;
       }
@@ -931,20 +931,24 @@ class BlockReplay {
     for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
       streams[s] = {intervals[s].data(), intervals[s].data() + intervals[s].size()};
     }
-    return device_breakdown(streams, end, st_.chains.splits.data(), slowdown_);
+    return device_breakdown(streams, end, st_.chains.splits.data(), slowdown_, skip_.done ? &repeated : nullptr);
   }
 
   // The recording pass at the end of the span the skip repeated (its intervals recorded from
-  // `from` on, by stream): the skipped spans' intervals, the device's times and its channels'
-  // counts as the skip moved them.
-  void record_skipped(std::int32_t d, BlockDevice& dev, const std::array<std::size_t, parallel::kNumStreams>& from) {
+  // `repeated.from` on, by stream): the skipped spans' intervals, the device's times and its
+  // channels' counts as the skip moved them; `repeated` says which intervals repeat.
+  void record_skipped(std::int32_t d, BlockDevice& dev, RepeatedIntervals& repeated) {
+    repeated.copies = skip_.spans + 1;
+    repeated.delta = skip_.delta;
     for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
       std::vector<StreamInterval>& stream = st_.intervals[s];
       const std::size_t to = stream.size();
-      stream.reserve(to + skip_.spans * (to - from[s]));
+      const std::size_t from = repeated.from[s];
+      repeated.count[s] = to - from;
+      stream.reserve(to + skip_.spans * (to - from));
       for (std::size_t j = 1; j <= skip_.spans; ++j) {
         const Duration by = Duration::from_ps(static_cast<std::int64_t>(j) * skip_.delta);
-        for (std::size_t k = from[s]; k < to; ++k) {
+        for (std::size_t k = from; k < to; ++k) {
           const StreamInterval& r = stream[k];
           stream.push_back({r.start + by, r.end + by, r.category, r.split});
         }

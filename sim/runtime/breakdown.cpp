@@ -95,6 +95,8 @@ struct Cursor {
   const StreamInterval* at;
   const StreamInterval* last;
   TimeCategory category;
+  const StreamInterval* first;  // the stream's first interval
+  std::size_t stream;
 
   bool done() const { return at == last; }
   // Moves to the next interval.
@@ -119,7 +121,9 @@ std::vector<Cursor> cursors(const std::array<StreamIntervals, parallel::kNumStre
   for (Stream s : kCommStreams) {
     if (skip_tp && s == Stream::kTpComm) continue;
     const StreamIntervals& intervals = streams[static_cast<std::size_t>(s)];
-    if (intervals.first != intervals.last) out.push_back({intervals.first, intervals.last, comm_category(s)});
+    if (intervals.first != intervals.last) {
+      out.push_back({intervals.first, intervals.last, comm_category(s), intervals.first, static_cast<std::size_t>(s)});
+    }
   }
   return out;
 }
@@ -150,6 +154,110 @@ std::int64_t charge_gap(std::int64_t from, std::int64_t to, std::vector<Cursor>&
   }
   return covered;
 }
+
+// Steps device_breakdown's pass over the compute stream across whole copies of repeated
+// intervals (RepeatedIntervals). From one compute interval to the next the pass carries the end
+// of the last one, the time covered, the breakdown so far and the communication cursors. At the
+// starts of the compute stream's copies j − 1 and j it compares them: if the end moved by delta
+// and every cursor either moved by its stream's count while reading copies only, or stayed on an
+// interval that cannot change the pass's choices (starting after, or running all through, the
+// next copies' gaps), then each later copy's pass is copy j − 1's shifted by delta, increments
+// and all, as long as the cursors read copies only. The pass then adds those increments K times
+// and moves everything K copies on, instead of passing them.
+class CopyJump {
+ public:
+  CopyJump(const RepeatedIntervals* r, const StreamInterval* compute_first, std::size_t cursors)
+      : r_(r), first_(compute_first) {
+    const auto c = static_cast<std::size_t>(Stream::kCompute);
+    if (r_ == nullptr || r_->copies < 3 || r_->count[c] == 0 || r_->delta <= 0) {
+      r_ = nullptr;
+      return;
+    }
+    n_ = r_->count[c];
+    next_ = first_ + r_->from[c];
+    prev_.at.resize(cursors);
+  }
+
+  // Before the pass takes compute interval `i`: where `i` starts a copy, the jump (if any); the
+  // interval to take next.
+  const StreamInterval* at(const StreamInterval* i, std::int64_t& busy_to, std::int64_t& covered, TimeBreakdown& out,
+                           std::vector<Cursor>& comm) {
+    if (i != next_) return i;
+    auto j = static_cast<std::size_t>(i - first_ - static_cast<std::ptrdiff_t>(r_->from[static_cast<std::size_t>(Stream::kCompute)])) / n_;
+    if (prev_.valid && prev_.copy + 1 == j) {
+      const std::size_t k = copies_to_jump(i, j, busy_to, comm);
+      if (k > 0) {
+        const auto times = static_cast<std::int64_t>(k);
+        for (std::size_t c = 0; c < kNumTimeCategories; ++c) out.time[c] += (out.time[c] - prev_.out.time[c]) * times;
+        covered += (covered - prev_.covered) * times;
+        busy_to += r_->delta * times;
+        for (Cursor& c : comm) {
+          if (c.at - prev_.at[static_cast<std::size_t>(&c - comm.data())] > 0) {
+            c.at += static_cast<std::ptrdiff_t>(k * r_->count[c.stream]);
+          }
+        }
+        i += static_cast<std::ptrdiff_t>(k * n_);
+        j += k;
+        if (r_->stepped_over != nullptr) *r_->stepped_over += k;
+      }
+    }
+    prev_.valid = true;
+    prev_.copy = j;
+    prev_.busy_to = busy_to;
+    prev_.covered = covered;
+    prev_.out = out;
+    for (std::size_t c = 0; c < comm.size(); ++c) prev_.at[c] = comm[c].at;
+    next_ = j < r_->copies ? i + static_cast<std::ptrdiff_t>(n_) : nullptr;
+    return i;
+  }
+
+ private:
+  // How many copies from copy j on repeat copy j − 1's pass (0: none or no proof).
+  std::size_t copies_to_jump(const StreamInterval* i, std::size_t j, std::int64_t busy_to,
+                             const std::vector<Cursor>& comm) const {
+    const std::int64_t delta = r_->delta;
+    if (busy_to - prev_.busy_to != delta) return 0;
+    std::size_t k = r_->copies - j;  // the compute intervals read stay among the copies
+    // The gaps of the copies taken: they end by the start of the last compute interval taken.
+    const std::int64_t last_start = i[-1].start.ps();
+    for (std::size_t c = 0; c < comm.size() && k > 0; ++c) {
+      const Cursor& cursor = comm[c];
+      const std::size_t n = r_->count[cursor.stream], from = r_->from[cursor.stream];
+      const auto pos = static_cast<std::size_t>(cursor.at - cursor.first);
+      const auto before = static_cast<std::size_t>(prev_.at[c] - cursor.first);
+      if (n > 0 && before >= from && pos == before + n) {
+        const std::size_t limit = from + r_->copies * n;
+        if (pos >= limit) return 0;
+        k = std::min(k, (limit - 1 - pos) / n);
+      } else if (pos == before) {
+        if (cursor.done()) continue;
+        const std::int64_t start = cursor.at->start.ps(), end = cursor.at->end.ps();
+        if (start >= last_start) {
+          k = std::min(k, static_cast<std::size_t>((start - last_start) / delta));
+        } else if (start <= prev_.busy_to && end >= last_start) {
+          k = std::min(k, static_cast<std::size_t>((end - last_start) / delta));
+        } else {
+          return 0;
+        }
+      } else {
+        return 0;
+      }
+    }
+    return k;
+  }
+
+  const RepeatedIntervals* r_;
+  const StreamInterval* first_;       // the compute stream's first interval
+  std::size_t n_ = 0;                 // compute intervals per copy
+  const StreamInterval* next_ = nullptr;  // the next copy's first compute interval
+  struct {
+    bool valid = false;
+    std::size_t copy = 0;
+    std::int64_t busy_to = 0, covered = 0;
+    TimeBreakdown out;
+    std::vector<const StreamInterval*> at;
+  } prev_;  // the pass at the start of copy `copy`
+};
 
 // The time compute loses to the communication kernels beside it (see device_breakdown).
 // Tensor-parallel traffic runs between the GEMMs it feeds, not beside them (pipelined with them
@@ -242,7 +350,8 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
 }  // namespace
 
 TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
-                               SimTime end, const TimeBreakdown* splits, double slowdown) {
+                               SimTime end, const TimeBreakdown* splits, double slowdown,
+                               const RepeatedIntervals* repeated) {
   // At each instant a device is computing (one compute task at a time), or else waiting on the
   // communication running by priority (TP, CP, PP, DP), or idle. So compute categories take the
   // compute tasks' lengths, and each communication category the instants where its stream runs
@@ -254,10 +363,13 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
   for (const StreamIntervals& s : streams) {
     if (s.first != s.last) origin = std::min(origin, s.first->start.ps());
   }
-  std::int64_t covered = 0;  // the union of every stream's intervals: its length
-  std::int64_t busy_from = origin, busy_to = origin;  // the compute since the last stretch without
+  std::int64_t covered = 0;  // the union of every stream's intervals: its length so far
+  std::int64_t busy_to = origin;  // the end of the last compute interval
   const StreamIntervals& compute = streams[static_cast<std::size_t>(Stream::kCompute)];
+  CopyJump jump(repeated, compute.first, comm.size());
   for (const StreamInterval* i = compute.first; i != compute.last; ++i) {
+    i = jump.at(i, busy_to, covered, out, comm);
+    if (i == compute.last) break;
     SIM_ASSERT(i == compute.first || i->start >= i[-1].end, "tasks of one stream overlap in the execution");
     if (i->split >= 0) {
       // A chain's span: its compute steps, and the tensor-parallel ones between them (while
@@ -268,13 +380,12 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
       out[i->category] += i->end - i->start;
     }
     if (i->end == i->start) continue;
-    if (i->start.ps() > busy_to) {
-      covered += busy_to - busy_from + charge_gap(busy_to, i->start.ps(), comm, out);
-      busy_from = i->start.ps();
-    }
+    // Compute intervals follow one another: a stretch of touching ones covers their lengths.
+    if (i->start.ps() > busy_to) covered += charge_gap(busy_to, i->start.ps(), comm, out);
+    covered += i->end.ps() - i->start.ps();
     busy_to = i->end.ps();
   }
-  covered += busy_to - busy_from + charge_gap(busy_to, std::numeric_limits<std::int64_t>::max(), comm, out);
+  covered += charge_gap(busy_to, std::numeric_limits<std::int64_t>::max(), comm, out);
   out[TimeCategory::kIdle] += Duration::from_ps(end.ps() - covered);
   out[TimeCategory::kContention] = contention(streams, splits, slowdown);
   return out;

@@ -71,6 +71,19 @@ struct StreamIntervals {
   const StreamInterval* last = nullptr;
 };
 
+// Intervals that repeat, as a skip of steady-state periods records them (replay_blocks): on
+// each stream s, the count[s] intervals from index from[s] on occur `copies` times in a row,
+// each copy `delta` later than the one before (so the copies take indices from[s] to
+// from[s] + copies·count[s]).
+struct RepeatedIntervals {
+  std::array<std::size_t, parallel::kNumStreams> from{};
+  std::array<std::size_t, parallel::kNumStreams> count{};
+  std::size_t copies = 0;
+  std::int64_t delta = 0;  // picoseconds
+  // Where set, device_breakdown adds the copies it stepped over (tests, statistics).
+  std::size_t* stepped_over = nullptr;
+};
+
 // The breakdown of one device over [0, end] from the intervals of its streams; merging the
 // streams' ordered intervals replaces a sort. `splits`: the splits that chain spans name.
 // Its contention: communication kernels (NCCL's collectives and transfers) hold SMs and memory
@@ -79,8 +92,11 @@ struct StreamIntervals {
 // in flight without a break, the compute under it takes slowdown/(1 − slowdown) of its length
 // longer, less the time the period's communication ran alone: there the compute waited on the
 // communication, which set the pace, and slower compute fills that wait first.
+// `repeated` (optional) says which intervals repeat: the result is the same, and the pass over
+// the compute stream steps over copies where the state it carries repeats shifted by delta.
 TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
-                               SimTime end, const TimeBreakdown* splits, double slowdown);
+                               SimTime end, const TimeBreakdown* splits, double slowdown,
+                               const RepeatedIntervals* repeated = nullptr);
 
 // What the reports of a replay need (ends, breakdowns, memory peaks) without per-task timings:
 // the sweep's replay. Same results as execute() followed by time_breakdown(); it also replays

@@ -418,6 +418,86 @@ TEST_CASE("time breakdown: each instant to compute, the first stream running or 
   }
 }
 
+TEST_CASE("time breakdown: repeated copies stepped over change nothing") {
+  using runtime::TimeCategory;
+  const std::vector<Stream> order = {Stream::kCompute, Stream::kTpComm, Stream::kCpComm, Stream::kEpComm,
+                                     Stream::kPpRecvPrev, Stream::kPpSendNext, Stream::kDpComm};
+  const std::array categories = {TimeCategory::kForward, TimeCategory::kBackward, TimeCategory::kRecompute};
+  std::uint64_t seed = 2024;
+  auto next = [&seed](std::uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::int64_t>((seed >> 33) % n);
+  };
+  std::size_t stepped = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    runtime::RepeatedIntervals repeated;
+    repeated.delta = 8 + next(20);
+    repeated.copies = 3 + static_cast<std::size_t>(next(10));
+    repeated.stepped_over = &stepped;
+    std::vector<std::vector<runtime::StreamInterval>> streams(order.size());
+    std::int64_t horizon = 0;
+    const bool sparse = next(2) == 0;  // most communication streams empty
+    for (std::size_t s = 0; s < order.size(); ++s) {
+      if (s != 0 && sparse && next(3) != 0) continue;
+      std::vector<runtime::StreamInterval>& out = streams[s];
+      auto add = [&](std::int64_t at, std::int64_t length, std::int64_t category) {
+        out.push_back({SimTime::from_ps(at), SimTime::from_ps(at + length), categories[static_cast<std::size_t>(category)], -1});
+      };
+      auto some = [&](std::int64_t t) {  // a few intervals from t on, some empty or touching
+        for (std::int64_t k = next(4); k > 0; --k) {
+          const std::int64_t length = next(4) == 0 ? 0 : 1 + next(9);
+          add(t, length, next(3));
+          t += length + next(5);
+        }
+        return t;
+      };
+      std::int64_t t = some(next(4));
+      // One copy: intervals within delta of its start (a communication stream may have none,
+      // and one long interval, from before the copies or from among them, to after them).
+      struct Interval {
+        std::int64_t at, length, category;
+      };
+      std::vector<Interval> copy;
+      const auto copies = static_cast<std::int64_t>(repeated.copies);
+      if (s != 0 && next(4) == 0) {
+        add(t + next(static_cast<std::uint64_t>(repeated.delta * copies / 2 + 1)), repeated.delta * copies + 20 + next(20), 0);
+        t = out.back().end.ps();
+      } else {
+        for (std::int64_t u = next(3), k = s == 0 ? 1 + next(5) : next(4); k > 0; --k) {
+          const std::int64_t length = next(3) == 0 ? 0 : 1 + next(6);
+          if (u + length > repeated.delta) break;
+          copy.push_back({u, length, next(3)});
+          u += length + next(5);
+        }
+      }
+      const std::int64_t first = std::max(t, 25 + next(15));
+      const auto stream = static_cast<std::size_t>(order[s]);
+      repeated.from[stream] = out.size();
+      repeated.count[stream] = copy.size();
+      for (std::int64_t c = 0; c < copies; ++c) {
+        for (const Interval& i : copy) add(first + c * repeated.delta + i.at, i.length, i.category);
+      }
+      t = some(first + copies * repeated.delta + next(3));
+      horizon = std::max(horizon, t);
+    }
+    std::array<runtime::StreamIntervals, parallel::kNumStreams> view{};
+    for (std::size_t s = 0; s < order.size(); ++s) {
+      view[static_cast<std::size_t>(order[s])] = {streams[s].data(), streams[s].data() + streams[s].size()};
+    }
+    const SimTime end = SimTime::from_ps(horizon + next(20));
+    for (const double slowdown : {0.0, 0.25}) {
+      const runtime::TimeBreakdown want = runtime::device_breakdown(view, end, nullptr, slowdown);
+      const runtime::TimeBreakdown got = runtime::device_breakdown(view, end, nullptr, slowdown, &repeated);
+      for (std::size_t c = 0; c < runtime::kNumTimeCategories; ++c) {
+        INFO("trial " << trial << ", slowdown " << slowdown << ", " << runtime::time_category_name(static_cast<TimeCategory>(c)));
+        CHECK(got.time[c].ps() == want.time[c].ps());
+      }
+    }
+  }
+  // The copies are stepped over often enough for the comparison to mean something.
+  CHECK(stepped > 400);
+}
+
 TEST_CASE("contention of a bucketed all-reduce: what hides under the backward slows it") {
   const parallel::ParallelPlan plan = bucketed_plan();
   const ir::ModelSpec m = uniform_model(8);
