@@ -259,40 +259,145 @@ class CopyJump {
   } prev_;  // the pass at the start of copy `copy`
 };
 
+// Steps contention()'s pass across whole copies of repeated intervals (RepeatedIntervals), as
+// CopyJump does the compute pass. The pass takes communication intervals by start and closes a
+// period where one starts after all taken so far have ended. Copy j's boundary is the first
+// close at or after T + j·delta (T: copy 0's first compute interval's start). At boundaries
+// j − 1 and j it compares the pass: where the compute and all-to-all positions and each stream's
+// cursor moved by its count while reading copies only (a cursor that stayed must start no
+// earlier than what the next copies take), each later copy's periods are copy j − 1's shifted
+// by delta: the pass adds their losses again, in order (the same sum to the last bit), K times.
+class PeriodJump {
+ public:
+  PeriodJump(const RepeatedIntervals* r, const StreamIntervals& compute, const StreamIntervals& ep,
+             std::size_t cursors)
+      : r_(r), compute_(compute), ep_(ep) {
+    const auto c = static_cast<std::size_t>(Stream::kCompute);
+    if (r_ == nullptr || r_->copies < 3 || r_->count[c] == 0 || r_->delta <= 0) {
+      r_ = nullptr;
+      return;
+    }
+    origin_ = compute.first[r_->from[c]].start.ps();
+    prev_.at.resize(cursors);
+  }
+
+  bool active() const { return r_ != nullptr; }
+  // A period's loss, in the order the pass adds it.
+  void added(double loss) {
+    if (r_ != nullptr) losses_.push_back(loss);
+  }
+
+  // At a close, the next period starting at `a`: the copies jumped (0: none); the pass's
+  // positions and `lost` moved past them.
+  std::size_t at(std::int64_t a, std::vector<Cursor>& open, const StreamInterval*& i, const StreamInterval*& e,
+                 double& lost) {
+    if (a < origin_) return 0;
+    const auto j = static_cast<std::size_t>((a - origin_) / r_->delta);
+    if (seen_ && j <= boundary_) return 0;  // not the first close of a new copy
+    std::size_t k = 0;
+    if (seen_ && prev_.valid && boundary_ + 1 == j) k = copies_to_jump(a, open, i, e);
+    if (k > 0) {
+      for (std::size_t n = 0; n < k; ++n) {
+        for (const double loss : losses_) lost += loss;
+      }
+      for (std::size_t c = 0; c < open.size(); ++c) {
+        if (open[c].at != prev_.at[c]) open[c].at += static_cast<std::ptrdiff_t>(k * r_->count[open[c].stream]);
+      }
+      i += static_cast<std::ptrdiff_t>(k * count(Stream::kCompute));
+      if (e != prev_.e) e += static_cast<std::ptrdiff_t>(k * count(Stream::kEpComm));
+      if (r_->stepped_over != nullptr) *r_->stepped_over += k;
+      a += static_cast<std::int64_t>(k) * r_->delta;
+    }
+    seen_ = true;
+    boundary_ = j + k;
+    prev_.valid = true;
+    prev_.i = i;
+    prev_.e = e;
+    for (std::size_t c = 0; c < open.size(); ++c) prev_.at[c] = open[c].at;
+    losses_.clear();
+    return k;
+  }
+
+ private:
+  std::size_t count(Stream s) const { return r_->count[static_cast<std::size_t>(s)]; }
+  std::size_t from(Stream s) const { return r_->from[static_cast<std::size_t>(s)]; }
+  std::size_t limit(Stream s) const { return from(s) + r_->copies * count(s); }
+
+  std::size_t copies_to_jump(std::int64_t a, const std::vector<Cursor>& open, const StreamInterval* i,
+                             const StreamInterval* e) const {
+    const std::int64_t delta = r_->delta;
+    std::size_t k = r_->copies;
+    // A stream's intervals read from index `before` (the previous boundary) to `last` (this one)
+    // repeat in the next k copies while the indices read stay among the copies.
+    auto periodic = [&](std::size_t before, std::size_t pos, std::size_t last, std::size_t n, std::size_t first,
+                        std::size_t end) {
+      if (n == 0 || before < first || pos != before + n || last >= end) return false;
+      k = std::min(k, (end - 1 - last) / n);
+      return true;
+    };
+    // Compute: read up to the first interval starting at or after `a` (the periods taken end by then).
+    const StreamInterval* ahead = i;
+    while (ahead != compute_.last && ahead->start.ps() < a) ++ahead;
+    if (!periodic(static_cast<std::size_t>(prev_.i - compute_.first), static_cast<std::size_t>(i - compute_.first),
+                  static_cast<std::size_t>(ahead - compute_.first), count(Stream::kCompute), from(Stream::kCompute),
+                  limit(Stream::kCompute))) {
+      return 0;
+    }
+    // An interval not taken before the pass reaches a + k·delta (the copies' takes start
+    // earlier): a + k·delta ≤ start.
+    auto unread = [&](std::int64_t start) {
+      if (start <= a) return false;
+      k = std::min(k, static_cast<std::size_t>((start - a) / delta));
+      return true;
+    };
+    if (ep_.first != ep_.last) {
+      const auto pos = static_cast<std::size_t>(e - ep_.first);
+      if (e == prev_.e) {
+        if (e != ep_.last && !unread(e->start.ps())) return 0;
+      } else if (!periodic(static_cast<std::size_t>(prev_.e - ep_.first), pos, pos, count(Stream::kEpComm),
+                           from(Stream::kEpComm), limit(Stream::kEpComm))) {
+        return 0;
+      }
+    }
+    for (std::size_t c = 0; c < open.size() && k > 0; ++c) {
+      const Cursor& cursor = open[c];
+      const auto pos = static_cast<std::size_t>(cursor.at - cursor.first);
+      if (cursor.at == prev_.at[c]) {
+        if (!cursor.done() && !unread(cursor.at->start.ps())) return 0;
+      } else if (!periodic(static_cast<std::size_t>(prev_.at[c] - cursor.first), pos, pos, r_->count[cursor.stream],
+                           r_->from[cursor.stream], r_->from[cursor.stream] + r_->copies * r_->count[cursor.stream])) {
+        return 0;
+      }
+    }
+    return k;
+  }
+
+  const RepeatedIntervals* r_;
+  StreamIntervals compute_, ep_;
+  std::int64_t origin_ = 0;   // copy 0's first compute interval's start
+  bool seen_ = false;         // a boundary was passed
+  std::size_t boundary_ = 0;  // the last boundary passed
+  std::vector<double> losses_;  // the losses added since it
+  struct {
+    bool valid = false;
+    const StreamInterval* i = nullptr;
+    const StreamInterval* e = nullptr;
+    std::vector<const StreamInterval*> at;
+  } prev_;  // the pass at the last boundary
+};
+
 // The time compute loses to the communication kernels beside it (see device_breakdown).
 // Tensor-parallel traffic runs between the GEMMs it feeds, not beside them (pipelined with them
 // in chunks, the exposed chunk already stands for its cost). A chain's span counts with the share
 // of its length that its compute steps take.
 Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& streams,
-                    const TimeBreakdown* splits, double slowdown) {
+                    const TimeBreakdown* splits, double slowdown, const RepeatedIntervals* repeated) {
   SIM_ASSERT(slowdown >= 0 && slowdown < 1, "compute slowdown under communication out of [0, 1)");
   if (slowdown == 0) return Duration();
-  // The periods: the union of the streams' intervals, touching ones joined (a merge of the
-  // streams by start).
-  std::vector<Cursor> open = cursors(streams, true);
-  // Each stream's next start (none: the largest time), read once per interval taken.
-  std::array<std::int64_t, parallel::kNumStreams> next{};
-  auto head = [&open, &next](std::size_t i) {
-    open[i].skip_empty();
-    next[i] = open[i].done() ? std::numeric_limits<std::int64_t>::max() : open[i].at->start.ps();
-  };
-  for (std::size_t i = 0; i < open.size(); ++i) head(i);
-  std::vector<Span> comm;
-  for (;;) {
-    std::size_t first = 0;
-    for (std::size_t i = 1; i < open.size(); ++i) {
-      if (next[i] < next[first]) first = i;
-    }
-    if (open.empty() || open[first].done()) break;
-    const std::int64_t a = next[first], b = open[first].at->end.ps();
-    open[first].step();
-    head(first);
-    if (!comm.empty() && a <= comm.back().end) {
-      comm.back().end = std::max(comm.back().end, b);
-    } else {
-      comm.push_back({a, b});
-    }
-  }
+  const StreamIntervals& compute = streams[static_cast<std::size_t>(Stream::kCompute)];
+  const double stretch = slowdown / (1 - slowdown);
+  double lost = 0;
+  const StreamInterval* i = compute.first;
   // Each expert-parallel all-to-all closes its own period: what the compute beside one all-to-all
   // loses is not made up by another one's exposed time. The all-to-alls are synchronisation
   // points (the experts wait for the dispatch, the next block for the combine), and in
@@ -302,33 +407,16 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
   // megatron/core/models/common/model_chunk_schedule_plan.py), so each all-to-all and the
   // compute beside it end together, however busy the EP stream stays around them.
   const StreamIntervals& ep = streams[static_cast<std::size_t>(Stream::kEpComm)];
-  if (ep.first != ep.last) {
-    std::vector<Span> cut;
-    const StreamInterval* e = ep.first;
-    for (const Span& period : comm) {
-      std::int64_t from = period.start;
-      while (e != ep.last && e->end.ps() <= from) ++e;
-      for (const StreamInterval* k = e; k != ep.last && k->start.ps() < period.end; ++k) {
-        for (const std::int64_t at : {k->start.ps(), k->end.ps()}) {
-          if (at <= from || at >= period.end) continue;
-          cut.push_back({from, at});
-          from = at;
-        }
-      }
-      cut.push_back({from, period.end});
-    }
-    comm.swap(cut);
-  }
-  const StreamIntervals& compute = streams[static_cast<std::size_t>(Stream::kCompute)];
-  const double stretch = slowdown / (1 - slowdown);
-  double lost = 0;
-  const StreamInterval* i = compute.first;
-  for (const Span& period : comm) {
+  const StreamInterval* e = ep.first;
+  std::vector<Cursor> open = cursors(streams, true);
+  PeriodJump jump(repeated, compute, ep, open.size());
+  // One period [from, to) without a cut.
+  auto charge = [&](std::int64_t from, std::int64_t to) {
     double slowed = 0;        // compute under the period, chain spans by their compute share
     std::int64_t under = 0;   // time in the period with compute running
-    while (i != compute.last && i->end.ps() <= period.start) ++i;
-    for (const StreamInterval* k = i; k != compute.last && k->start.ps() < period.end; ++k) {
-      const std::int64_t a = std::max(period.start, k->start.ps()), b = std::min(period.end, k->end.ps());
+    while (i != compute.last && i->end.ps() <= from) ++i;
+    for (const StreamInterval* k = i; k != compute.last && k->start.ps() < to; ++k) {
+      const std::int64_t a = std::max(from, k->start.ps()), b = std::min(to, k->end.ps());
       if (b <= a) continue;
       under += b - a;
       double share = 1;
@@ -340,9 +428,63 @@ Duration contention(const std::array<StreamIntervals, parallel::kNumStreams>& st
       }
       slowed += static_cast<double>(b - a) * share;
     }
-    const double alone = static_cast<double>(period.end - period.start - under);
-    lost += std::max(0.0, slowed * stretch - alone);
+    const double alone = static_cast<double>(to - from - under);
+    const double loss = std::max(0.0, slowed * stretch - alone);
+    lost += loss;
+    jump.added(loss);
+  };
+  // A period of the union, cut where an all-to-all starts or ends inside it.
+  auto close = [&](Span period) {
+    std::int64_t from = period.start;
+    if (ep.first != ep.last) {
+      while (e != ep.last && e->end.ps() <= from) ++e;
+      for (const StreamInterval* k = e; k != ep.last && k->start.ps() < period.end; ++k) {
+        for (const std::int64_t at : {k->start.ps(), k->end.ps()}) {
+          if (at <= from || at >= period.end) continue;
+          charge(from, at);
+          from = at;
+        }
+      }
+    }
+    charge(from, period.end);
+  };
+  // The periods: the union of the streams' intervals, touching ones joined (a merge of the
+  // streams by start). Each stream's next start (none: the largest time), read once per interval
+  // taken.
+  std::array<std::int64_t, parallel::kNumStreams> next{};
+  auto head = [&open, &next](std::size_t c) {
+    open[c].skip_empty();
+    next[c] = open[c].done() ? std::numeric_limits<std::int64_t>::max() : open[c].at->start.ps();
+  };
+  for (std::size_t c = 0; c < open.size(); ++c) head(c);
+  Span period{0, 0};
+  bool in_period = false;
+  for (;;) {
+    std::size_t first = 0;
+    for (std::size_t c = 1; c < open.size(); ++c) {
+      if (next[c] < next[first]) first = c;
+    }
+    if (open.empty() || open[first].done()) break;
+    const std::int64_t a = next[first];
+    if (in_period && a > period.end) {
+      close(period);
+      in_period = false;
+      if (jump.active() && jump.at(a, open, i, e, lost) > 0) {
+        for (std::size_t c = 0; c < open.size(); ++c) head(c);
+        continue;
+      }
+    }
+    const std::int64_t b = open[first].at->end.ps();
+    open[first].step();
+    head(first);
+    if (in_period) {
+      period.end = std::max(period.end, b);
+    } else {
+      period = {a, b};
+      in_period = true;
+    }
   }
+  if (in_period) close(period);
   // Saturates as the clock does (a slowdown near 1 stretches without bound).
   return Duration::from_ps(static_cast<std::int64_t>(std::min(lost, static_cast<double>(std::int64_t{1} << 62))));
 }
@@ -387,7 +529,7 @@ TimeBreakdown device_breakdown(const std::array<StreamIntervals, parallel::kNumS
   }
   covered += charge_gap(busy_to, std::numeric_limits<std::int64_t>::max(), comm, out);
   out[TimeCategory::kIdle] += Duration::from_ps(end.ps() - covered);
-  out[TimeCategory::kContention] = contention(streams, splits, slowdown);
+  out[TimeCategory::kContention] = contention(streams, splits, slowdown, repeated);
   return out;
 }
 

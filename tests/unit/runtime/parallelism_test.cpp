@@ -428,10 +428,14 @@ TEST_CASE("time breakdown: repeated copies stepped over change nothing") {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<std::int64_t>((seed >> 33) % n);
   };
+  // Times in units of 1000 ps, so that contention's losses (fractions of an interval, rounded
+  // down to picoseconds) tell one period from another.
+  constexpr std::int64_t kUnit = 1000;
   std::size_t stepped = 0;
-  for (int trial = 0; trial < 500; ++trial) {
+  for (int trial = 0; trial < 3000; ++trial) {
     runtime::RepeatedIntervals repeated;
-    repeated.delta = 8 + next(20);
+    const std::int64_t delta = 8 + next(20);
+    repeated.delta = delta * kUnit;
     repeated.copies = 3 + static_cast<std::size_t>(next(10));
     repeated.stepped_over = &stepped;
     std::vector<std::vector<runtime::StreamInterval>> streams(order.size());
@@ -441,7 +445,8 @@ TEST_CASE("time breakdown: repeated copies stepped over change nothing") {
       if (s != 0 && sparse && next(3) != 0) continue;
       std::vector<runtime::StreamInterval>& out = streams[s];
       auto add = [&](std::int64_t at, std::int64_t length, std::int64_t category) {
-        out.push_back({SimTime::from_ps(at), SimTime::from_ps(at + length), categories[static_cast<std::size_t>(category)], -1});
+        out.push_back({SimTime::from_ps(at * kUnit), SimTime::from_ps((at + length) * kUnit),
+                       categories[static_cast<std::size_t>(category)], -1});
       };
       auto some = [&](std::int64_t t) {  // a few intervals from t on, some empty or touching
         for (std::int64_t k = next(4); k > 0; --k) {
@@ -460,12 +465,12 @@ TEST_CASE("time breakdown: repeated copies stepped over change nothing") {
       std::vector<Interval> copy;
       const auto copies = static_cast<std::int64_t>(repeated.copies);
       if (s != 0 && next(4) == 0) {
-        add(t + next(static_cast<std::uint64_t>(repeated.delta * copies / 2 + 1)), repeated.delta * copies + 20 + next(20), 0);
+        add(t + next(static_cast<std::uint64_t>(delta * copies / 2 + 1)), delta * copies + 20 + next(20), 0);
         t = out.back().end.ps();
       } else {
         for (std::int64_t u = next(3), k = s == 0 ? 1 + next(5) : next(4); k > 0; --k) {
           const std::int64_t length = next(3) == 0 ? 0 : 1 + next(6);
-          if (u + length > repeated.delta) break;
+          if (u + length > delta) break;
           copy.push_back({u, length, next(3)});
           u += length + next(5);
         }
@@ -475,16 +480,17 @@ TEST_CASE("time breakdown: repeated copies stepped over change nothing") {
       repeated.from[stream] = out.size();
       repeated.count[stream] = copy.size();
       for (std::int64_t c = 0; c < copies; ++c) {
-        for (const Interval& i : copy) add(first + c * repeated.delta + i.at, i.length, i.category);
+        for (const Interval& i : copy) add(first + c * delta + i.at, i.length, i.category);
       }
-      t = some(first + copies * repeated.delta + next(3));
+      // After the copies, from the last one's end on (where a next copy might have started).
+      t = some(out.empty() ? first : std::max(out.back().end.ps() / kUnit, first + (copies - 1) * delta) + next(3));
       horizon = std::max(horizon, t);
     }
     std::array<runtime::StreamIntervals, parallel::kNumStreams> view{};
     for (std::size_t s = 0; s < order.size(); ++s) {
       view[static_cast<std::size_t>(order[s])] = {streams[s].data(), streams[s].data() + streams[s].size()};
     }
-    const SimTime end = SimTime::from_ps(horizon + next(20));
+    const SimTime end = SimTime::from_ps((horizon + next(20)) * kUnit);
     for (const double slowdown : {0.0, 0.25}) {
       const runtime::TimeBreakdown want = runtime::device_breakdown(view, end, nullptr, slowdown);
       const runtime::TimeBreakdown got = runtime::device_breakdown(view, end, nullptr, slowdown, &repeated);
@@ -495,7 +501,7 @@ TEST_CASE("time breakdown: repeated copies stepped over change nothing") {
     }
   }
   // The copies are stepped over often enough for the comparison to mean something.
-  CHECK(stepped > 400);
+  CHECK(stepped > 3000);
 }
 
 TEST_CASE("contention of a bucketed all-reduce: what hides under the backward slows it") {
