@@ -302,6 +302,20 @@ TEST_CASE("contention: each all-to-all is its own period, however busy the EP st
 
 namespace {
 
+// The streams and compute categories of the random timelines below, and their generator of
+// numbers below n (a linear congruential one: the same draws on every platform).
+const std::vector<Stream> kTimelineStreams = {Stream::kCompute,    Stream::kTpComm,     Stream::kCpComm, Stream::kEpComm,
+                                              Stream::kPpRecvPrev, Stream::kPpSendNext, Stream::kDpComm};
+constexpr std::array kTimelineCategories = {runtime::TimeCategory::kForward, runtime::TimeCategory::kBackward,
+                                            runtime::TimeCategory::kRecompute};
+struct Random {
+  std::uint64_t seed;
+  std::int64_t operator()(std::uint64_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::int64_t>((seed >> 33) % n);
+  }
+};
+
 // What device_breakdown gives, instant by instant (picoseconds on a small grid): compute takes
 // its intervals' categories; an instant without compute goes to the first communication stream
 // of the priority order running then, or is idle. Contention: the periods are the runs of
@@ -381,14 +395,9 @@ runtime::TimeBreakdown breakdown_by_instant(const std::vector<std::vector<runtim
 
 TEST_CASE("time breakdown: each instant to compute, the first stream running or idle") {
   using runtime::TimeCategory;
-  const std::vector<Stream> order = {Stream::kCompute, Stream::kTpComm, Stream::kCpComm, Stream::kEpComm,
-                                     Stream::kPpRecvPrev, Stream::kPpSendNext, Stream::kDpComm};
-  const std::array categories = {TimeCategory::kForward, TimeCategory::kBackward, TimeCategory::kRecompute};
-  std::uint64_t seed = 12345;
-  auto next = [&seed](std::uint64_t n) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<std::int64_t>((seed >> 33) % n);
-  };
+  const std::vector<Stream>& order = kTimelineStreams;
+  const auto& categories = kTimelineCategories;
+  Random next{12345};
   for (int trial = 0; trial < 300; ++trial) {
     // Each stream: intervals in time order, some empty, some touching the one before.
     std::vector<std::vector<runtime::StreamInterval>> streams(order.size());
@@ -420,14 +429,9 @@ TEST_CASE("time breakdown: each instant to compute, the first stream running or 
 
 TEST_CASE("time breakdown: repeated copies stepped over change nothing") {
   using runtime::TimeCategory;
-  const std::vector<Stream> order = {Stream::kCompute, Stream::kTpComm, Stream::kCpComm, Stream::kEpComm,
-                                     Stream::kPpRecvPrev, Stream::kPpSendNext, Stream::kDpComm};
-  const std::array categories = {TimeCategory::kForward, TimeCategory::kBackward, TimeCategory::kRecompute};
-  std::uint64_t seed = 2024;
-  auto next = [&seed](std::uint64_t n) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<std::int64_t>((seed >> 33) % n);
-  };
+  const std::vector<Stream>& order = kTimelineStreams;
+  const auto& categories = kTimelineCategories;
+  Random next{2024};
   // Times in units of 1000 ps, so that contention's losses (fractions of an interval, rounded
   // down to picoseconds) tell one period from another.
   constexpr std::int64_t kUnit = 1000;
