@@ -91,20 +91,23 @@ struct CutState {
     counts.clear();
   }
 };
-// A template's last evaluation, to replay the next one at once when it finds the same state
-// shifted in time (see BlockReplay::evaluate_memoized). Its values (BlockStorage::memo_values,
-// from `values`) are the inputs, then the outputs, each less the first input.
+// A template's last two evaluations (slots), to replay the next one at once when it finds the
+// state of either shifted in time (see BlockReplay::evaluate_memoized): a warm-up or a drain
+// often alternates between two. A slot's values (BlockStorage::memo_values, from
+// values + slot·(inputs + outputs)) are the inputs, then the outputs, each less the first input.
 struct BlockMemo {
+  static constexpr std::size_t kSlots = 2;
   bool usable = false;  // the template's outputs are all inputs or task ends shifted in time
-  bool valid = false;   // holds an evaluation
+  std::array<bool, kSlots> valid{};  // which slots hold an evaluation
+  std::uint8_t newest = 0;           // the slot evaluated or used last
   std::uint16_t streams = 0;                   // the device's streams it reads or writes
   std::uint32_t regs_begin = 0, reg_count = 0; // registers it reads: BlockStorage::memo_regs
   std::uint32_t sends_begin = 0, send_count = 0;  // channels of its sends, in order: memo_sends
   std::uint32_t first_sends_begin = 0, first_send_count = 0;  // each channel it sends on, once
   std::array<std::int32_t, 2> receives{-1, -1};  // channels of its receives, in order
   std::uint32_t values = 0, inputs = 0, outputs = 0;
-  // In the recording pass, the intervals it recorded: BlockStorage::recorded.
-  std::uint32_t recorded_begin = 0, recorded_count = 0;
+  // In the recording pass, the intervals each slot recorded: BlockStorage::recorded.
+  std::array<std::uint32_t, kSlots> recorded_begin{}, recorded_count{};
 };
 // An interval a memoized evaluation recorded, less its first input.
 struct RecordedInterval {
@@ -319,7 +322,7 @@ class BlockReplay {
       m.inputs = streams + m.reg_count + 2 * receives + m.first_send_count;
       m.outputs = streams + static_cast<std::uint32_t>(t.writes.size()) + 2 * m.send_count + 1;
       m.values = values;
-      values += m.inputs + m.outputs;
+      values += static_cast<std::uint32_t>(BlockMemo::kSlots) * (m.inputs + m.outputs);
     }
     st_.memo_values.resize(values);
   }
@@ -694,16 +697,27 @@ class BlockReplay {
     }
     SimTime* registers = st_.registers.data() + dev.registers;
     const std::int64_t base = dev.free[static_cast<std::size_t>(std::countr_zero(m.streams))].ps();  // the first input
-    std::int64_t* v = st_.memo_values.data() + m.values;
     const BlockProgram::Template& t = p_.templates[b.templ];
+    auto slot_values = [this, &m](std::size_t slot) { return st_.memo_values.data() + m.values + slot * (m.inputs + m.outputs); };
     // Far from the clock's saturation (simulate() rejects iterations beyond 2^62 ps), so that
     // the shifted times are those the evaluation would give.
-    if (m.valid && base < (std::int64_t{1} << 61) && inputs<false>(dev, m, registers, base, v)) {
-      apply_memo<kRecord>(dev, m, t, v + m.inputs, base, registers, work, record);
-      return;
+    if (base < (std::int64_t{1} << 61)) {
+      for (std::size_t k = 0; k < BlockMemo::kSlots; ++k) {
+        const std::size_t slot = (m.newest + k) % BlockMemo::kSlots;
+        std::int64_t* v = slot_values(slot);
+        if (m.valid[slot] && inputs<false>(dev, m, registers, base, v)) {
+          m.newest = static_cast<std::uint8_t>(slot);
+          apply_memo<kRecord>(dev, m, slot, t, v + m.inputs, base, registers, work, record);
+          return;
+        }
+      }
     }
+    // Into the slot not used last (an empty one first).
+    std::size_t slot = (m.newest + 1) % BlockMemo::kSlots;
+    if (!m.valid[m.newest]) slot = m.newest;
+    std::int64_t* v = slot_values(slot);
     inputs<true>(dev, m, registers, base, v);
-    m.valid = false;
+    m.valid[slot] = false;
     std::array<std::size_t, parallel::kNumStreams> recorded{};
     if constexpr (kRecord) {
       for (std::size_t s = 0; s < parallel::kNumStreams; ++s) recorded[s] = (*record)[s].size();
@@ -733,16 +747,17 @@ class BlockReplay {
     }
     *out = last.ps() - base;
     if constexpr (kRecord) {
-      m.recorded_begin = static_cast<std::uint32_t>(st_.recorded.size());
+      m.recorded_begin[slot] = static_cast<std::uint32_t>(st_.recorded.size());
       for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
         for (std::size_t i = recorded[s]; i < (*record)[s].size(); ++i) {
           const StreamInterval& r = (*record)[s][i];
           st_.recorded.push_back({r.start.ps() - base, r.end.ps() - base, static_cast<std::uint8_t>(s), r.category, r.split});
         }
       }
-      m.recorded_count = static_cast<std::uint32_t>(st_.recorded.size()) - m.recorded_begin;
+      m.recorded_count[slot] = static_cast<std::uint32_t>(st_.recorded.size()) - m.recorded_begin[slot];
     }
-    m.valid = true;
+    m.valid[slot] = true;
+    m.newest = static_cast<std::uint8_t>(slot);
   }
 
   // The inputs of a memoized template's block, less `base`, in order: the device's streams'
@@ -781,7 +796,7 @@ class BlockReplay {
   // The outputs of a memoized evaluation (evaluate_memoized), shifted to `base`; kRecord: its
   // intervals too, its transfers being in their channels already.
   template <bool kRecord>
-  void apply_memo(BlockDevice& dev, const BlockMemo& m, const BlockProgram::Template& t, const std::int64_t* out,
+  void apply_memo(BlockDevice& dev, const BlockMemo& m, std::size_t slot, const BlockProgram::Template& t, const std::int64_t* out,
                   std::int64_t base, SimTime* registers, std::vector<std::int32_t>& work, Intervals* record) {
     const auto at = [base](std::int64_t v) { return SimTime::from_ps(v + base); };
     for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
@@ -806,7 +821,7 @@ class BlockReplay {
     const SimTime last = at(*out);
     if (last > dev.last_end) dev.last_end = last;
     if constexpr (kRecord) {
-      for (std::uint32_t i = m.recorded_begin; i < m.recorded_begin + m.recorded_count; ++i) {
+      for (std::uint32_t i = m.recorded_begin[slot]; i < m.recorded_begin[slot] + m.recorded_count[slot]; ++i) {
         const internal::RecordedInterval& r = st_.recorded[i];
         (*record)[r.stream].push_back({at(r.start), at(r.end), r.category, r.split});
       }
@@ -907,7 +922,7 @@ class BlockReplay {
     Intervals& intervals = st_.intervals;
     for (auto& stream : intervals) stream.clear();
     // The memos start afresh: a block's recorded intervals are its last evaluation's, shifted.
-    for (BlockMemo& m : st_.memos) m.valid = false;
+    for (BlockMemo& m : st_.memos) m.valid.fill(false);
     st_.recorded.clear();
     std::vector<std::int32_t> unused;
     const auto& blocks = p_.blocks[static_cast<std::size_t>(d)];
