@@ -921,7 +921,7 @@ class BlockReplay {
     }
     Intervals& intervals = st_.intervals;
     for (auto& stream : intervals) stream.clear();
-    // The memos start afresh: a block's recorded intervals are its last evaluation's, shifted.
+    // The memos start afresh: a block's recorded intervals are those of the slot it reuses, shifted.
     for (BlockMemo& m : st_.memos) m.valid.fill(false);
     st_.recorded.clear();
     std::vector<std::int32_t> unused;
