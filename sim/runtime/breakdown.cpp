@@ -155,6 +155,23 @@ std::int64_t charge_gap(std::int64_t from, std::int64_t to, std::vector<Cursor>&
   return covered;
 }
 
+// Whether the passes can step over `r`'s copies: three or more, each with compute intervals
+// and lasting some time.
+bool steps_over(const RepeatedIntervals* r) {
+  return r != nullptr && r->copies >= 3 && r->count[static_cast<std::size_t>(Stream::kCompute)] > 0 && r->delta > 0;
+}
+
+// Whether a position on stream `s` moved by one copy, from `before` to `pos`, reading indices up
+// to `last`, among copies only; if so, `k` is bounded to the copies after which the reads,
+// moved as many copies on, still fall among copies (the index read last stays below the end).
+bool moved_one_copy(const RepeatedIntervals& r, std::size_t s, std::size_t before, std::size_t pos, std::size_t last,
+                    std::size_t& k) {
+  const std::size_t n = r.count[s], from = r.from[s], end = from + r.copies * n;
+  if (n == 0 || before < from || pos != before + n || last >= end) return false;
+  k = std::min(k, (end - 1 - last) / n);
+  return true;
+}
+
 // Steps device_breakdown's pass over the compute stream across whole copies of repeated
 // intervals (RepeatedIntervals). From one compute interval to the next the pass carries the end
 // of the last one, the time covered, the breakdown so far and the communication cursors. At the
@@ -167,12 +184,9 @@ std::int64_t charge_gap(std::int64_t from, std::int64_t to, std::vector<Cursor>&
 class CopyJump {
  public:
   CopyJump(const RepeatedIntervals* r, const StreamInterval* compute_first, std::size_t cursors)
-      : r_(r), first_(compute_first) {
+      : r_(steps_over(r) ? r : nullptr), first_(compute_first) {
+    if (r_ == nullptr) return;
     const auto c = static_cast<std::size_t>(Stream::kCompute);
-    if (r_ == nullptr || r_->copies < 3 || r_->count[c] == 0 || r_->delta <= 0) {
-      r_ = nullptr;
-      return;
-    }
     n_ = r_->count[c];
     next_ = first_ + r_->from[c];
     prev_.at.resize(cursors);
@@ -222,14 +236,9 @@ class CopyJump {
     const std::int64_t last_start = i[-1].start.ps();
     for (std::size_t c = 0; c < comm.size() && k > 0; ++c) {
       const Cursor& cursor = comm[c];
-      const std::size_t n = r_->count[cursor.stream], from = r_->from[cursor.stream];
       const auto pos = static_cast<std::size_t>(cursor.at - cursor.first);
       const auto before = static_cast<std::size_t>(prev_.at[c] - cursor.first);
-      if (n > 0 && before >= from && pos == before + n) {
-        const std::size_t limit = from + r_->copies * n;
-        if (pos >= limit) return 0;
-        k = std::min(k, (limit - 1 - pos) / n);
-      } else if (pos == before) {
+      if (pos == before) {
         if (cursor.done()) continue;
         const std::int64_t start = cursor.at->start.ps(), end = cursor.at->end.ps();
         if (start >= last_start) {
@@ -239,7 +248,7 @@ class CopyJump {
         } else {
           return 0;
         }
-      } else {
+      } else if (!moved_one_copy(*r_, cursor.stream, before, pos, pos, k)) {
         return 0;
       }
     }
@@ -271,13 +280,9 @@ class PeriodJump {
  public:
   PeriodJump(const RepeatedIntervals* r, const StreamIntervals& compute, const StreamIntervals& ep,
              std::size_t cursors)
-      : r_(r), compute_(compute), ep_(ep) {
-    const auto c = static_cast<std::size_t>(Stream::kCompute);
-    if (r_ == nullptr || r_->copies < 3 || r_->count[c] == 0 || r_->delta <= 0) {
-      r_ = nullptr;
-      return;
-    }
-    origin_ = compute.first[r_->from[c]].start.ps();
+      : r_(steps_over(r) ? r : nullptr), compute_(compute), ep_(ep) {
+    if (r_ == nullptr) return;
+    origin_ = compute.first[r_->from[static_cast<std::size_t>(Stream::kCompute)]].start.ps();
     prev_.at.resize(cursors);
   }
 
@@ -295,7 +300,7 @@ class PeriodJump {
     const auto j = static_cast<std::size_t>((a - origin_) / r_->delta);
     if (seen_ && j <= boundary_) return 0;  // not the first close of a new copy
     std::size_t k = 0;
-    if (seen_ && prev_.valid && boundary_ + 1 == j) k = copies_to_jump(a, open, i, e);
+    if (seen_ && boundary_ + 1 == j) k = copies_to_jump(a, open, i, e);
     if (k > 0) {
       for (std::size_t n = 0; n < k; ++n) {
         for (const double loss : losses_) lost += loss;
@@ -310,7 +315,6 @@ class PeriodJump {
     }
     seen_ = true;
     boundary_ = j + k;
-    prev_.valid = true;
     prev_.i = i;
     prev_.e = e;
     for (std::size_t c = 0; c < open.size(); ++c) prev_.at[c] = open[c].at;
@@ -320,27 +324,16 @@ class PeriodJump {
 
  private:
   std::size_t count(Stream s) const { return r_->count[static_cast<std::size_t>(s)]; }
-  std::size_t from(Stream s) const { return r_->from[static_cast<std::size_t>(s)]; }
-  std::size_t limit(Stream s) const { return from(s) + r_->copies * count(s); }
 
   std::size_t copies_to_jump(std::int64_t a, const std::vector<Cursor>& open, const StreamInterval* i,
                              const StreamInterval* e) const {
     const std::int64_t delta = r_->delta;
     std::size_t k = r_->copies;
-    // A stream's intervals read from index `before` (the previous boundary) to `last` (this one)
-    // repeat in the next k copies while the indices read stay among the copies.
-    auto periodic = [&](std::size_t before, std::size_t pos, std::size_t last, std::size_t n, std::size_t first,
-                        std::size_t end) {
-      if (n == 0 || before < first || pos != before + n || last >= end) return false;
-      k = std::min(k, (end - 1 - last) / n);
-      return true;
-    };
     // Compute: read up to the first interval starting at or after `a` (the periods taken end by then).
     const StreamInterval* ahead = i;
     while (ahead != compute_.last && ahead->start.ps() < a) ++ahead;
-    if (!periodic(static_cast<std::size_t>(prev_.i - compute_.first), static_cast<std::size_t>(i - compute_.first),
-                  static_cast<std::size_t>(ahead - compute_.first), count(Stream::kCompute), from(Stream::kCompute),
-                  limit(Stream::kCompute))) {
+    if (!moved_one_copy(*r_, static_cast<std::size_t>(Stream::kCompute), static_cast<std::size_t>(prev_.i - compute_.first),
+                        static_cast<std::size_t>(i - compute_.first), static_cast<std::size_t>(ahead - compute_.first), k)) {
       return 0;
     }
     // An interval not taken before the pass reaches a + k·delta (the copies' takes start
@@ -354,8 +347,8 @@ class PeriodJump {
       const auto pos = static_cast<std::size_t>(e - ep_.first);
       if (e == prev_.e) {
         if (e != ep_.last && !unread(e->start.ps())) return 0;
-      } else if (!periodic(static_cast<std::size_t>(prev_.e - ep_.first), pos, pos, count(Stream::kEpComm),
-                           from(Stream::kEpComm), limit(Stream::kEpComm))) {
+      } else if (!moved_one_copy(*r_, static_cast<std::size_t>(Stream::kEpComm), static_cast<std::size_t>(prev_.e - ep_.first),
+                                 pos, pos, k)) {
         return 0;
       }
     }
@@ -364,8 +357,7 @@ class PeriodJump {
       const auto pos = static_cast<std::size_t>(cursor.at - cursor.first);
       if (cursor.at == prev_.at[c]) {
         if (!cursor.done() && !unread(cursor.at->start.ps())) return 0;
-      } else if (!periodic(static_cast<std::size_t>(prev_.at[c] - cursor.first), pos, pos, r_->count[cursor.stream],
-                           r_->from[cursor.stream], r_->from[cursor.stream] + r_->copies * r_->count[cursor.stream])) {
+      } else if (!moved_one_copy(*r_, cursor.stream, static_cast<std::size_t>(prev_.at[c] - cursor.first), pos, pos, k)) {
         return 0;
       }
     }
@@ -379,11 +371,10 @@ class PeriodJump {
   std::size_t boundary_ = 0;  // the last boundary passed
   std::vector<double> losses_;  // the losses added since it
   struct {
-    bool valid = false;
     const StreamInterval* i = nullptr;
     const StreamInterval* e = nullptr;
     std::vector<const StreamInterval*> at;
-  } prev_;  // the pass at the last boundary
+  } prev_;  // the pass at the last boundary (seen_)
 };
 
 // The time compute loses to the communication kernels beside it (see device_breakdown).
