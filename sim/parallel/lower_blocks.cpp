@@ -59,28 +59,40 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
     blocks.push_back({known.templ, mb, mb2});
     return;
   }
+  // Another device's template of the block, where sharing applies (not to the parameter
+  // gathers and the optimizer step, which read the whole device).
+  const bool shareable = options_.share_templates && kind != BlockKind::kParamGathers && kind != BlockKind::kOptimizer;
+  const std::array<std::int64_t, 2> chunks = block_chunks(kind, chunk);
+  const SharedBlock* shared = shareable ? find_shared(key, holds, chunks, mb == mb2) : nullptr;
   // The registers the block may read or write: the parameter gathers' only where it waits for
   // them or makes them.
   const bool params = kind == BlockKind::kParamGathers || (forwards && !forwarded);
   const std::int32_t registers = params ? program_->registers : kFirstParamRegister;
   held_before_.resize(static_cast<std::size_t>(registers));
-  for (std::int32_t r = 0; r < registers; ++r) {
-    held_before_[static_cast<std::size_t>(r)] = reg(r) != kNone;
-    if (reg(r) != kNone) reg(r) = BlockProgram::kRegisterBase + r;
-  }
+  each_register(registers, [this](std::int32_t r, std::int32_t& v) {
+    held_before_[static_cast<std::size_t>(r)] = v != kNone;
+    if (v != kNone) v = BlockProgram::kRegisterBase + r;
+  });
   SIM_ASSERT(!chains_.open(), "a chain spans blocks");
   read_ = 0;
   const std::uint32_t held = holding(true);
   BlockProgram::Template templ;
   templ.device = device_;
   templ.task_begin = static_cast<std::uint32_t>(g_.tasks.size());
-  run_block(kind, mb, chunk, last, mb2);
-  close_chain();
+  if (shared != nullptr) {
+    copy_template(*shared, chunks, mb, mb2);
+    ++program_->copied_templates;
+  } else {
+    lookup_begin_ = static_cast<std::uint32_t>(lookups_.size());
+    recording_ = shareable;
+    run_block(kind, mb, chunk, last, mb2);
+    recording_ = false;
+    close_chain();
+  }
   templ.task_count = static_cast<std::uint32_t>(g_.tasks.size()) - templ.task_begin;
   SIM_ASSERT(g_.tasks.size() < static_cast<std::size_t>(BlockProgram::kRegisterBase), "too many tasks");
-  for (std::int32_t r = 0; r < registers; ++r) {
-    const std::int32_t v = reg(r);
-    if (v == BlockProgram::kRegisterBase + r || (v == kNone && !held_before_[static_cast<std::size_t>(r)])) continue;
+  each_register(registers, [this, &templ](std::int32_t r, std::int32_t v) {
+    if (v == BlockProgram::kRegisterBase + r || (v == kNone && held_before_[static_cast<std::size_t>(r)] == 0)) return;
     BlockProgram::Template::Write w;
     w.reg = r;
     if (v >= BlockProgram::kRegisterBase) {
@@ -90,7 +102,7 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
       w.task = v - static_cast<std::int32_t>(templ.task_begin);
     }
     templ.writes.push_back(w);
-  }
+  });
   KnownBlock known{key, static_cast<std::uint32_t>(program_->templates.size()), read_, held, bucket_params_, 0, 0, false};
   for (const BlockProgram::Template::Write& w : templ.writes) {
     if (w.reg >= kFirstParamRegister) {
@@ -103,6 +115,191 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
   program_->templates.push_back(std::move(templ));
   known_here.push_back(known);
   blocks.push_back({known.templ, mb, mb2});
+  if (!shareable || shared != nullptr) return;
+  if (known.writes_params) {
+    lookups_.resize(lookup_begin_);
+    return;
+  }
+  SharedBlock entry{known, {}, {}, {}, mb == mb2, mb, mb2, lookup_begin_,
+                    static_cast<std::uint32_t>(lookups_.size()) - lookup_begin_};
+  for (std::size_t k = 0; k < 2; ++k) {
+    const std::int64_t vs = vstage(chunks[k]);
+    entry.views[k] = views_[static_cast<std::size_t>(chunks[k])];
+    entry.first_layer[k] = vfirst_[static_cast<std::size_t>(vs)];
+    entry.layers[k] = vlayers_[static_cast<std::size_t>(vs)];
+  }
+  shared_[static_cast<std::size_t>(kind) * per_kind + static_cast<std::size_t>(chunk)].push_back(entry);
+}
+
+void Lowerer::classify_virtual_stages() {
+  // Layers lower alike (up to their index) when these agree: all that lowering reads of a layer.
+  auto alike = [this](std::int64_t a, std::int64_t b) {
+    return model_.is_moe_layer(a) == model_.is_moe_layer(b) &&
+           (model_.attention_window(a) > 0) == (model_.attention_window(b) > 0) &&
+           layer_params(a) == layer_params(b) && expert_params(a) == expert_params(b);
+  };
+  std::vector<std::size_t> firsts;  // the first virtual stage of each class
+  vs_class_.assign(vlayers_.size(), -1);
+  for (std::size_t v = 0; v < vlayers_.size(); ++v) {
+    for (std::size_t c = 0; c < firsts.size() && vs_class_[v] < 0; ++c) {
+      const std::size_t u = firsts[c];
+      if (vlayers_[u] != vlayers_[v]) continue;
+      bool same = true;
+      for (std::int64_t i = 0; i < vlayers_[v] && same; ++i) same = alike(vfirst_[u] + i, vfirst_[v] + i);
+      if (same) vs_class_[v] = static_cast<std::int32_t>(c);
+    }
+    if (vs_class_[v] < 0) {
+      vs_class_[v] = static_cast<std::int32_t>(firsts.size());
+      firsts.push_back(v);
+    }
+  }
+}
+
+std::array<std::int64_t, 2> Lowerer::block_chunks(BlockKind kind, std::int64_t chunk) const {
+  if (kind == BlockKind::kOverlapped || kind == BlockKind::kOverlappedSplit) return {chunk / chunks_, chunk % chunks_};
+  return {chunk, chunk};
+}
+
+void Lowerer::note_lookup(const CommLookup& lookup) {
+  for (std::size_t i = lookup_begin_; i < lookups_.size(); ++i) {
+    if (lookups_[i].comm == lookup.comm) return;
+  }
+  lookups_.push_back(lookup);
+}
+
+const Lowerer::SharedBlock* Lowerer::find_shared(const BlockKey& key, std::uint32_t holds,
+                                                 const std::array<std::int64_t, 2>& chunks, bool one_micro_batch) {
+  const auto per_kind = static_cast<std::size_t>(chunks_ * chunks_);
+  const auto& candidates = shared_[static_cast<std::size_t>(key.kind) * per_kind + static_cast<std::size_t>(key.chunk)];
+  for (const SharedBlock& s : candidates) {
+    if (!(s.known.key == key) || s.one_micro_batch != one_micro_batch) continue;
+    if (!(s.views[0] == views_[static_cast<std::size_t>(chunks[0])]) ||
+        !(s.views[1] == views_[static_cast<std::size_t>(chunks[1])])) {
+      continue;
+    }
+    const bool params = (s.known.read & register_bit(kFirstParamRegister)) != 0;
+    if (((params ? holding(true) : holds) ^ s.known.holding) & s.known.read) continue;
+    return &s;
+  }
+  return nullptr;
+}
+
+void Lowerer::copy_template(const SharedBlock& s, const std::array<std::int64_t, 2>& chunks, std::int32_t mb,
+                            std::int32_t mb2) {
+  // The communicators, looked up in the order the template's lowering first did (so that new
+  // ones are made in the order lowering this block would make them).
+  comm_map_.clear();
+  for (std::uint32_t i = s.lookup_begin; i < s.lookup_begin + s.lookup_count; ++i) {
+    const CommLookup& l = lookups_[i];
+    comm_map_.emplace_back(l.comm, l.pair ? pair_communicator(l.stream, stage_ + l.src, stage_ + l.dst, l.tag)
+                                          : group_communicator(l.axes));
+  }
+  auto comm_of = [this](std::int32_t c) {
+    if (c < 0) return c;
+    for (const auto& [from, to] : comm_map_) {
+      if (from == c) return to;
+    }
+    SIM_ASSERT(false, "a copied template's communicator was not looked up");
+    return c;
+  };
+  // The layers' indices move by each chunk's shift (the two chunks of an overlapped block by
+  // their own, told apart by the source's layers).
+  std::array<std::int64_t, 2> shift{};
+  for (std::size_t k = 0; k < 2; ++k) shift[k] = vfirst_[static_cast<std::size_t>(vstage(chunks[k]))] - s.first_layer[k];
+  const bool one_shift = shift[0] == shift[1];
+  auto layer_of = [&](std::int64_t layer) {
+    if (layer < 0 || one_shift) return layer < 0 ? layer : layer + shift[0];
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (layer >= s.first_layer[k] && layer < s.first_layer[k] + s.layers[k]) return layer + shift[k];
+    }
+    SIM_ASSERT(false, "a copied template's layer is in none of its chunks");
+    return layer;
+  };
+  auto register_of = [&](std::int32_t r) {
+    return r < kFirstParamRegister ? r : kFirstParamRegister + static_cast<std::int32_t>(layer_of(r - kFirstParamRegister));
+  };
+  auto micro_batch_of = [&](std::int32_t m) {
+    if (m < 0 || m == s.mb) return m < 0 ? m : mb;
+    SIM_ASSERT(m == s.mb2, "a copied template's task is of neither micro-batch");
+    return mb2;
+  };
+  auto own = [&](Task& t) {
+    t.device = device_;
+    t.layer = static_cast<std::int32_t>(layer_of(t.layer));
+    t.communicator = comm_of(t.communicator);
+  };
+  // A template's tasks, their dependencies, chains and chain steps each lie in one stretch of
+  // the graph's arrays (its lowering appended them in order): each is copied as a whole and
+  // moved to its new place.
+  const BlockProgram::Template& from = program_->templates[s.known.templ];
+  const std::uint32_t count = from.task_count;
+  const auto begin = static_cast<std::uint32_t>(g_.tasks.size());
+  if (count > 0) {
+    const Task& last = g_.tasks[from.task_begin + count - 1];
+    const std::uint32_t dep_from = g_.tasks[from.task_begin].dep_begin;
+    const std::uint32_t dep_count = last.dep_begin + last.dep_count - dep_from;
+    std::int32_t chain_from = -1, chain_to = -1;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const std::int32_t c = g_.tasks[from.task_begin + i].chain;
+      if (c < 0) continue;
+      if (chain_from < 0) chain_from = c;
+      chain_to = c + 1;
+    }
+    const auto dep_at = static_cast<std::uint32_t>(g_.deps.size());
+    const auto chain_at = static_cast<std::int32_t>(g_.chains.size());
+    g_.tasks.resize(begin + count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      Task& t = g_.tasks[begin + i];
+      t = g_.tasks[from.task_begin + i];
+      own(t);
+      t.micro_batch = micro_batch_of(t.micro_batch);
+      if (t.chain >= 0) t.chain += chain_at - chain_from;
+      t.dep_begin = t.dep_begin - dep_from + dep_at;
+    }
+    const auto base = static_cast<std::uint32_t>(BlockProgram::kRegisterBase);
+    g_.deps.resize(dep_at + dep_count);
+    for (std::uint32_t k = 0; k < dep_count; ++k) {
+      const std::uint32_t d = g_.deps[dep_from + k];
+      if (d >= base) {
+        g_.deps[dep_at + k] = base + static_cast<std::uint32_t>(register_of(static_cast<std::int32_t>(d - base)));
+      } else {
+        SIM_ASSERT(d - from.task_begin < count, "a template's task waits for a task of another block");
+        g_.deps[dep_at + k] = d - from.task_begin + begin;
+      }
+    }
+    if (chain_from >= 0) {
+      const Chain& first_chain = g_.chains[static_cast<std::size_t>(chain_from)];
+      const Chain& last_chain = g_.chains[static_cast<std::size_t>(chain_to - 1)];
+      const std::uint32_t step_from = first_chain.step_begin;
+      const std::uint32_t steps = last_chain.step_begin + last_chain.step_count - step_from;
+      const auto step_at = static_cast<std::uint32_t>(g_.chain_steps.size());
+      g_.chains.resize(static_cast<std::size_t>(chain_at + chain_to - chain_from));
+      for (std::int32_t c = 0; c < chain_to - chain_from; ++c) {
+        Chain& chain = g_.chains[static_cast<std::size_t>(chain_at + c)];
+        chain = g_.chains[static_cast<std::size_t>(chain_from + c)];
+        chain.step_begin = chain.step_begin - step_from + step_at;
+      }
+      g_.chain_steps.resize(step_at + steps);
+      for (std::uint32_t k = 0; k < steps; ++k) {
+        Task& step = g_.chain_steps[step_at + k];
+        step = g_.chain_steps[step_from + k];
+        own(step);
+      }
+    }
+  }
+  // The state lowering the block would leave: the registers it writes, what it read, the
+  // bucket's fill, and its forward chunk's layers past their first forward.
+  for (const BlockProgram::Template::Write& w : from.writes) {
+    reg(w.reg) = w.task >= 0 ? static_cast<std::int32_t>(begin) + w.task
+                 : w.from_register >= 0 ? BlockProgram::kRegisterBase + register_of(w.from_register)
+                                        : kNone;
+  }
+  read_ = s.known.read;
+  bucket_params_ = s.known.bucket_after;
+  if (s.known.key.kind == BlockKind::kForward || s.known.key.kind == BlockKind::kOverlapped ||
+      s.known.key.kind == BlockKind::kOverlappedSplit) {
+    for (std::int64_t i = 0; i < s.layers[0]; ++i) first_forward_of_layer_[static_cast<std::size_t>(s.first_layer[0] + shift[0] + i)] = false;
+  }
 }
 
 std::array<std::int32_t, Lowerer::kFirstParamRegister> Lowerer::block_registers() const {
@@ -195,6 +392,17 @@ void Lowerer::lower_device(std::int32_t d) {
   for (auto& k : known_) k.clear();
   known_.resize(kBlockKinds * static_cast<std::size_t>(chunks_ * chunks_));
   forwarded_.assign(static_cast<std::size_t>(chunks_), 0);
+  views_.resize(static_cast<std::size_t>(chunks_));
+  for (std::int64_t c = 0; c < chunks_; ++c) {
+    const std::int64_t vs = vstage(c);
+    ChunkView& v = views_[static_cast<std::size_t>(c)];
+    v.layers_class = vs_class_[static_cast<std::size_t>(vs)];
+    v.embedding = vs == 0;
+    v.head = vs == last_vstage();
+    v.before = vs > 0 ? stage_before(vs) - stage_ : kNoPeer;
+    v.after = vs < last_vstage() ? stage_after(vs) - stage_ : kNoPeer;
+  }
+  shared_.resize(kBlockKinds * static_cast<std::size_t>(chunks_ * chunks_));
   block(BlockKind::kParamGathers, -1, 0, false);
   pipeline_blocks(plan_, stage_, pipeline_);
   const std::vector<PipelineBlock>& program = pipeline_;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -57,6 +58,7 @@ class Lowerer {
     g_.chain_steps.clear();
     vfirst_.assign(vlayers_.size(), 0);
     for (std::size_t v = 1; v < vlayers_.size(); ++v) vfirst_[v] = vfirst_[v - 1] + vlayers_[v - 1];
+    classify_virtual_stages();
     build_op_lists();
   }
 
@@ -133,25 +135,32 @@ class Lowerer {
     Task t = labelled(TaskKind::kCollective, stream, l);
     t.comm = op;
     t.bytes = bytes;
-    // The group of this rank along `axes` is the same for every collective of the device:
-    // look it up once (building and comparing groups of hundreds of ranks dominated lowering).
-    // A device uses a handful of masks (TP, CP, DP × CP, hybrid sharding's two cuts).
-    const auto cached = std::find_if(group_comm_.begin(), group_comm_.end(),
-                                     [axes](const auto& entry) { return entry.first == axes; });
-    if (cached != group_comm_.end()) {
-      t.communicator = cached->second;
-    } else {
-      t.communicator = communicator(layout_.group(rank_, axes), axes, 0);
-      group_comm_.emplace_back(axes, t.communicator);
-    }
+    t.communicator = group_communicator(axes);
     return emit(t, deps);
   }
 
-  // One point-to-point transfer of a pipeline pair, on the stream of its direction and peer.
-  std::int32_t p2p(Stream stream, std::int64_t src_stage, std::int64_t dst_stage, std::int32_t tag,
-                   const Label& l, std::int32_t dep) {
-    // A device sends and receives on each stream with one peer: look the pair's communicator up
-    // once per stream (building the key and searching the map dominated lowering).
+  // The communicator of this rank's group along `axes`. The group is the same for every
+  // collective of the device: look it up once (building and comparing groups of hundreds of
+  // ranks dominated lowering). A device uses a handful of masks (TP, CP, DP × CP, hybrid
+  // sharding's two cuts).
+  std::int32_t group_communicator(unsigned axes) {
+    const auto cached = std::find_if(group_comm_.begin(), group_comm_.end(),
+                                     [axes](const auto& entry) { return entry.first == axes; });
+    std::int32_t id;
+    if (cached != group_comm_.end()) {
+      id = cached->second;
+    } else {
+      id = communicator(layout_.group(rank_, axes), axes, 0);
+      group_comm_.emplace_back(axes, id);
+    }
+    if (recording_) note_lookup({id, axes, false, Stream::kCompute, 0, 0, 0});
+    return id;
+  }
+
+  // The communicator of the pair of stages that sends on `stream`. A device sends and receives
+  // on each stream with one peer: look the pair's communicator up once per stream (building the
+  // key and searching the map dominated lowering).
+  std::int32_t pair_communicator(Stream stream, std::int64_t src_stage, std::int64_t dst_stage, std::int32_t tag) {
     P2pComm& cached = p2p_comm_[static_cast<std::size_t>(stream)];
     if (cached.comm < 0 || cached.src_stage != src_stage || cached.dst_stage != dst_stage || cached.tag != tag) {
       Coord src = layout_.coord(rank_);
@@ -162,6 +171,13 @@ class Lowerer {
                 communicator({static_cast<std::int32_t>(layout_.rank(src)), static_cast<std::int32_t>(layout_.rank(dst))},
                              axis_bit(Axis::kPp), tag)};
     }
+    if (recording_) note_lookup({cached.comm, axis_bit(Axis::kPp), true, stream, src_stage - stage_, dst_stage - stage_, tag});
+    return cached.comm;
+  }
+
+  // One point-to-point transfer of a pipeline pair, on the stream of its direction and peer.
+  std::int32_t p2p(Stream stream, std::int64_t src_stage, std::int64_t dst_stage, std::int32_t tag,
+                   const Label& l, std::int32_t dep) {
     Task t;
     t.kind = TaskKind::kP2p;
     t.stream = stream;
@@ -170,7 +186,7 @@ class Lowerer {
     t.micro_batch = l.mb;
     t.comm = CommOp::kSendRecv;
     t.bytes = act_bytes_;
-    t.communicator = cached.comm;
+    t.communicator = pair_communicator(stream, src_stage, dst_stage, tag);
     return emit(t, {dep});
   }
 
@@ -422,6 +438,59 @@ class Lowerer {
     std::uint32_t holding_after;  // of those, which hold a task after it
     bool writes_params;           // it changes the parameter gathers' registers
   };
+  // Templates shared across devices (LoweringOptions::share_templates). All that lowering a
+  // pipeline block reads of its device, besides the lowering state that KnownBlock covers, is
+  // its model chunks' virtual stages: where they sit (holding the embedding or the LM head, the
+  // stages of their neighbours) and their layers (how many, and per layer: MoE or dense MLP,
+  // banded attention or not, parameters shared by the data-parallel ranks and routed experts'
+  // parameters; see classify_virtual_stages). Two devices whose chunks agree in these relative
+  // to each device lower the block alike up to the layers' indices, the communicators and the
+  // micro-batches: the later copies the earlier's template (copy_template).
+  static constexpr std::int64_t kNoPeer = std::numeric_limits<std::int64_t>::min();
+  struct ChunkView {
+    std::int32_t layers_class = 0;  // vs_class_ of its virtual stage
+    bool embedding = false;         // virtual stage 0
+    bool head = false;              // the last virtual stage
+    // The stages of the virtual stages before and after it, less the device's stage; kNoPeer
+    // at either end.
+    std::int64_t before = kNoPeer, after = kNoPeer;
+    bool operator==(const ChunkView&) const = default;
+  };
+  // A communicator a template's lowering looked up, as the device's role: its group along
+  // `axes`, or (`pair`) the pair of stages src and dst (less the device's stage) on `stream`.
+  struct CommLookup {
+    std::int32_t comm;
+    unsigned axes;
+    bool pair;
+    Stream stream;
+    std::int64_t src, dst;
+    std::int32_t tag;
+  };
+  // A template lowered on one device that others may copy: its KnownBlock, the views of the
+  // forward and backward model chunks it lowered (one chunk twice unless overlapped), their
+  // first layers, whether its two micro-batches were one, and the communicators it looked up
+  // (lookups_[lookup_begin, lookup_begin + lookup_count), in the order of their first lookup).
+  struct SharedBlock {
+    KnownBlock known;
+    std::array<ChunkView, 2> views;
+    std::array<std::int64_t, 2> first_layer;
+    std::array<std::int64_t, 2> layers;
+    bool one_micro_batch;
+    std::int32_t mb, mb2;
+    std::uint32_t lookup_begin, lookup_count;
+  };
+  void classify_virtual_stages();
+  // The forward and backward model chunks of a block (the same chunk unless overlapped).
+  std::array<std::int64_t, 2> block_chunks(BlockKind kind, std::int64_t chunk) const;
+  void note_lookup(const CommLookup& lookup);
+  // The shared template this device's block (its key and chunks) may copy, or null.
+  const SharedBlock* find_shared(const BlockKey& key, std::uint32_t holds, const std::array<std::int64_t, 2>& chunks,
+                                 bool one_micro_batch);
+  // Appends the copy of `s`'s template for this device, leaving the lowering's state as lowering
+  // the block would have (registers, bucket, first forwards, communicators).
+  void copy_template(const SharedBlock& s, const std::array<std::int64_t, 2>& chunks, std::int32_t mb,
+                     std::int32_t mb2);
+
   static constexpr std::int32_t kGateRegister = 0;  // prefetch_gate_
   static constexpr std::int32_t kBucketRegister = 1;  // bucket_ready_
   static constexpr std::int32_t kLastBackwardRegister = 2;  // last_backward_
@@ -435,6 +504,14 @@ class Lowerer {
       case kLastBackwardRegister: return last_backward_;
       case kLastReduceRegister: return last_grad_reduce_;
       default: return param_ready_[static_cast<std::size_t>(r - kFirstParamRegister)];
+    }
+  }
+  // Calls f(r, register r) for the registers below `registers`, in order.
+  template <class F>
+  void each_register(std::int32_t registers, F f) {
+    for (std::int32_t r = 0; r < std::min(registers, kFirstParamRegister); ++r) f(r, reg(r));
+    for (std::int32_t r = kFirstParamRegister; r < registers; ++r) {
+      f(r, param_ready_[static_cast<std::size_t>(r - kFirstParamRegister)]);
     }
   }
   // A register mask: one bit per register below kFirstParamRegister, one for the parameter
@@ -530,13 +607,23 @@ class Lowerer {
   // which model chunks ran a forward.
   BlockProgram* program_ = nullptr;
   std::vector<std::vector<KnownBlock>> known_;  // by kind · chunks_ + chunk
-  std::vector<bool> held_before_;  // while lowering a template: which registers held a task
+  std::vector<char> held_before_;  // while lowering a template: which registers held a task
   std::uint32_t read_ = 0;         // while lowering a template: the registers it read
   std::vector<char> forwarded_;
   std::vector<PipelineBlock> pipeline_;  // the device's pipeline schedule (lower_device)
   std::vector<BlockCall> calls_;         // its blocks as block() takes them
   std::vector<CallRun> call_runs_;
   KnownState period_start_;       // lower_calls: the state a period started from
+  // Shared templates (share_templates): the virtual stages' classes, the device's chunks as
+  // seen from it, by kind · chunks_ + chunk the templates others may copy, the communicators
+  // they looked up, and while lowering one, whether its lookups are recorded.
+  std::vector<std::int32_t> vs_class_;
+  std::vector<ChunkView> views_;
+  std::vector<std::vector<SharedBlock>> shared_;
+  std::vector<CommLookup> lookups_;
+  std::uint32_t lookup_begin_ = 0;
+  bool recording_ = false;
+  std::vector<std::pair<std::int32_t, std::int32_t>> comm_map_;  // copy_template: source → own
 };
 
 }  // namespace ts::parallel::detail

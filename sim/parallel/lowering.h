@@ -31,6 +31,12 @@ struct LoweringOptions {
   // templates only and leaves the lowering's state as it found it repeat its templates without
   // being lowered. false: every block is lowered in turn (the same program, slower; for tests).
   bool repeat_steady_runs = true;
+  // Block programs: a device's block that lowers as another device's template did (the same
+  // block, the same registers holding a task, model chunks alike relative to each device: see
+  // Lowerer::ChunkView) copies that template's tasks with its own layers, communicators and
+  // micro-batches instead of being lowered. false: every template is lowered (the same program,
+  // slower; for tests).
+  bool share_templates = true;
   bool operator==(const LoweringOptions&) const = default;
 };
 
@@ -94,6 +100,7 @@ struct BlockProgram {
   std::vector<Template> templates;
   std::vector<std::vector<Block>> blocks;  // per device, in program order
   std::int32_t registers = 0;
+  std::int64_t copied_templates = 0;  // of `templates`, those copied from another device's
 };
 
 // `options` must ask for a coarse, symmetric lowering. `storage`: as for lower().

@@ -416,3 +416,118 @@ TEST_CASE("a block program repeats steady runs as lowering every block would") {
     }
   }
 }
+
+namespace {
+
+// Two block programs are the same program: every field of every task, dependency, chain step,
+// communicator, template and block.
+void require_same_program(const parallel::BlockProgram& a, const parallel::BlockProgram& b) {
+  auto same_task = [](const parallel::Task& x, const parallel::Task& y) {
+    return x.kind == y.kind && x.stream == y.stream && x.pass == y.pass && x.part == y.part && x.device == y.device &&
+           x.layer == y.layer && x.micro_batch == y.micro_batch && x.ops == y.ops && x.chain == y.chain &&
+           x.duration == y.duration && x.comm == y.comm && x.bytes == y.bytes && x.communicator == y.communicator &&
+           x.hidden_by == y.hidden_by && x.dep_begin == y.dep_begin && x.dep_count == y.dep_count &&
+           x.alloc_at_start == y.alloc_at_start && x.free_at_end == y.free_at_end;
+  };
+  const parallel::TaskGraph& g = a.graph;
+  const parallel::TaskGraph& h = b.graph;
+  REQUIRE(g.tasks.size() == h.tasks.size());
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    INFO("task " << i << ": " << parallel::task_label(g, g.tasks[i]) << " / " << parallel::task_label(h, h.tasks[i]));
+    REQUIRE(same_task(g.tasks[i], h.tasks[i]));
+  }
+  REQUIRE(g.deps == h.deps);
+  REQUIRE(g.chains.size() == h.chains.size());
+  for (std::size_t i = 0; i < g.chains.size(); ++i) {
+    REQUIRE(g.chains[i].step_begin == h.chains[i].step_begin);
+    REQUIRE(g.chains[i].step_count == h.chains[i].step_count);
+  }
+  REQUIRE(g.chain_steps.size() == h.chain_steps.size());
+  for (std::size_t i = 0; i < g.chain_steps.size(); ++i) REQUIRE(same_task(g.chain_steps[i], h.chain_steps[i]));
+  REQUIRE(g.op_lists.size() == h.op_lists.size());
+  REQUIRE(g.communicators.size() == h.communicators.size());
+  for (std::size_t i = 0; i < g.communicators.size(); ++i) {
+    INFO("communicator " << i);
+    REQUIRE(g.communicators[i].axes == h.communicators[i].axes);
+    REQUIRE(g.communicators[i].ranks == h.communicators[i].ranks);
+    REQUIRE(g.communicators[i].tag == h.communicators[i].tag);
+    REQUIRE(g.communicators[i].dispatch == h.communicators[i].dispatch);
+  }
+  REQUIRE(a.templates.size() == b.templates.size());
+  for (std::size_t i = 0; i < a.templates.size(); ++i) {
+    const auto& x = a.templates[i];
+    const auto& y = b.templates[i];
+    INFO("template " << i);
+    REQUIRE((x.device == y.device && x.task_begin == y.task_begin && x.task_count == y.task_count));
+    REQUIRE(x.writes.size() == y.writes.size());
+    for (std::size_t k = 0; k < x.writes.size(); ++k) {
+      REQUIRE((x.writes[k].reg == y.writes[k].reg && x.writes[k].task == y.writes[k].task &&
+               x.writes[k].from_register == y.writes[k].from_register));
+    }
+  }
+  REQUIRE(a.blocks.size() == b.blocks.size());
+  for (std::size_t d = 0; d < a.blocks.size(); ++d) {
+    REQUIRE(a.blocks[d].size() == b.blocks[d].size());
+    for (std::size_t i = 0; i < a.blocks[d].size(); ++i) {
+      const auto& x = a.blocks[d][i];
+      const auto& y = b.blocks[d][i];
+      INFO("device " << d << ", block " << i);
+      REQUIRE((x.templ == y.templ && x.micro_batch == y.micro_batch && x.micro_batch2 == y.micro_batch2));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a block program copies templates across stages as lowering would") {
+  // Every case above, a mixture of experts with dense first layers (expert parallelism, its
+  // all-to-all overlap), banded attention on some layers and uneven stages: the program lowered
+  // without copies is the reference, and copies are made wherever stages agree.
+  std::vector<std::pair<ir::ModelSpec, Case>> all;
+  for (const Case& c : cases()) all.push_back({model(), c});
+  ir::ModelSpec moe = model();
+  moe.num_layers = 16;
+  moe.moe = ir::MoeSpec{8, 2, 1024, 1, 1024, 2};
+  for (const Schedule s : {Schedule::k1F1B, Schedule::kInterleaved, Schedule::kDualPipeV, Schedule::kZbH1}) {
+    auto p = base(2, 4, 4);
+    p.ep = 4;
+    p.schedule = s;
+    if (s == Schedule::kInterleaved) p.vpp = 2;
+    p.moe_a2a_overlap = s == Schedule::kDualPipeV;
+    p.global_batch = 16 * p.dp;
+    p.zero_stage = 1;
+    all.push_back({moe, {"MoE, dense first layers, schedule " + std::to_string(static_cast<int>(s)), p}});
+  }
+  ir::ModelSpec banded = model();
+  banded.sliding_window = 512;
+  banded.full_attention_every = 3;
+  banded.num_layers = 12;
+  {
+    auto p = base(2, 6, 2);
+    p.global_batch = 24 * p.dp;
+    p.zero_stage = 3;
+    all.push_back({banded, {"banded attention on two of three layers, ZeRO 3", p}});
+  }
+  {
+    auto p = base(2, 4, 2);
+    p.pp_layers = {2, 4, 4, 2};
+    p.global_batch = 24 * p.dp;
+    p.recompute = Recompute::kFull;
+    p.recompute_layers = 1;
+    all.push_back({banded, {"banded attention, uneven stages, partial recompute", p}});
+  }
+  std::int64_t copied = 0;
+  for (const auto& [m, c] : all) {
+    INFO(c.name);
+    parallel::LoweringOptions alone = lowering(true);
+    alone.share_templates = false;
+    const parallel::BlockProgram expected = parallel::lower_blocks(m, c.plan, alone);
+    const parallel::BlockProgram got = parallel::lower_blocks(m, c.plan, lowering(true));
+    REQUIRE(expected.copied_templates == 0);
+    require_same_program(got, expected);
+    copied += got.copied_templates;
+    // Stages in the middle of a pipeline of four or more agree with each other.
+    if (c.plan.pp >= 4 && c.plan.pp_layers.empty()) CHECK(got.copied_templates > 0);
+  }
+  CHECK(copied > 50);
+}
