@@ -4,6 +4,17 @@
 
 namespace ts::parallel::detail {
 
+namespace {
+
+// Room for `more` elements after the last, growing geometrically (so that appending elements of
+// the vector itself cannot move them).
+template <class T>
+void reserve_more(std::vector<T>& v, std::size_t more) {
+  if (v.capacity() < v.size() + more) v.reserve(std::max(v.size() + more, 2 * v.capacity()));
+}
+
+}  // namespace
+
 std::uint32_t Lowerer::holding(bool with_params) const {
   const bool params = with_params && std::any_of(param_ready_.begin(), param_ready_.end(),
                                                  [](std::int32_t t) { return t != kNone; });
@@ -188,19 +199,19 @@ void Lowerer::copy_template(const SharedBlock& s, const std::array<std::int64_t,
                             std::int32_t mb2) {
   // The communicators, looked up in the order the template's lowering first did (so that new
   // ones are made in the order lowering this block would make them).
-  comm_map_.clear();
+  comm_map_.resize(g_.communicators.size(), -1);
   for (std::uint32_t i = s.lookup_begin; i < s.lookup_begin + s.lookup_count; ++i) {
     const CommLookup& l = lookups_[i];
-    comm_map_.emplace_back(l.comm, l.pair ? pair_communicator(l.stream, stage_ + l.src, stage_ + l.dst, l.tag)
-                                          : group_communicator(l.axes));
+    const std::int32_t mine = l.pair ? pair_communicator(l.stream, stage_ + l.src, stage_ + l.dst, l.tag)
+                                     : group_communicator(l.axes);
+    comm_map_.resize(g_.communicators.size(), -1);
+    comm_map_[static_cast<std::size_t>(l.comm)] = mine;
   }
   auto comm_of = [this](std::int32_t c) {
     if (c < 0) return c;
-    for (const auto& [from, to] : comm_map_) {
-      if (from == c) return to;
-    }
-    SIM_ASSERT(false, "a copied template's communicator was not looked up");
-    return c;
+    const std::int32_t mine = comm_map_[static_cast<std::size_t>(c)];
+    SIM_ASSERT(mine >= 0, "a copied template's communicator was not looked up");
+    return mine;
   };
   // The layers' indices move by each chunk's shift (the two chunks of an overlapped block by
   // their own, told apart by the source's layers).
@@ -247,24 +258,24 @@ void Lowerer::copy_template(const SharedBlock& s, const std::array<std::int64_t,
     }
     const auto dep_at = static_cast<std::uint32_t>(g_.deps.size());
     const auto chain_at = static_cast<std::int32_t>(g_.chains.size());
-    g_.tasks.resize(begin + count);
+    reserve_more(g_.tasks, count);
     for (std::uint32_t i = 0; i < count; ++i) {
-      Task& t = g_.tasks[begin + i];
-      t = g_.tasks[from.task_begin + i];
+      g_.tasks.push_back(g_.tasks[from.task_begin + i]);
+      Task& t = g_.tasks.back();
       own(t);
       t.micro_batch = micro_batch_of(t.micro_batch);
       if (t.chain >= 0) t.chain += chain_at - chain_from;
       t.dep_begin = t.dep_begin - dep_from + dep_at;
     }
     const auto base = static_cast<std::uint32_t>(BlockProgram::kRegisterBase);
-    g_.deps.resize(dep_at + dep_count);
+    reserve_more(g_.deps, dep_count);
     for (std::uint32_t k = 0; k < dep_count; ++k) {
       const std::uint32_t d = g_.deps[dep_from + k];
       if (d >= base) {
-        g_.deps[dep_at + k] = base + static_cast<std::uint32_t>(register_of(static_cast<std::int32_t>(d - base)));
+        g_.deps.push_back(base + static_cast<std::uint32_t>(register_of(static_cast<std::int32_t>(d - base))));
       } else {
         SIM_ASSERT(d - from.task_begin < count, "a template's task waits for a task of another block");
-        g_.deps[dep_at + k] = d - from.task_begin + begin;
+        g_.deps.push_back(d - from.task_begin + begin);
       }
     }
     if (chain_from >= 0) {
@@ -279,11 +290,10 @@ void Lowerer::copy_template(const SharedBlock& s, const std::array<std::int64_t,
         chain = g_.chains[static_cast<std::size_t>(chain_from + c)];
         chain.step_begin = chain.step_begin - step_from + step_at;
       }
-      g_.chain_steps.resize(step_at + steps);
+      reserve_more(g_.chain_steps, steps);
       for (std::uint32_t k = 0; k < steps; ++k) {
-        Task& step = g_.chain_steps[step_at + k];
-        step = g_.chain_steps[step_from + k];
-        own(step);
+        g_.chain_steps.push_back(g_.chain_steps[step_from + k]);
+        own(g_.chain_steps.back());
       }
     }
   }
@@ -293,6 +303,9 @@ void Lowerer::copy_template(const SharedBlock& s, const std::array<std::int64_t,
     reg(w.reg) = w.task >= 0 ? static_cast<std::int32_t>(begin) + w.task
                  : w.from_register >= 0 ? BlockProgram::kRegisterBase + register_of(w.from_register)
                                         : kNone;
+  }
+  for (std::uint32_t i = s.lookup_begin; i < s.lookup_begin + s.lookup_count; ++i) {
+    comm_map_[static_cast<std::size_t>(lookups_[i].comm)] = -1;
   }
   read_ = s.known.read;
   bucket_params_ = s.known.bucket_after;

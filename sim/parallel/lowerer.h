@@ -623,7 +623,7 @@ class Lowerer {
   std::vector<CommLookup> lookups_;
   std::uint32_t lookup_begin_ = 0;
   bool recording_ = false;
-  std::vector<std::pair<std::int32_t, std::int32_t>> comm_map_;  // copy_template: source → own
+  std::vector<std::int32_t> comm_map_;  // copy_template: by the source's communicator, its own (-1: none)
 };
 
 }  // namespace ts::parallel::detail

@@ -722,13 +722,11 @@ class BlockReplay {
     if constexpr (kRecord) {
       for (std::size_t s = 0; s < parallel::kNumStreams; ++s) recorded[s] = (*record)[s].size();
     }
-    evaluate<kRecord>(dev, b, work, record);
+    const SimTime last = evaluate<kRecord>(dev, b, work, record);
     std::int64_t* out = v + m.inputs;
-    SimTime last;
-    for (std::uint32_t k = 0; k < t.task_count; ++k) last = std::max(last, st_.ends[k]);
     if (last.ps() >= (std::int64_t{1} << 61)) return;
-    for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
-      if ((m.streams >> s & 1u) != 0) *out++ = dev.free[s].ps() - base;
+    for (std::uint32_t bits = m.streams; bits != 0; bits &= bits - 1) {
+      *out++ = dev.free[static_cast<std::size_t>(std::countr_zero(bits))].ps() - base;
     }
     for (const BlockProgram::Template::Write& w : t.writes) *out++ = registers[w.reg].ps() - base;
     const std::int32_t* sends = st_.memo_sends.data() + m.sends_begin;
@@ -775,8 +773,8 @@ class BlockReplay {
         return *v++ == x - base;
       }
     };
-    for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
-      if ((m.streams >> s & 1u) != 0 && !next(dev.free[s].ps())) return false;
+    for (std::uint32_t bits = m.streams; bits != 0; bits &= bits - 1) {
+      if (!next(dev.free[static_cast<std::size_t>(std::countr_zero(bits))].ps())) return false;
     }
     for (std::uint32_t k = 0; k < m.reg_count; ++k) {
       if (!next(registers[st_.memo_regs[m.regs_begin + k]].ps())) return false;
@@ -799,8 +797,8 @@ class BlockReplay {
   void apply_memo(BlockDevice& dev, const BlockMemo& m, std::size_t slot, const BlockProgram::Template& t, const std::int64_t* out,
                   std::int64_t base, SimTime* registers, std::vector<std::int32_t>& work, Intervals* record) {
     const auto at = [base](std::int64_t v) { return SimTime::from_ps(v + base); };
-    for (std::uint32_t s = 0; s < parallel::kNumStreams; ++s) {
-      if ((m.streams >> s & 1u) != 0) dev.free[s] = at(*out++);
+    for (std::uint32_t bits = m.streams; bits != 0; bits &= bits - 1) {
+      dev.free[static_cast<std::size_t>(std::countr_zero(bits))] = at(*out++);
     }
     for (const BlockProgram::Template::Write& w : t.writes) registers[w.reg] = at(*out++);
     for (std::uint32_t k = 0; k < m.send_count; ++k) {
@@ -830,9 +828,9 @@ class BlockReplay {
 
   // Runs block b of a device: its template's tasks in program order. The first evaluation adds
   // the transfers it sends to their channels; the second (kRecord, for the breakdown: intervals
-  // into `record`) finds them there.
+  // into `record`) finds them there. Returns the latest end of its tasks.
   template <bool kRecord>
-  void evaluate(BlockDevice& dev, const BlockProgram::Block& b, std::vector<std::int32_t>& work, Intervals* record) {
+  SimTime evaluate(BlockDevice& dev, const BlockProgram::Block& b, std::vector<std::int32_t>& work, Intervals* record) {
     const BlockProgram::Template& t = p_.templates[b.templ];  // st_.ends has room for its tasks
     auto note = [record](std::uint8_t stream, SimTime start, SimTime end, TimeCategory category, std::int32_t split) {
       if constexpr (kRecord) {
@@ -843,6 +841,7 @@ class BlockReplay {
     };
     const BlockTask* infos = st_.tasks.data() + t.task_begin;
     SimTime* registers = st_.registers.data() + dev.registers;
+    SimTime last;
     for (std::uint32_t k = 0; k < t.task_count; ++k) {
       const BlockTask& info = infos[k];
       SimTime ready;
@@ -896,8 +895,9 @@ class BlockReplay {
         }
       }
       st_.ends[k] = end;
-      if (end > dev.last_end) dev.last_end = end;
+      last = std::max(last, end);
     }
+    if (last > dev.last_end) dev.last_end = last;
     // Registers copied from others take those's values from before the block.
     st_.written.clear();
     for (const BlockProgram::Template::Write& w : t.writes) {
@@ -907,6 +907,7 @@ class BlockReplay {
       st_.written.push_back(v);
     }
     for (std::size_t k = 0; k < t.writes.size(); ++k) registers[t.writes[k].reg] = st_.written[k];
+    return last;
   }
 
   // The time breakdown of device d, whose blocks run again with their intervals recorded.
