@@ -92,6 +92,7 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
   templ.task_begin = static_cast<std::uint32_t>(g_.tasks.size());
   if (shared != nullptr) {
     copy_template(*shared, chunks, mb, mb2);
+    templ.copy_of = static_cast<std::int32_t>(shared->known.templ);
     ++program_->copied_templates;
   } else {
     lookup_begin_ = static_cast<std::uint32_t>(lookups_.size());

@@ -88,6 +88,10 @@ struct BlockProgram {
       std::int32_t from_register = -1;
     };
     std::vector<Write> writes;
+    // The template of another device it copies (LoweringOptions::share_templates): the same
+    // tasks, chains and dependencies but for the device, layers, communicators and micro-batches;
+    // -1 when lowered.
+    std::int32_t copy_of = -1;
   };
   struct Block {
     std::uint32_t templ = 0;

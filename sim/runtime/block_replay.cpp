@@ -146,6 +146,7 @@ struct BlockStorage {
   std::vector<std::uint8_t> run_channels;   // by channel: the runs send or receive on it
   std::array<CutState, 5> cuts;  // at the last cuts, cut k at k mod 5
   ChainSchedules chains;         // of the program's chains
+  std::vector<std::int32_t> chain_source;  // by chain: the chain it copies, or -1
 };
 
 BlockStorage& block_storage(ReplayBuffers& buffers) {
@@ -192,7 +193,17 @@ class BlockReplay {
         costs_(program.graph, layout, compute, network, &internal::cost_cache(buffers)),
         st_(internal::block_storage(buffers)),
         slowdown_(slowdown) {
-    st_.chains.plan(g_, costs_);
+    // The chains of copied templates, by their sources'.
+    st_.chain_source.assign(g_.chains.size(), -1);
+    for (const BlockProgram::Template& t : p_.templates) {
+      if (t.copy_of < 0) continue;
+      const BlockProgram::Template& from = p_.templates[static_cast<std::size_t>(t.copy_of)];
+      for (std::uint32_t k = 0; k < t.task_count; ++k) {
+        const std::int32_t c = g_.tasks[t.task_begin + k].chain;
+        if (c >= 0) st_.chain_source[static_cast<std::size_t>(c)] = g_.tasks[from.task_begin + k].chain;
+      }
+    }
+    st_.chains.plan(g_, costs_, &st_.chain_source);
     applies_ = prepare();
   }
 
@@ -252,7 +263,11 @@ class BlockReplay {
     st_.templates.assign(p_.templates.size(), BlockTemplate{});
     std::uint32_t largest = 0;
     for (std::uint32_t id = 0; id < p_.templates.size(); ++id) {
-      if (!prepare_template(id, p_.templates[id], transfer_time, stream_comm)) return false;
+      const BlockProgram::Template& t = p_.templates[id];
+      if (t.copy_of >= 0 ? !prepare_copy(id, t, transfer_time, stream_comm)
+                         : !prepare_template(id, t, transfer_time, stream_comm)) {
+        return false;
+      }
       largest = std::max(largest, p_.templates[id].task_count);
     }
     st_.ends.resize(largest);
@@ -281,15 +296,25 @@ class BlockReplay {
         const auto begin = st_.memo_regs.begin() + m.regs_begin;
         if (std::find(begin, st_.memo_regs.end(), reg) == st_.memo_regs.end()) st_.memo_regs.push_back(reg);
       };
+      // A copied template reads its source's streams and registers (its channels are its own).
+      const bool copy = t.copy_of >= 0;
+      if (copy) {
+        const BlockMemo& from = st_.memos[static_cast<std::size_t>(t.copy_of)];
+        m.streams = from.streams;
+        m.regs_begin = from.regs_begin;
+      }
       for (std::uint32_t k = 0; k < t.task_count; ++k) {
         const BlockTask& info = st_.tasks[t.task_begin + k];
-        m.streams |= static_cast<std::uint16_t>(1u << info.stream);
-        for (std::uint32_t e = info.deps_begin; e < info.deps_begin + info.dep_count; ++e) {
-          if (st_.deps[e] < 0) read_register(-1 - st_.deps[e]);
+        if (!copy) {
+          m.streams |= static_cast<std::uint16_t>(1u << info.stream);
+          for (std::uint32_t e = info.deps_begin; e < info.deps_begin + info.dep_count; ++e) {
+            if (st_.deps[e] < 0) read_register(-1 - st_.deps[e]);
+          }
         }
         switch (info.kind) {
           case BlockTaskKind::kCompute: break;
           case BlockTaskKind::kChain: {
+            if (copy) break;
             const parallel::Chain& chain = g_.chains[static_cast<std::size_t>(info.index)];
             for (std::uint32_t s = chain.step_begin; s < chain.step_begin + chain.step_count; ++s) {
               m.streams |= static_cast<std::uint16_t>(1u << static_cast<unsigned>(g_.chain_steps[s].stream));
@@ -315,9 +340,10 @@ class BlockReplay {
       m.first_send_count = static_cast<std::uint32_t>(st_.memo_sends.size()) - m.first_sends_begin;
       for (const BlockProgram::Template::Write& w : t.writes) {
         if (w.task < 0 && w.from_register < 0) m.usable = false;  // a constant, not shifted
-        if (w.from_register >= 0) read_register(w.from_register);
+        if (w.from_register >= 0 && !copy) read_register(w.from_register);
       }
-      m.reg_count = static_cast<std::uint32_t>(st_.memo_regs.size()) - m.regs_begin;
+      m.reg_count = copy ? st_.memos[static_cast<std::size_t>(t.copy_of)].reg_count
+                         : static_cast<std::uint32_t>(st_.memo_regs.size()) - m.regs_begin;
       const auto streams = static_cast<std::uint32_t>(std::popcount(m.streams));
       m.inputs = streams + m.reg_count + 2 * receives + m.first_send_count;
       m.outputs = streams + static_cast<std::uint32_t>(t.writes.size()) + 2 * m.send_count + 1;
@@ -391,41 +417,82 @@ class BlockReplay {
         ++ti.events;
         continue;
       }
-      // A transfer: its pair's channel, the stream carrying it, its cost alike on both sides.
-      if (costs_.members(task.communicator) != 2) return false;
-      const auto comm = static_cast<std::size_t>(task.communicator);
-      if (st_.channel_of[comm] < 0) {
-        // A fresh channel, in storage a previous plan may have left (its transfers' memory kept).
-        st_.channel_of[comm] = static_cast<std::int32_t>(st_.channel_count);
-        if (st_.channel_count == st_.channels.size()) st_.channels.emplace_back();
-        BlockChannel& fresh = st_.channels[st_.channel_count++];
-        fresh.sender = fresh.receiver = fresh.waiting = -1;
-        fresh.sent = fresh.received = 0;
-        fresh.stored.clear();
-        fresh.jump_at = std::numeric_limits<std::uint32_t>::max();
-        fresh.jump_by = 0;
-      }
-      info.index = st_.channel_of[comm];
-      BlockChannel& channel = st_.channels[static_cast<std::size_t>(info.index)];
-      std::int32_t& carried = stream_comm[static_cast<std::size_t>(device) * parallel::kNumStreams + info.stream];
-      if (carried >= 0 && carried != task.communicator) return false;
-      carried = task.communicator;
-      if (transfer_time[comm] != Duration::max() && transfer_time[comm] != info.duration) return false;
-      transfer_time[comm] = info.duration;
-      std::int32_t& side = receives(task.stream) ? channel.receiver : channel.sender;
-      if (side >= 0 && side != device) return false;
-      side = device;
-      if (receives(task.stream)) {
-        if (task.dep_count != 0 || ti.receive[1] >= 0) return false;
-        info.kind = BlockTaskKind::kReceive;
-        ti.receive[ti.receive[0] >= 0 ? 1 : 0] = info.index;
-      } else {
-        if (!sends(task.stream)) return false;
-        info.kind = BlockTaskKind::kSend;
-        ++ti.events;  // a transfer is one event, counted with its send
-      }
+      if (!prepare_transfer(task, info, device, ti, transfer_time, stream_comm)) return false;
+      if (info.kind == BlockTaskKind::kSend) ++ti.events;  // a transfer is one event, counted with its send
     }
     ti.net = level;
+    return true;
+  }
+
+  // A copied template (BlockProgram::Template::copy_of) as prepare_template would prepare it:
+  // its source's tasks' durations, dependencies (shared), memory and counts, but for its own
+  // collectives' costs, transfers' channels and chains.
+  bool prepare_copy(std::uint32_t id, const BlockProgram::Template& t, std::vector<Duration>& transfer_time,
+                    std::vector<std::int32_t>& stream_comm) {
+    const BlockProgram::Template& from = p_.templates[static_cast<std::size_t>(t.copy_of)];
+    BlockTemplate& ti = st_.templates[id];
+    ti = st_.templates[static_cast<std::size_t>(t.copy_of)];
+    ti.receive = {-1, -1};
+    if (ti.peak_task >= 0) {
+      const std::int32_t source_chain = g_.tasks[static_cast<std::size_t>(ti.peak_task)].chain;
+      ti.peak_task += static_cast<std::int32_t>(t.task_begin) - static_cast<std::int32_t>(from.task_begin);
+      if (ti.peak_step >= 0) {
+        const std::int32_t chain = g_.tasks[static_cast<std::size_t>(ti.peak_task)].chain;
+        ti.peak_step += static_cast<std::int32_t>(g_.chains[static_cast<std::size_t>(chain)].step_begin) -
+                        static_cast<std::int32_t>(g_.chains[static_cast<std::size_t>(source_chain)].step_begin);
+      }
+    }
+    for (std::uint32_t k = 0; k < t.task_count; ++k) {
+      const Task& task = g_.tasks[t.task_begin + k];
+      BlockTask& info = st_.tasks[t.task_begin + k];
+      info = st_.tasks[from.task_begin + k];
+      if (info.kind == BlockTaskKind::kChain) {
+        info.index = task.chain;
+      } else if (task.kind == TaskKind::kCollective) {
+        info.duration = costs_.comm_time(task, costs_.comm_cost(task));
+        if (costs_.members(task.communicator) != 1) return false;
+      } else if (task.kind == TaskKind::kP2p) {
+        info.duration = costs_.comm_time(task, costs_.comm_cost(task));
+        if (!prepare_transfer(task, info, t.device, ti, transfer_time, stream_comm)) return false;
+      }
+    }
+    return true;
+  }
+
+  // A transfer: its pair's channel, the stream carrying it, its cost alike on both sides.
+  bool prepare_transfer(const Task& task, BlockTask& info, std::int32_t device, BlockTemplate& ti,
+                        std::vector<Duration>& transfer_time, std::vector<std::int32_t>& stream_comm) {
+    if (costs_.members(task.communicator) != 2) return false;
+    const auto comm = static_cast<std::size_t>(task.communicator);
+    if (st_.channel_of[comm] < 0) {
+      // A fresh channel, in storage a previous plan may have left (its transfers' memory kept).
+      st_.channel_of[comm] = static_cast<std::int32_t>(st_.channel_count);
+      if (st_.channel_count == st_.channels.size()) st_.channels.emplace_back();
+      BlockChannel& fresh = st_.channels[st_.channel_count++];
+      fresh.sender = fresh.receiver = fresh.waiting = -1;
+      fresh.sent = fresh.received = 0;
+      fresh.stored.clear();
+      fresh.jump_at = std::numeric_limits<std::uint32_t>::max();
+      fresh.jump_by = 0;
+    }
+    info.index = st_.channel_of[comm];
+    BlockChannel& channel = st_.channels[static_cast<std::size_t>(info.index)];
+    std::int32_t& carried = stream_comm[static_cast<std::size_t>(device) * parallel::kNumStreams + info.stream];
+    if (carried >= 0 && carried != task.communicator) return false;
+    carried = task.communicator;
+    if (transfer_time[comm] != Duration::max() && transfer_time[comm] != info.duration) return false;
+    transfer_time[comm] = info.duration;
+    std::int32_t& side = receives(task.stream) ? channel.receiver : channel.sender;
+    if (side >= 0 && side != device) return false;
+    side = device;
+    if (receives(task.stream)) {
+      if (task.dep_count != 0 || ti.receive[1] >= 0) return false;
+      info.kind = BlockTaskKind::kReceive;
+      ti.receive[ti.receive[0] >= 0 ? 1 : 0] = info.index;
+    } else {
+      if (!sends(task.stream)) return false;
+      info.kind = BlockTaskKind::kSend;
+    }
     return true;
   }
 

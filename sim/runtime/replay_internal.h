@@ -373,7 +373,10 @@ struct ChainSchedules {
   }
 
   // Durations and gapless schedules of the graph's chains, once per graph (chains share steps).
-  void plan(const TaskGraph& g, Costs& costs);
+  // `sources`, by chain: an earlier chain whose steps it copies but for their communicators
+  // (block programs' copied templates), or -1; a copy takes its source's steps and, where its
+  // collectives cost the same, its schedule.
+  void plan(const TaskGraph& g, Costs& costs, const std::vector<std::int32_t>* sources = nullptr);
 
   // Runs chain `c` of `g`, its dependencies done at `ready`: each step starts when the one before
   // ends and its stream is free (as separate tasks each waiting for the one before would), and
