@@ -245,6 +245,64 @@ parallel::LoweringOptions lowering(bool coarse) {
 }
 
 
+// Two block programs are the same program: every field of every task, dependency, chain step,
+// communicator, template and block.
+void require_same_program(const parallel::BlockProgram& a, const parallel::BlockProgram& b) {
+  auto same_task = [](const parallel::Task& x, const parallel::Task& y) {
+    return x.kind == y.kind && x.stream == y.stream && x.pass == y.pass && x.part == y.part && x.device == y.device &&
+           x.layer == y.layer && x.micro_batch == y.micro_batch && x.ops == y.ops && x.chain == y.chain &&
+           x.duration == y.duration && x.comm == y.comm && x.bytes == y.bytes && x.communicator == y.communicator &&
+           x.hidden_by == y.hidden_by && x.dep_begin == y.dep_begin && x.dep_count == y.dep_count &&
+           x.alloc_at_start == y.alloc_at_start && x.free_at_end == y.free_at_end;
+  };
+  const parallel::TaskGraph& g = a.graph;
+  const parallel::TaskGraph& h = b.graph;
+  REQUIRE(g.tasks.size() == h.tasks.size());
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    INFO("task " << i << ": " << parallel::task_label(g, g.tasks[i]) << " / " << parallel::task_label(h, h.tasks[i]));
+    REQUIRE(same_task(g.tasks[i], h.tasks[i]));
+  }
+  REQUIRE(g.deps == h.deps);
+  REQUIRE(g.chains.size() == h.chains.size());
+  for (std::size_t i = 0; i < g.chains.size(); ++i) {
+    REQUIRE(g.chains[i].step_begin == h.chains[i].step_begin);
+    REQUIRE(g.chains[i].step_count == h.chains[i].step_count);
+  }
+  REQUIRE(g.chain_steps.size() == h.chain_steps.size());
+  for (std::size_t i = 0; i < g.chain_steps.size(); ++i) REQUIRE(same_task(g.chain_steps[i], h.chain_steps[i]));
+  REQUIRE(g.op_lists.size() == h.op_lists.size());
+  REQUIRE(g.communicators.size() == h.communicators.size());
+  for (std::size_t i = 0; i < g.communicators.size(); ++i) {
+    INFO("communicator " << i);
+    REQUIRE(g.communicators[i].axes == h.communicators[i].axes);
+    REQUIRE(g.communicators[i].ranks == h.communicators[i].ranks);
+    REQUIRE(g.communicators[i].tag == h.communicators[i].tag);
+    REQUIRE(g.communicators[i].dispatch == h.communicators[i].dispatch);
+  }
+  REQUIRE(a.templates.size() == b.templates.size());
+  for (std::size_t i = 0; i < a.templates.size(); ++i) {
+    const auto& x = a.templates[i];
+    const auto& y = b.templates[i];
+    INFO("template " << i);
+    REQUIRE((x.device == y.device && x.task_begin == y.task_begin && x.task_count == y.task_count));
+    REQUIRE(x.writes.size() == y.writes.size());
+    for (std::size_t k = 0; k < x.writes.size(); ++k) {
+      REQUIRE((x.writes[k].reg == y.writes[k].reg && x.writes[k].task == y.writes[k].task &&
+               x.writes[k].from_register == y.writes[k].from_register));
+    }
+  }
+  REQUIRE(a.blocks.size() == b.blocks.size());
+  for (std::size_t d = 0; d < a.blocks.size(); ++d) {
+    REQUIRE(a.blocks[d].size() == b.blocks[d].size());
+    for (std::size_t i = 0; i < a.blocks[d].size(); ++i) {
+      const auto& x = a.blocks[d][i];
+      const auto& y = b.blocks[d][i];
+      INFO("device " << d << ", block " << i);
+      REQUIRE((x.templ == y.templ && x.micro_batch == y.micro_batch && x.micro_batch2 == y.micro_batch2));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the direct replay and the coarse graph's replay match the event replay exactly") {
@@ -400,84 +458,11 @@ TEST_CASE("a block program repeats steady runs as lowering every block would") {
         every.repeat_steady_runs = false;
         const parallel::BlockProgram expected = parallel::lower_blocks(m, plan, every);
         const parallel::BlockProgram got = parallel::lower_blocks(m, plan, lowering(true));
-        REQUIRE(got.templates.size() == expected.templates.size());
-        REQUIRE(got.graph.tasks.size() == expected.graph.tasks.size());
-        REQUIRE(got.blocks.size() == expected.blocks.size());
-        for (std::size_t d = 0; d < got.blocks.size(); ++d) {
-          REQUIRE(got.blocks[d].size() == expected.blocks[d].size());
-          for (std::size_t i = 0; i < got.blocks[d].size(); ++i) {
-            const auto& a = got.blocks[d][i];
-            const auto& b = expected.blocks[d][i];
-            INFO("device " << d << ", block " << i);
-            REQUIRE((a.templ == b.templ && a.micro_batch == b.micro_batch && a.micro_batch2 == b.micro_batch2));
-          }
-        }
+        require_same_program(got, expected);
       }
     }
   }
 }
-
-namespace {
-
-// Two block programs are the same program: every field of every task, dependency, chain step,
-// communicator, template and block.
-void require_same_program(const parallel::BlockProgram& a, const parallel::BlockProgram& b) {
-  auto same_task = [](const parallel::Task& x, const parallel::Task& y) {
-    return x.kind == y.kind && x.stream == y.stream && x.pass == y.pass && x.part == y.part && x.device == y.device &&
-           x.layer == y.layer && x.micro_batch == y.micro_batch && x.ops == y.ops && x.chain == y.chain &&
-           x.duration == y.duration && x.comm == y.comm && x.bytes == y.bytes && x.communicator == y.communicator &&
-           x.hidden_by == y.hidden_by && x.dep_begin == y.dep_begin && x.dep_count == y.dep_count &&
-           x.alloc_at_start == y.alloc_at_start && x.free_at_end == y.free_at_end;
-  };
-  const parallel::TaskGraph& g = a.graph;
-  const parallel::TaskGraph& h = b.graph;
-  REQUIRE(g.tasks.size() == h.tasks.size());
-  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
-    INFO("task " << i << ": " << parallel::task_label(g, g.tasks[i]) << " / " << parallel::task_label(h, h.tasks[i]));
-    REQUIRE(same_task(g.tasks[i], h.tasks[i]));
-  }
-  REQUIRE(g.deps == h.deps);
-  REQUIRE(g.chains.size() == h.chains.size());
-  for (std::size_t i = 0; i < g.chains.size(); ++i) {
-    REQUIRE(g.chains[i].step_begin == h.chains[i].step_begin);
-    REQUIRE(g.chains[i].step_count == h.chains[i].step_count);
-  }
-  REQUIRE(g.chain_steps.size() == h.chain_steps.size());
-  for (std::size_t i = 0; i < g.chain_steps.size(); ++i) REQUIRE(same_task(g.chain_steps[i], h.chain_steps[i]));
-  REQUIRE(g.op_lists.size() == h.op_lists.size());
-  REQUIRE(g.communicators.size() == h.communicators.size());
-  for (std::size_t i = 0; i < g.communicators.size(); ++i) {
-    INFO("communicator " << i);
-    REQUIRE(g.communicators[i].axes == h.communicators[i].axes);
-    REQUIRE(g.communicators[i].ranks == h.communicators[i].ranks);
-    REQUIRE(g.communicators[i].tag == h.communicators[i].tag);
-    REQUIRE(g.communicators[i].dispatch == h.communicators[i].dispatch);
-  }
-  REQUIRE(a.templates.size() == b.templates.size());
-  for (std::size_t i = 0; i < a.templates.size(); ++i) {
-    const auto& x = a.templates[i];
-    const auto& y = b.templates[i];
-    INFO("template " << i);
-    REQUIRE((x.device == y.device && x.task_begin == y.task_begin && x.task_count == y.task_count));
-    REQUIRE(x.writes.size() == y.writes.size());
-    for (std::size_t k = 0; k < x.writes.size(); ++k) {
-      REQUIRE((x.writes[k].reg == y.writes[k].reg && x.writes[k].task == y.writes[k].task &&
-               x.writes[k].from_register == y.writes[k].from_register));
-    }
-  }
-  REQUIRE(a.blocks.size() == b.blocks.size());
-  for (std::size_t d = 0; d < a.blocks.size(); ++d) {
-    REQUIRE(a.blocks[d].size() == b.blocks[d].size());
-    for (std::size_t i = 0; i < a.blocks[d].size(); ++i) {
-      const auto& x = a.blocks[d][i];
-      const auto& y = b.blocks[d][i];
-      INFO("device " << d << ", block " << i);
-      REQUIRE((x.templ == y.templ && x.micro_batch == y.micro_batch && x.micro_batch2 == y.micro_batch2));
-    }
-  }
-}
-
-}  // namespace
 
 TEST_CASE("a block program copies templates across stages as lowering would") {
   // Every case above, a mixture of experts with dense first layers (expert parallelism, its
