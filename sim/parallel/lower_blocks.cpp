@@ -203,10 +203,8 @@ void Lowerer::copy_template(const SharedBlock& s, const std::array<std::int64_t,
   comm_map_.resize(g_.communicators.size(), -1);
   for (std::uint32_t i = s.lookup_begin; i < s.lookup_begin + s.lookup_count; ++i) {
     const CommLookup& l = lookups_[i];
-    const std::int32_t mine = l.pair ? pair_communicator(l.stream, stage_ + l.src, stage_ + l.dst, l.tag)
-                                     : group_communicator(l.axes);
-    comm_map_.resize(g_.communicators.size(), -1);
-    comm_map_[static_cast<std::size_t>(l.comm)] = mine;
+    comm_map_[static_cast<std::size_t>(l.comm)] =
+        l.pair ? pair_communicator(l.stream, stage_ + l.src, stage_ + l.dst, l.tag) : group_communicator(l.axes);
   }
   auto comm_of = [this](std::int32_t c) {
     if (c < 0) return c;
