@@ -42,9 +42,10 @@ void Lowerer::run_block(BlockKind kind, std::int32_t mb, std::int64_t chunk, boo
 
 void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool last, std::int32_t mb2) {
   if (program_ == nullptr) return run_block(kind, mb, chunk, last, mb2);
-  const bool overlapped = kind == BlockKind::kOverlapped || kind == BlockKind::kOverlappedSplit;
-  const std::int64_t forward_chunk = overlapped ? chunk / chunks_ : chunk;
-  const bool forwards = kind == BlockKind::kForward || overlapped;
+  const std::array<std::int64_t, 2> chunks = block_chunks(kind, chunk);  // forward, backward
+  const std::int64_t forward_chunk = chunks[0];
+  const bool forwards = kind == BlockKind::kForward || kind == BlockKind::kOverlapped ||
+                        kind == BlockKind::kOverlappedSplit;
   const bool forwarded = forwarded_[static_cast<std::size_t>(forward_chunk)] != 0;
   const BlockKey key{kind, chunk, last, forwarded, bucket_params_};
   const std::uint32_t holds = holding(false);
@@ -54,9 +55,7 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
   const auto per_kind = static_cast<std::size_t>(chunks_ * chunks_);
   auto& known_here = known_[static_cast<std::size_t>(kind) * per_kind + static_cast<std::size_t>(chunk)];
   for (const KnownBlock& known : known_here) {
-    if (!(known.key == key)) continue;
-    const bool params = (known.read & register_bit(kFirstParamRegister)) != 0;
-    if (((params ? holding(true) : holds) ^ known.holding) & known.read) continue;
+    if (!instance_of(known, key, holds)) continue;
     bucket_params_ = known.bucket_after;
     for (std::int32_t r = 0; r < kFirstParamRegister; ++r) {
       if ((known.written & register_bit(r)) == 0) continue;
@@ -73,7 +72,6 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
   // Another device's template of the block, where sharing applies (not to the parameter
   // gathers and the optimizer step, which read the whole device).
   const bool shareable = options_.share_templates && kind != BlockKind::kParamGathers && kind != BlockKind::kOptimizer;
-  const std::array<std::int64_t, 2> chunks = block_chunks(kind, chunk);
   const SharedBlock* shared = shareable ? find_shared(key, holds, chunks, mb == mb2) : nullptr;
   // The registers the block may read or write: the parameter gathers' only where it waits for
   // them or makes them.
@@ -93,7 +91,6 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
   if (shared != nullptr) {
     copy_template(*shared, chunks, mb, mb2);
     templ.copy_of = static_cast<std::int32_t>(shared->known.templ);
-    ++program_->copied_templates;
   } else {
     lookup_begin_ = static_cast<std::uint32_t>(lookups_.size());
     recording_ = shareable;
@@ -132,7 +129,7 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
     lookups_.resize(lookup_begin_);
     return;
   }
-  SharedBlock entry{known, {}, {}, {}, mb == mb2, mb, mb2, lookup_begin_,
+  SharedBlock entry{known, {}, {}, {}, mb, mb2, lookup_begin_,
                     static_cast<std::uint32_t>(lookups_.size()) - lookup_begin_};
   for (std::size_t k = 0; k < 2; ++k) {
     const std::int64_t vs = vstage(chunks[k]);
@@ -184,14 +181,11 @@ const Lowerer::SharedBlock* Lowerer::find_shared(const BlockKey& key, std::uint3
   const auto per_kind = static_cast<std::size_t>(chunks_ * chunks_);
   const auto& candidates = shared_[static_cast<std::size_t>(key.kind) * per_kind + static_cast<std::size_t>(key.chunk)];
   for (const SharedBlock& s : candidates) {
-    if (!(s.known.key == key) || s.one_micro_batch != one_micro_batch) continue;
-    if (!(s.views[0] == views_[static_cast<std::size_t>(chunks[0])]) ||
+    if ((s.mb == s.mb2) != one_micro_batch || !(s.views[0] == views_[static_cast<std::size_t>(chunks[0])]) ||
         !(s.views[1] == views_[static_cast<std::size_t>(chunks[1])])) {
       continue;
     }
-    const bool params = (s.known.read & register_bit(kFirstParamRegister)) != 0;
-    if (((params ? holding(true) : holds) ^ s.known.holding) & s.known.read) continue;
-    return &s;
+    if (instance_of(s.known, key, holds)) return &s;
   }
   return nullptr;
 }
@@ -312,6 +306,12 @@ void Lowerer::copy_template(const SharedBlock& s, const std::array<std::int64_t,
       s.known.key.kind == BlockKind::kOverlappedSplit) {
     for (std::int64_t i = 0; i < s.layers[0]; ++i) first_forward_of_layer_[static_cast<std::size_t>(s.first_layer[0] + shift[0] + i)] = false;
   }
+}
+
+bool Lowerer::instance_of(const KnownBlock& known, const BlockKey& key, std::uint32_t holds) const {
+  if (!(known.key == key)) return false;
+  const bool params = (known.read & register_bit(kFirstParamRegister)) != 0;
+  return (((params ? holding(true) : holds) ^ known.holding) & known.read) == 0;
 }
 
 std::array<std::int32_t, Lowerer::kFirstParamRegister> Lowerer::block_registers() const {

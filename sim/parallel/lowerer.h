@@ -468,17 +468,19 @@ class Lowerer {
   };
   // A template lowered on one device that others may copy: its KnownBlock, the views of the
   // forward and backward model chunks it lowered (one chunk twice unless overlapped), their
-  // first layers, whether its two micro-batches were one, and the communicators it looked up
+  // first layers and layer counts, its first block's micro-batches, and the communicators it looked up
   // (lookups_[lookup_begin, lookup_begin + lookup_count), in the order of their first lookup).
   struct SharedBlock {
     KnownBlock known;
     std::array<ChunkView, 2> views;
     std::array<std::int64_t, 2> first_layer;
     std::array<std::int64_t, 2> layers;
-    bool one_micro_batch;
     std::int32_t mb, mb2;
     std::uint32_t lookup_begin, lookup_count;
   };
+  // Whether a block of `key`, with the registers `holds` holds a task in (holding(false)), is
+  // an instance of `known`: the same key, and the registers its lowering read held alike.
+  bool instance_of(const KnownBlock& known, const BlockKey& key, std::uint32_t holds) const;
   void classify_virtual_stages();
   // The forward and backward model chunks of a block (the same chunk unless overlapped).
   std::array<std::int64_t, 2> block_chunks(BlockKind kind, std::int64_t chunk) const;

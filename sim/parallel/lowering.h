@@ -104,7 +104,6 @@ struct BlockProgram {
   std::vector<Template> templates;
   std::vector<std::vector<Block>> blocks;  // per device, in program order
   std::int32_t registers = 0;
-  std::int64_t copied_templates = 0;  // of `templates`, those copied from another device's
 };
 
 // `options` must ask for a coarse, symmetric lowering. `storage`: as for lower().

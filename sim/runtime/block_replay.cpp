@@ -448,12 +448,13 @@ class BlockReplay {
       info = st_.tasks[from.task_begin + k];
       if (info.kind == BlockTaskKind::kChain) {
         info.index = task.chain;
-      } else if (task.kind == TaskKind::kCollective) {
-        info.duration = costs_.comm_time(task, costs_.comm_cost(task));
-        if (costs_.members(task.communicator) != 1) return false;
-      } else if (task.kind == TaskKind::kP2p) {
-        info.duration = costs_.comm_time(task, costs_.comm_cost(task));
-        if (!prepare_transfer(task, info, t.device, ti, transfer_time, stream_comm)) return false;
+        continue;
+      }
+      if (task.kind == TaskKind::kCompute) continue;
+      info.duration = costs_.comm_time(task, costs_.comm_cost(task));
+      if (task.kind == TaskKind::kCollective ? costs_.members(task.communicator) != 1
+                                             : !prepare_transfer(task, info, t.device, ti, transfer_time, stream_comm)) {
+        return false;
       }
     }
     return true;
