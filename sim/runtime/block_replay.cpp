@@ -7,6 +7,8 @@
 #include <memory>
 #include <numeric>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/base/diagnostic.h"
@@ -77,13 +79,32 @@ struct BlockDevice {
 struct SteadyRun {
   std::size_t begin = 0, periods = 0;
   std::uint16_t streams = 0;  // the streams its templates run on
+  // The registers its templates read or write: BlockStorage::run_registers[from, to).
+  std::uint32_t registers_from = 0, registers_to = 0;
 };
+// Hashes of values, for BlockReplay::skip_periods' lookups.
+inline std::uint64_t mix_hash(std::uint64_t h, std::int64_t v) {
+  h = (h ^ static_cast<std::uint64_t>(v)) * 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 29);
+}
+inline std::uint64_t hash_values(const std::vector<std::int64_t>& values) {
+  std::uint64_t h = 0;
+  for (const std::int64_t v : values) h = mix_hash(h, v);
+  return h;
+}
 // The replay's state at a cut (every device at the end of one steady-state period), to compare
 // with the next cut: its times, then what must be equal (memory levels and peaks, transfers in
 // flight), then the counters a skip advances.
 struct CutState {
   std::vector<std::int64_t> times, exact, levels;  // levels: each device's memory in use
   std::vector<std::uint64_t> counts;
+  // Equal for states that are one another shifted in time (times less the first, a 0 apart;
+  // `exact` as it is), as BlockReplay::skip_from compares them.
+  std::uint64_t shape_hash() const {
+    std::uint64_t h = hash_values(exact);
+    for (const std::int64_t t : times) h = mix_hash(h, t == 0 ? std::numeric_limits<std::int64_t>::min() : t - times[0]);
+    return h;
+  }
   void clear() {
     times.clear();
     exact.clear();
@@ -142,9 +163,12 @@ struct BlockStorage {
   std::array<std::vector<StreamInterval>, parallel::kNumStreams> intervals;
   std::vector<RecordedInterval> recorded;
   std::vector<SteadyRun> runs;  // by device
-  std::vector<std::uint8_t> run_registers;  // by device's register: read or written in its run
+  std::vector<std::uint8_t> run_touched;     // by register: read or written in its device's run
+  std::vector<std::uint32_t> run_registers;  // those registers, by device (SteadyRun)
   std::vector<std::uint8_t> run_channels;   // by channel: the runs send or receive on it
-  std::array<CutState, 5> cuts;  // at the last cuts, cut k at k mod 5
+  std::array<CutState, 3> cuts;  // of skip_periods
+  std::unordered_map<std::uint64_t, std::size_t> cut_hashes;  // of skip_periods
+  std::unordered_set<std::uint64_t> cut_exact_hashes;         // of skip_periods
   ChainSchedules chains;         // of the program's chains
   std::vector<std::int32_t> chain_source;  // by chain: the chain it copies, or -1
 };
@@ -536,7 +560,8 @@ class BlockReplay {
       if (period_ > kLongestPeriod) return false;
     }
     st_.runs.assign(n_devices, internal::SteadyRun{});
-    st_.run_registers.assign(st_.registers.size(), 0);
+    st_.run_touched.assign(st_.registers.size(), 0);
+    st_.run_registers.clear();
     st_.run_channels.assign(st_.channel_count, 0);
     for (std::size_t d = 0; d < n_devices; ++d) {
       const auto& blocks = p_.blocks[d];
@@ -549,7 +574,7 @@ class BlockReplay {
       internal::SteadyRun& run = st_.runs[d];
       run = {begin, (end - begin) / period_, 0};
       if (run.periods < 4) return false;
-      std::uint8_t* touched = st_.run_registers.data() + st_.devices[d].registers;
+      std::uint8_t* touched = st_.run_touched.data() + st_.devices[d].registers;
       for (std::size_t i = begin; i < begin + period_; ++i) {
         const BlockMemo& m = st_.memos[blocks[i].templ];
         run.streams |= m.streams;
@@ -560,26 +585,42 @@ class BlockReplay {
         }
         for (std::uint32_t k = 0; k < m.send_count; ++k) st_.run_channels[static_cast<std::size_t>(st_.memo_sends[m.sends_begin + k])] = 1;
       }
+      run.registers_from = static_cast<std::uint32_t>(st_.run_registers.size());
+      for (std::size_t r = 0; r < static_cast<std::size_t>(p_.registers); ++r) {
+        if (touched[r] != 0) st_.run_registers.push_back(static_cast<std::uint32_t>(st_.devices[d].registers + r));
+      }
+      run.registers_to = static_cast<std::uint32_t>(st_.run_registers.size());
     }
     return true;
   }
 
-  // The state at a cut (see CutState): every device's stream free times, registers and last
-  // end; the transfers in flight on each channel and the one each sent last.
-  void cut_state(internal::CutState& out) const {
+  // What must be equal at two cuts for a skip (CutState::exact): every device's memory peak;
+  // the transfers in flight on each channel of the runs, and whether its receiver waits.
+  void cut_exact(internal::CutState& out) const {
     out.clear();
-    const auto regs = static_cast<std::size_t>(p_.registers);
+    for (const BlockDevice& dev : st_.devices) out.exact.push_back(dev.memory.peak_dynamic.count());
+    for (std::size_t c = 0; c < st_.channel_count; ++c) {
+      if (st_.run_channels[c] == 0) continue;
+      out.exact.push_back(st_.channels[c].sent - st_.channels[c].received);
+      out.exact.push_back(st_.channels[c].waiting);
+    }
+  }
+
+  // The rest of the state at a cut (see CutState), after cut_exact: every device's stream free
+  // times, registers and last end; the transfers in flight on each channel and the one each
+  // sent last.
+  void cut_state(internal::CutState& out) const {
     for (std::size_t d = 0; d < st_.devices.size(); ++d) {
       const BlockDevice& dev = st_.devices[d];
+      const internal::SteadyRun& run = st_.runs[d];
       out.times.push_back(dev.last_end.ps());
-      for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
-        if ((st_.runs[d].streams >> s & 1u) != 0) out.times.push_back(dev.free[s].ps());
+      for (std::uint32_t bits = run.streams; bits != 0; bits &= bits - 1) {
+        out.times.push_back(dev.free[static_cast<std::size_t>(std::countr_zero(bits))].ps());
       }
-      for (std::size_t r = 0; r < regs; ++r) {
-        if (st_.run_registers[dev.registers + r] != 0) out.times.push_back(st_.registers[dev.registers + r].ps());
+      for (std::uint32_t r = run.registers_from; r < run.registers_to; ++r) {
+        out.times.push_back(st_.registers[st_.run_registers[r]].ps());
       }
       out.levels.push_back(dev.current.count());
-      out.exact.push_back(dev.memory.peak_dynamic.count());
       out.counts.push_back(dev.events);
       out.counts.push_back(static_cast<std::uint64_t>(dev.tasks));
     }
@@ -587,8 +628,6 @@ class BlockReplay {
       const BlockChannel& channel = st_.channels[c];
       out.counts.push_back(channel.sent);
       if (st_.run_channels[c] == 0) continue;
-      out.exact.push_back(channel.sent - channel.received);
-      out.exact.push_back(channel.waiting);
       for (std::uint32_t i = first_kept(channel); i < channel.sent; ++i) {
         out.times.push_back(channel.transfer(i).first.ps());
         out.times.push_back(channel.transfer(i).second.ps());
@@ -605,44 +644,75 @@ class BlockReplay {
   }
 
   // Skips steady-state periods: when every device, at the end of a period of its steady run
-  // (a cut), finds its state that of the cut before shifted by one time δ (every time that is
+  // (a cut), finds its state that of an earlier cut shifted by one time δ (every time that is
   // not 0 later by δ, a 0 still 0; memory levels and peaks, transfers in flight alike), the next
-  // periods, made of the same templates, repeat it: each is a function of the state at its cut
-  // whose times are maxima and sums of those times and of durations (see evaluate_memoized),
-  // and a time still 0 after a whole period was read by no task that ran (a 0 decides no
-  // maximum of times). So the state after j more periods is this one shifted by j·δ, exactly,
-  // as long as every device's run goes on: that many periods are skipped at once. The devices
-  // advance in step, cut by cut (a device stops at its cut); where they cannot all reach one,
-  // or no two cuts match within a few periods, the replay goes on without a skip.
+  // periods, made of the same templates, repeat the span between them: each is a function of
+  // the state at its cut whose times are maxima and sums of those times and of durations (see
+  // evaluate_memoized), and a time still 0 after a whole period was read by no task that ran (a
+  // 0 decides no maximum of times). So the state after j more spans is this one shifted by j·δ,
+  // exactly, as long as every device's run goes on: that many spans are skipped at once. The
+  // devices advance in step, cut by cut (a device stops at its cut); where they cannot all reach
+  // one, or no two cuts match, the replay goes on without a skip.
+  //
+  // A state may come back after one period or only after several: a small delay that travels
+  // down the pipeline and back (a deep 1F1B pipeline's stages settle into a cycle as long as the
+  // pipeline) comes back after as many periods as stages. So each cut's state is compared with
+  // the cut before's, and hashed as it compares (times less device 0's last end, what must be
+  // equal): a cut whose hash an earlier cut had, c cuts before, proposes a cycle of c periods,
+  // which the cut c periods later confirms by comparing whole states. A cut whose memory peaks
+  // and transfers in flight neither the cut before nor any earlier cut had (a pipeline whose
+  // stages drift apart has more in flight at every cut) repeats none: its times, which grow with
+  // the transfers in flight, are left unread.
   void skip_periods() {
     skip_ = {};
     if (!find_steady_runs()) return;
     std::size_t shortest = std::numeric_limits<std::size_t>::max();
     for (const internal::SteadyRun& r : st_.runs) shortest = std::min(shortest, r.periods);
-    // The states are compared in windows of successive cuts, each window four times further
-    // on than the one before: a pipeline that never repeats costs a few comparisons only.
-    auto& cuts = st_.cuts;
-    for (std::size_t window = 1; window + 1 < shortest; window = std::max(4 * window, window + cuts.size())) {
-      for (std::size_t k = window; k < window + cuts.size() && k + 1 < shortest; ++k) {
-        for (std::size_t d = 0; d < st_.devices.size(); ++d) st_.devices[d].limit = cut(static_cast<std::int32_t>(d), k);
-        drain();
-        for (std::size_t d = 0; d < st_.devices.size(); ++d) {
-          if (st_.devices[d].next_block != st_.devices[d].limit) return;
-        }
-        cut_state(cuts[k % cuts.size()]);
-        // A state may come back only every few periods (a cycle of several).
-        for (std::size_t c = 1; c <= k - window; ++c) {
-          if (skip_from(k, c, (shortest - k) / c)) return;
-        }
+    internal::CutState* before = &st_.cuts[0];  // the cut before, whole (cut_state) if `whole`
+    internal::CutState* now = &st_.cuts[1];
+    internal::CutState& proposed = st_.cuts[2];  // the state at cut `from`, while a span is proposed
+    auto& seen = st_.cut_hashes;  // a whole state's hash: the last cut with it
+    auto& seen_exact = st_.cut_exact_hashes;
+    seen.clear();
+    seen_exact.clear();
+    std::size_t from = 0, span = 0;
+    bool whole = false;
+    for (std::size_t k = 1; k + 1 < shortest; ++k) {
+      for (std::size_t d = 0; d < st_.devices.size(); ++d) st_.devices[d].limit = cut(static_cast<std::int32_t>(d), k);
+      drain();
+      for (std::size_t d = 0; d < st_.devices.size(); ++d) {
+        if (st_.devices[d].next_block != st_.devices[d].limit) return;
       }
+      cut_exact(*now);
+      const bool again = k > 1 && now->exact == before->exact;
+      const bool confirm = span > 0 && k == from + span;
+      const bool known = !seen_exact.insert(internal::hash_values(now->exact)).second;
+      const bool whole_before = whole;
+      whole = k == 1 || again || confirm || known;
+      if (whole) {
+        cut_state(*now);
+        if (again && whole_before && skip_from(*before, *now, k, 1, shortest - k)) return;
+        if (confirm) {
+          if (skip_from(proposed, *now, k, span, (shortest - k) / span)) return;
+          span = 0;
+        }
+        const auto [at, fresh] = seen.try_emplace(now->shape_hash(), k);
+        // Proposed only where the span could be skipped once confirmed.
+        if (!fresh && span == 0 && k + 2 * (k - at->second) < shortest) {
+          span = k - at->second;
+          from = k;
+          proposed = *now;
+        }
+        at->second = k;
+      }
+      std::swap(before, now);
     }
   }
 
-  // Skips `spans` times `span` periods after cut k if the states at cuts k − span and k match
-  // (skip_periods).
-  bool skip_from(std::size_t k, std::size_t span, std::size_t spans) {
-    const internal::CutState& a = st_.cuts[(k - span) % st_.cuts.size()];
-    const internal::CutState& b = st_.cuts[k % st_.cuts.size()];
+  // Skips `spans` times `span` periods after cut k if state `b` there is state `a`, of cut
+  // k − span, shifted (skip_periods).
+  bool skip_from(const internal::CutState& a, const internal::CutState& b, std::size_t k, std::size_t span,
+                 std::size_t spans) {
     if (spans == 0) return false;
     if (a.exact != b.exact || a.times.size() != b.times.size()) return false;
     // Memory may fall from period to period (a run of backwards): no peak comes later.
@@ -696,12 +766,10 @@ class BlockReplay {
     auto move = [jump](SimTime& t) {
       if (t.ps() != 0) t = SimTime::from_ps(t.ps() + jump);
     };
-    for (std::size_t s = 0; s < parallel::kNumStreams; ++s) {
-      if ((run.streams >> s & 1u) != 0) move(dev.free[s]);
+    for (std::uint32_t bits = run.streams; bits != 0; bits &= bits - 1) {
+      move(dev.free[static_cast<std::size_t>(std::countr_zero(bits))]);
     }
-    for (std::size_t r = 0; r < static_cast<std::size_t>(p_.registers); ++r) {
-      if (st_.run_registers[dev.registers + r] != 0) move(st_.registers[dev.registers + r]);
-    }
+    for (std::uint32_t r = run.registers_from; r < run.registers_to; ++r) move(st_.registers[st_.run_registers[r]]);
     move(dev.last_end);
   }
 

@@ -93,6 +93,14 @@ std::vector<Case> cases() {
     p.zero_stage = 1;
     add(std::string("96 micro-batches, ") + name, p);
   }
+  {
+    // Tensor parallelism across nodes: a delay travels down the eight stages and back, and the
+    // steady state comes back after eight periods, not one.
+    auto p = base(16, 8, 1);
+    p.global_batch = 64;
+    p.zero_stage = 1;
+    add("64 micro-batches, 8 stages, a cycle of 8 periods", p);
+  }
   add("1F1B, ZeRO 0", base(2, 4, 2));
   {
     auto p = base(2, 2, 2);
