@@ -93,7 +93,7 @@ inline std::uint64_t hash_values(const std::vector<std::int64_t>& values) {
   return h;
 }
 // The replay's state at a cut (every device at the end of one steady-state period), to compare
-// with the next cut: its times, then what must be equal (memory levels and peaks, transfers in
+// with other cuts: its times, then what must be equal (memory levels and peaks, transfers in
 // flight), then the counters a skip advances.
 struct CutState {
   std::vector<std::int64_t> times, exact, levels;  // levels: each device's memory in use
