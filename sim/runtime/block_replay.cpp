@@ -99,9 +99,9 @@ struct CutState {
   std::vector<std::int64_t> times, exact, levels;  // levels: each device's memory in use
   std::vector<std::uint64_t> counts;
   // Equal for states that are one another shifted in time (times less the first, a 0 apart;
-  // `exact` as it is), as BlockReplay::skip_from compares them.
-  std::uint64_t shape_hash() const {
-    std::uint64_t h = hash_values(exact);
+  // `exact` as it is), as BlockReplay::skip_from compares them; from `exact`'s hash_values.
+  std::uint64_t shape_hash(std::uint64_t exact_hash) const {
+    std::uint64_t h = exact_hash;
     for (const std::int64_t t : times) h = mix_hash(h, t == 0 ? std::numeric_limits<std::int64_t>::min() : t - times[0]);
     return h;
   }
@@ -658,11 +658,11 @@ class BlockReplay {
   // down the pipeline and back (a deep 1F1B pipeline's stages settle into a cycle as long as the
   // pipeline) comes back after as many periods as stages. So each cut's state is compared with
   // the cut before's, and hashed as it compares (times less device 0's last end, what must be
-  // equal): a cut whose hash an earlier cut had, c cuts before, proposes a cycle of c periods,
-  // which the cut c periods later confirms by comparing whole states. A cut whose memory peaks
-  // and transfers in flight neither the cut before nor any earlier cut had (a pipeline whose
-  // stages drift apart has more in flight at every cut) repeats none: its times, which grow with
-  // the transfers in flight, are left unread.
+  // equal): a cut whose hash an earlier cut had, c ≥ 2 cuts before, proposes a cycle of c
+  // periods, which the cut c periods later confirms by comparing whole states. A cut whose memory
+  // peaks and transfers in flight no earlier cut had (a pipeline whose stages drift apart has
+  // more in flight at every cut) repeats none: its times, which grow with the transfers in
+  // flight, are left unread.
   void skip_periods() {
     skip_ = {};
     if (!find_steady_runs()) return;
@@ -684,21 +684,21 @@ class BlockReplay {
         if (st_.devices[d].next_block != st_.devices[d].limit) return;
       }
       cut_exact(*now);
-      const bool again = k > 1 && now->exact == before->exact;
+      const std::uint64_t exact_hash = internal::hash_values(now->exact);
       const bool confirm = span > 0 && k == from + span;
-      const bool known = !seen_exact.insert(internal::hash_values(now->exact)).second;
       const bool whole_before = whole;
-      whole = k == 1 || again || confirm || known;
+      whole = !seen_exact.insert(exact_hash).second || k == 1 || confirm;
       if (whole) {
         cut_state(*now);
-        if (again && whole_before && skip_from(*before, *now, k, 1, shortest - k)) return;
+        if (whole_before && skip_from(*before, *now, k, 1, shortest - k)) return;
         if (confirm) {
           if (skip_from(proposed, *now, k, span, (shortest - k) / span)) return;
           span = 0;
         }
-        const auto [at, fresh] = seen.try_emplace(now->shape_hash(), k);
-        // Proposed only where the span could be skipped once confirmed.
-        if (!fresh && span == 0 && k + 2 * (k - at->second) < shortest) {
+        const auto [at, fresh] = seen.try_emplace(now->shape_hash(exact_hash), k);
+        // A cycle of one period is the comparison with the cut before; a longer one is proposed
+        // only where it could be skipped once confirmed.
+        if (!fresh && span == 0 && k - at->second >= 2 && k + 2 * (k - at->second) < shortest) {
           span = k - at->second;
           from = k;
           proposed = *now;
