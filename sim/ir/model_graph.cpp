@@ -242,6 +242,16 @@ MoeOps build_moe(const ModelSpec& model, const LayerShape& s, const MoeShape& e)
     linear(sh, "shared_down", tokens, h, f, s);
   }
   auto& x = out.experts.forward;
+  // The all-to-all dispatcher receives the copies grouped by source rank and, where a rank holds
+  // several experts, sorts them into local-expert order before the grouped GEMMs and back after
+  // them: Megatron-Core's MoEAlltoAllTokenDispatcher, "Permutation 2: Sort tokens by local
+  // expert" (dispatch_postprocess) and "Unpermutation 2" (combine_preprocess), sort_chunks_by_idxs
+  // when num_local_experts > 1: Transformer Engine's fused sort kernel under moe_permute_fusion,
+  // split and cat otherwise, a copy of every received row either way. The flex dispatcher
+  // (DeepEP, HybridEP) sends each token once and permutes the received tokens into expert order
+  // in one pass (get_permuted_hidden_states_by_experts), priced as the router's permutation.
+  const std::int64_t received_elems = local * rows * h;
+  if (e.sorts_by_expert) x.push_back(memory("sort_by_expert", received_elems, received_elems));
   switch (model.activation) {
     case Activation::kGelu:
       grouped_linear(x, "expert_up", local, rows, eff, h, s);
@@ -253,6 +263,7 @@ MoeOps build_moe(const ModelSpec& model, const LayerShape& s, const MoeShape& e)
       break;
   }
   grouped_linear(x, "expert_down", local, rows, h, eff, s);
+  if (e.sorts_by_expert) x.push_back(memory("unsort_by_expert", received_elems, received_elems));
   auto& u = out.unpermute.forward;
   // Unpermutation with the routing weights: reads every copy, writes each token once; then the
   // residual add.

@@ -153,12 +153,15 @@ OpPolicyRecompute op_policy_recompute(const ModelSpec& model, const LayerOps& la
 // The same for a layer of one token on a rank of `tp`: matmul FLOPs and saved features per token.
 OpPolicyRecompute op_policy_per_token(const ModelSpec& model, std::int64_t tp, bool flash_attention);
 
-// How one MoE block runs on one device: expert parallelism, expert tensor parallelism, and the
-// load of the most loaded rank over the mean (1: balanced routing).
+// How one MoE block runs on one device: expert parallelism, expert tensor parallelism, the
+// load of the most loaded rank over the mean (1: balanced routing), and whether the received
+// token copies are sorted into local-expert order before the grouped GEMMs and back after them
+// (the all-to-all dispatcher on a rank of several experts, see build_moe).
 struct MoeShape {
   std::int64_t ep = 1;
   std::int64_t etp = 1;
   double load = 1.0;
+  bool sorts_by_expert = false;
 };
 
 // The MLP block of an MoE layer as Megatron-Core's MoELayer runs it, in pieces the lowering puts

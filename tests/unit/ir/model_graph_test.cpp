@@ -408,3 +408,30 @@ TEST_CASE("eager MoE permutation: measured kernels with bench_moe.py's byte coun
   CHECK(find(eager.router.backward, "permute").eager_moe == EagerMoeKernel::kScatterAdd);
   CHECK(find(eager.unpermute.backward, "unpermute").eager_moe == EagerMoeKernel::kGather);
 }
+
+TEST_CASE("all-to-all dispatcher sorts the received copies by local expert") {
+  LayerShape s;
+  s.micro_batch = 1;
+  s.seq = 4096;
+  s.full_seq = 4096;
+  const auto count = [](const std::vector<Op>& ops, const std::string& name) {
+    std::int64_t bytes = -1;
+    for (const auto& op : ops) {
+      if (name == op.name) bytes = op.moved.count();
+    }
+    return bytes;
+  };
+  // 4096 tokens · top-8 copies, all received by the rank's 16 experts: each copy read and written
+  // once before the grouped GEMMs and once after them.
+  const std::int64_t copies_bytes = 4096 * 8 * 2048 * 2;
+  const MoeOps sorted = build_moe(qwen3_moe(), s, MoeShape{8, 1, 1.0, true});
+  CHECK(count(sorted.experts.forward, "sort_by_expert") == 2 * copies_bytes);
+  CHECK(count(sorted.experts.forward, "unsort_by_expert") == 2 * copies_bytes);
+  CHECK(sorted.experts.forward.front().name == std::string("sort_by_expert"));
+  CHECK(sorted.experts.forward.back().name == std::string("unsort_by_expert"));
+  CHECK(count(sorted.experts.backward, "sort_by_expert") > 0);
+  // Without the sort (the flex dispatcher, or one expert per rank) the block is the GEMMs alone.
+  const MoeOps flex = build_moe(qwen3_moe(), s, MoeShape{8, 1, 1.0, false});
+  CHECK(count(flex.experts.forward, "sort_by_expert") == -1);
+  CHECK(flex.experts.forward.size() + 2 == sorted.experts.forward.size());
+}
