@@ -7,9 +7,9 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/config/loader.h"
 #include "sim/driver/simulate.h"
 #include "sim/parallel/lowering.h"
+#include "tests/unit/driver/moe_scenario.h"
 
 using namespace ts;
 
@@ -38,19 +38,8 @@ std::vector<std::pair<Key, std::vector<Key>>> tasks_with_deps(const parallel::Ta
 }
 
 config::Scenario scenario(bool overlap) {
-  config::Scenario sc;
-  sc.model = config::load_model("qwen3-30b-a3b");
-  sc.model.num_layers = 4;
-  sc.cluster = config::load_cluster("dgx-h100");
-  sc.num_gpus = 4;
-  auto& p = sc.plan;
-  p.dp = 4;
-  p.ep = 4;
-  p.micro_batch = 1;
-  p.global_batch = 16;
-  p.seq_len = 2048;
-  p.zero_stage = 1;
-  p.moe_a2a_overlap = overlap;
+  config::Scenario sc = testing::small_moe("qwen3-30b-a3b", 4, 1, 16, 2048);
+  sc.plan.moe_a2a_overlap = overlap;
   return sc;
 }
 

@@ -4,36 +4,21 @@
 // does not, and with one expert per rank neither sorts.
 #include <catch2/catch.hpp>
 
-#include "sim/config/loader.h"
 #include "sim/driver/simulate.h"
+#include "tests/unit/driver/moe_scenario.h"
+#include "tests/unit/driver/run_ok.h"
 
 using namespace ts;
 
 namespace {
 
 config::Scenario one_node(const char* model, parallel::MoeDispatcher dispatcher) {
-  config::Scenario sc;
-  sc.model = config::load_model(model);
-  sc.model.num_layers = 4;
-  sc.cluster = config::load_cluster("dgx-h100");
-  sc.num_gpus = 8;
-  auto& p = sc.plan;
-  p.dp = 8;
-  p.ep = 8;
-  p.micro_batch = 1;
-  p.global_batch = 16;
-  p.seq_len = 4096;
-  p.zero_stage = 1;
-  p.moe_dispatcher = dispatcher;
+  config::Scenario sc = testing::small_moe(model, 8, 1, 16, 4096);
+  sc.plan.moe_dispatcher = dispatcher;
   return sc;
 }
 
-double step(const config::Scenario& sc) {
-  driver::Resources resources;
-  const driver::RunResult r = driver::simulate(sc, driver::RunOptions{}, resources);
-  REQUIRE(r.status == driver::Status::kOk);
-  return r.iteration_time_s;
-}
+double step(const config::Scenario& sc) { return testing::run_ok(sc).iteration_time_s; }
 
 }  // namespace
 

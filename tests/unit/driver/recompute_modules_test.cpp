@@ -11,6 +11,7 @@
 #include "sim/driver/simulate.h"
 #include "sim/driver/validate_text.h"
 #include "sim/memory/footprint.h"
+#include "tests/unit/driver/moe_scenario.h"
 
 using namespace ts;
 using parallel::RecomputeModule;
@@ -19,18 +20,8 @@ namespace {
 
 // Qwen3-30B-A3B cut to 4 layers on 8 H100s, EP 8 (the recipe shape of the B200 row, smaller).
 config::Scenario moe_scenario(std::uint32_t modules) {
-  config::Scenario sc;
-  sc.model = config::load_model("qwen3-30b-a3b");
-  sc.model.num_layers = 4;
-  sc.cluster = config::load_cluster("dgx-h100");
-  sc.num_gpus = 8;
+  config::Scenario sc = testing::small_moe("qwen3-30b-a3b", 8, 2, 32, 4096);
   auto& p = sc.plan;
-  p.dp = 8;
-  p.ep = 8;
-  p.micro_batch = 2;
-  p.global_batch = 32;
-  p.seq_len = 4096;
-  p.zero_stage = 1;
   if (modules != 0) {
     p.recompute = parallel::Recompute::kSelective;
     p.recompute_modules = modules;

@@ -10,6 +10,7 @@
 #include "sim/ir/model_graph.h"
 #include "sim/parallel/lowering.h"
 #include "tests/unit/config/config_test_util.h"
+#include "tests/unit/driver/moe_scenario.h"
 
 using namespace ts;
 
@@ -68,18 +69,8 @@ TEST_CASE("sliding window: GPT-OSS bands every other layer, bad fields named") {
 }
 
 TEST_CASE("sliding window: banded layers cost less attention, the rest as before") {
-  config::Scenario sc;
-  sc.model = config::load_model("gpt-oss-120b");
-  sc.model.num_layers = 4;
-  sc.cluster = config::load_cluster("dgx-h100");
-  sc.num_gpus = 8;
-  auto& p = sc.plan;
-  p.dp = 8;
-  p.ep = 8;
-  p.micro_batch = 1;
-  p.global_batch = 16;
-  p.seq_len = 4096;
-  p.zero_stage = 1;
+  config::Scenario sc = testing::small_moe("gpt-oss-120b", 8, 1, 16, 4096);
+  const parallel::ParallelPlan& p = sc.plan;
   parallel::LoweringOptions lo;
   const parallel::TaskGraph g = parallel::lower(sc.model, p, lo);
   // Per layer, the window of its forward attention core.
