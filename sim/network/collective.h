@@ -21,7 +21,8 @@ std::optional<Algorithm> parse_algorithm(std::string_view name);      // "ring",
 // dispatcher (DeepEP, HybridEP): the buffer holds top_k copies of each of a rank's tokens, bound
 // for `experts` experts spread evenly over the group's ranks in order; a token's experts lie in
 // `group_limit` of `expert_groups` equal groups of consecutive experts (0: no limit). A token
-// crosses the network once per destination node and is forwarded over NVLink there.
+// crosses the network once per destination node and is forwarded over NVLink there, and reaches
+// each rank holding any of its experts once (see rank_dedup).
 // experts == 0: not a dispatch.
 struct TokenRouting {
   std::int64_t experts = 0;

@@ -281,6 +281,11 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
           ev.seconds_per_byte += static_cast<double>(step.repeat) * step_spb;
         }
         ev.network_hop_extra = topo_.spec().fabric.switch_latency * fabric_links;
+        // A dispatch inside one node or on groups spread unevenly runs the direct all-to-all,
+        // each token once per destination rank (rank_dedup): every pair's share alike.
+        if (r.routing.experts > 0 && !dispatch && r.op == CollectiveOp::kAllToAll) {
+          ev.seconds_per_byte *= rank_dedup(r.routing, n);
+        }
         fresh.push_back(ev);
       }
     }

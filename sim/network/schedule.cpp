@@ -383,6 +383,11 @@ double node_reach(const TokenRouting& r, std::int32_t nodes) {
   return 1.0 - miss_all(r.experts, e, k);
 }
 
+double rank_dedup(const TokenRouting& routing, std::int32_t ranks) {
+  if (ranks <= 0 || routing.experts % ranks != 0) return 1.0;  // no even spread to count on
+  return static_cast<double>(ranks) * node_reach(routing, ranks) / static_cast<double>(routing.top_k);
+}
+
 Schedule dispatch_schedule(const GroupShape& s, const TokenRouting& routing) {
   SIM_ASSERT(s.nodes > 1 && uniform(s), "the hierarchical dispatch needs a uniform multi-node group");
   Schedule sc;
@@ -393,9 +398,8 @@ Schedule dispatch_schedule(const GroupShape& s, const TokenRouting& routing) {
   Step step;
   const double per_node = node_reach(routing, s.nodes) / static_cast<double>(routing.top_k);
   for (std::int32_t j = 1; j < s.nodes; ++j) step.patterns.push_back(shift(Pattern::Kind::kRailShift, j, per_node));
-  for (std::int32_t k = 1; k < s.per_node; ++k) {
-    step.patterns.push_back(shift(Pattern::Kind::kNodeShift, k, 1.0 / s.per_node));
-  }
+  const double per_peer = rank_dedup(routing, s.size) / s.per_node;
+  for (std::int32_t k = 1; k < s.per_node; ++k) step.patterns.push_back(shift(Pattern::Kind::kNodeShift, k, per_peer));
   sc.steps.push_back(std::move(step));
   sc.hops.ring_network = 1;
   sc.hops.ring_nvlink = s.per_node > 1 ? 1 : 0;

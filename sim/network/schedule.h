@@ -91,11 +91,21 @@ std::vector<Schedule> build_schedules(CollectiveOp op, Algorithm algorithm, cons
 // token where the limit allows 4); without the limit 0.66.
 double node_reach(const TokenRouting& routing, std::int32_t nodes);
 
+// What a dispatcher that sends a token once to each rank holding any of its experts puts on the
+// wire among `ranks` ranks, as a share of the top_k copies: the expected number of distinct
+// ranks a token reaches (ranks · node_reach with each rank as a "node") over top_k. 1 with one
+// expert per rank; Qwen3-30B-A3B (128 experts, top 8) on 8 ranks of 16 experts: 0.67. DeepEP's
+// dispatch layout marks each token once per rank (get_dispatch_layout: num_tokens_per_rank,
+// is_token_in_rank), and the receiving rank expands it to its local experts' copies; HybridEP
+// keeps DeepEP's interface. 1 where the ranks do not divide the experts.
+double rank_dedup(const TokenRouting& routing, std::int32_t ranks);
+
 // The hierarchical (DeepEP/HybridEP) all-to-all of `routing` on a uniform multi-node `shape`:
 // in one step, every position sends node_reach/top_k of the buffer (each token once) to the
-// position of the same local index in every other node (its rail), and 1/per_node of the buffer
-// to every other position of its node over NVLink (the copies for local peers and those it
-// forwards for the other nodes: each copy crosses NVLink once unless it stays on its rail).
+// position of the same local index in every other node (its rail), and rank_dedup/per_node of
+// the buffer to every other position of its node over NVLink (the tokens for local peers and
+// those it forwards for the other nodes, each once per destination rank: a token crosses NVLink
+// once to each rank that needs it unless that rank is on its rail).
 Schedule dispatch_schedule(const GroupShape& shape, const TokenRouting& routing);
 
 // The algorithms that have a schedule for `op` on `shape`.

@@ -53,9 +53,10 @@ TEST_CASE("a dispatch sends a token once per node over the NICs", "[network]") {
   const CollectiveCost dispatch = net.collective(all_to_all(bytes, 64, ds));
   CHECK(dispatch.algorithm == Algorithm::kHierarchical);
   // Each GPU sends node_reach / top_k of its buffer to each of the 7 other nodes over its own
-  // NIC, and 1/8 of it to each of its 7 node peers over NVLink; the NIC is the bottleneck.
+  // NIC, and rank_dedup / 8 of it to each of its 7 node peers over NVLink; the NIC is the
+  // bottleneck.
   const double nic_s = bytes.real() * 7.0 * node_reach(ds, 8) / 8.0 / 50e9;
-  const double nvlink_s = bytes.real() * 7.0 / 8.0 / 900e9;
+  const double nvlink_s = bytes.real() * 7.0 * rank_dedup(ds, 64) / 8.0 / 900e9;
   CHECK(dispatch.time.seconds() == Approx(std::max(nic_s, nvlink_s)).epsilon(0.01));
   // NCCL's direct all-to-all sends 56/64 of the buffer over the NIC: 1/0.45 times more.
   const CollectiveCost direct = net.collective(all_to_all(bytes, 64, {}));
@@ -64,12 +65,28 @@ TEST_CASE("a dispatch sends a token once per node over the NICs", "[network]") {
   CHECK(dispatch.time < direct.time);
 }
 
-TEST_CASE("inside one node the dispatch is the direct all-to-all", "[network]") {
+TEST_CASE("a dispatch sends a token once to each rank of its experts", "[network]") {
+  // One expert per rank: every copy goes to its own rank.
+  CHECK(rank_dedup({8, 2, 0, 0}, 8) == Approx(1.0));
+  // 4 experts on 2 ranks, top 2: a token reaches 2 · 5/6 ranks for its 2 copies.
+  CHECK(rank_dedup({4, 2, 0, 0}, 2) == Approx(5.0 / 6.0));
+  // Qwen3-30B-A3B (128 experts, top 8) on 8 ranks of 16: 8 · (1 − C(112,8)/C(128,8)) / 8.
+  CHECK(rank_dedup({128, 8, 0, 0}, 8) == Approx(0.66742).epsilon(1e-4));
+  // Ranks that do not divide the experts: the copies as they are.
+  CHECK(rank_dedup({128, 8, 0, 0}, 6) == 1.0);
+}
+
+TEST_CASE("inside one node the dispatch is the direct all-to-all of fewer bytes", "[network]") {
   const Topology dgx(ts::testing::dgx_b200(), 8);
   const NetworkModel net(dgx);
   const Bytes bytes = Bytes::mib(64);
-  const CollectiveCost dispatch = net.collective(all_to_all(bytes, 8, {256, 8, 8, 4}));
+  const TokenRouting ds{256, 8, 8, 4};
+  const CollectiveCost dispatch = net.collective(all_to_all(bytes, 8, ds));
   const CollectiveCost direct = net.collective(all_to_all(bytes, 8, {}));
   CHECK(dispatch.algorithm == Algorithm::kDirect);
-  CHECK(dispatch.time == direct.time);
+  CHECK(dispatch.latency == direct.latency);
+  // DeepSeek-V3 on 8 ranks of one group each: the node reach above, 0.454, of the copies.
+  CHECK((dispatch.time - dispatch.latency).seconds() ==
+        Approx(rank_dedup(ds, 8) * (direct.time - direct.latency).seconds()).epsilon(1e-6));
+  CHECK(rank_dedup(ds, 8) == Approx(node_reach(ds, 8)));
 }
