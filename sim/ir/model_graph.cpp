@@ -230,10 +230,18 @@ MoeOps build_moe(const ModelSpec& model, const LayerShape& s, const MoeShape& e)
                   : memory("router_topk", 2 * tokens * moe.num_experts, 2 * tokens * moe.top_k);
   if (eager) topk.eager_moe = EagerMoeKernel::kRouterTopk;
   r.push_back(topk);
-  // Permutation: gathers each token's copies into expert order.
-  Op permute = memory("permute", tokens * h, routed * h);
-  if (eager) permute.eager_moe = EagerMoeKernel::kGather;
-  r.push_back(permute);
+  // Permutation: gathers each token's copies into expert order. The all-to-all dispatcher
+  // permutes before it sends, DeepEP after it receives (get_permuted_hidden_states_by_experts,
+  // each received token into its local copies): a pass of the same size either way. HybridEP
+  // permutes inside its dispatch and combine kernels ("permute tokens for communication, perform
+  // all-to-all communication, and permute tokens for experts in single step"; its
+  // get_permuted_hidden_states_by_experts and get_restored_hidden_states_by_experts return
+  // their input, Megatron-Core _HybridEPManager): no pass of its own.
+  if (e.permutes) {
+    Op permute = memory("permute", tokens * h, routed * h);
+    if (eager) permute.eager_moe = EagerMoeKernel::kGather;
+    r.push_back(permute);
+  }
   if (moe.shared_experts > 0) {
     auto& sh = out.shared.forward;
     const std::int64_t f = moe.shared_experts * moe.shared_ffn_hidden;
@@ -247,9 +255,9 @@ MoeOps build_moe(const ModelSpec& model, const LayerShape& s, const MoeShape& e)
   // them: Megatron-Core's MoEAlltoAllTokenDispatcher, "Permutation 2: Sort tokens by local
   // expert" (dispatch_postprocess) and "Unpermutation 2" (combine_preprocess), sort_chunks_by_idxs
   // when num_local_experts > 1: Transformer Engine's fused sort kernel under moe_permute_fusion,
-  // split and cat otherwise, a copy of every received row either way. The flex dispatcher
-  // (DeepEP, HybridEP) sends each token once and permutes the received tokens into expert order
-  // in one pass (get_permuted_hidden_states_by_experts), priced as the router's permutation.
+  // split and cat otherwise, a copy of every received row either way. DeepEP receives each
+  // token once and permutes it into its local copies in expert order in one pass (the
+  // permutation above); HybridEP's dispatch kernel delivers them in that order.
   const std::int64_t received_elems = local * rows * h;
   if (e.sorts_by_expert) x.push_back(memory("sort_by_expert", received_elems, received_elems));
   switch (model.activation) {
@@ -265,12 +273,14 @@ MoeOps build_moe(const ModelSpec& model, const LayerShape& s, const MoeShape& e)
   grouped_linear(x, "expert_down", local, rows, h, eff, s);
   if (e.sorts_by_expert) x.push_back(memory("unsort_by_expert", received_elems, received_elems));
   auto& u = out.unpermute.forward;
-  // Unpermutation with the routing weights: reads every copy, writes each token once; then the
-  // residual add.
-  Op unpermute = eager ? streaming("unpermute", Bytes(5 * routed * h * kActBytes))
-                       : memory("unpermute", routed * h, tokens * h);
-  if (eager) unpermute.eager_moe = EagerMoeKernel::kScatterAdd;
-  u.push_back(unpermute);
+  // Unpermutation with the routing weights: reads every copy, writes each token once (HybridEP:
+  // in its combine kernel); then the residual add.
+  if (e.permutes) {
+    Op unpermute = eager ? streaming("unpermute", Bytes(5 * routed * h * kActBytes))
+                         : memory("unpermute", routed * h, tokens * h);
+    if (eager) unpermute.eager_moe = EagerMoeKernel::kScatterAdd;
+    u.push_back(unpermute);
+  }
   u.push_back(memory("residual", 2 * tokens * h, tokens * h));
   for (Block* b : {&out.router, &out.shared, &out.experts, &out.unpermute}) b->backward = backward_of(b->forward);
   // Autograd's backward of a gather is a scatter-add and the other way round (index_select's

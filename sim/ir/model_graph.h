@@ -154,14 +154,17 @@ OpPolicyRecompute op_policy_recompute(const ModelSpec& model, const LayerOps& la
 OpPolicyRecompute op_policy_per_token(const ModelSpec& model, std::int64_t tp, bool flash_attention);
 
 // How one MoE block runs on one device: expert parallelism, expert tensor parallelism, the
-// load of the most loaded rank over the mean (1: balanced routing), and whether the received
-// token copies are sorted into local-expert order before the grouped GEMMs and back after them
-// (the all-to-all dispatcher on a rank of several experts, see build_moe).
+// load of the most loaded rank over the mean (1: balanced routing), and the dispatcher's
+// permutations that run as kernels of their own (see build_moe): the permutation of the tokens
+// into expert copies and its reverse (all but HybridEP, whose dispatch and combine kernels do
+// them), and the sort of the received copies into local-expert order and back (the all-to-all
+// dispatcher on a rank of several experts).
 struct MoeShape {
   std::int64_t ep = 1;
   std::int64_t etp = 1;
   double load = 1.0;
   bool sorts_by_expert = false;
+  bool permutes = true;
 };
 
 // The MLP block of an MoE layer as Megatron-Core's MoELayer runs it, in pieces the lowering puts

@@ -181,7 +181,8 @@ class ListBuilder {
   // The MoE block at the plan's expert parallelism and routing load.
   void build_moe_lists(const ir::LayerShape& shape) {
     const bool sorts = plan_.moe_dispatcher == MoeDispatcher::kAllToAll && model_.moe->num_experts / plan_.ep > 1;
-    const ir::MoeShape moe{plan_.ep, plan_.etp, plan_.expert_load(), sorts};
+    const bool permutes = plan_.moe_dispatcher != MoeDispatcher::kHybridEp;
+    const ir::MoeShape moe{plan_.ep, plan_.etp, plan_.expert_load(), sorts, permutes};
     const ir::MoeOps ops = ir::build_moe(model_, shape, moe);
     MoeLists& m = lists_.moe;
     m.router_fwd = add_ops(ops.router.forward);

@@ -51,13 +51,15 @@ c=$(json "$tmp/cap.json" "d['iteration_time_s']")
 python3 -c "import sys; sys.exit(0 if $b < $c < $d else 1)" || fail "balanced $b < capacity $c < dropless $d"
 
 # A hierarchical dispatcher (DeepEP/HybridEP) sends a token once per node: across two nodes the
-# EP comm shrinks and the step is faster than with NCCL's all-to-all; a dense model refuses it.
+# EP comm shrinks and the step is faster than with NCCL's all-to-all; the two move the same
+# bytes, and HybridEP, whose kernels permute the tokens, is the faster; a dense model refuses it.
 "$bin" "${base[@]}" --ep 16 --moe-dispatcher deepep --format json > "$tmp/deepep.json" || fail "deepep"
 "$bin" "${base[@]}" --ep 16 --moe-dispatcher hybridep --format json > "$tmp/hybridep.json" || fail "hybridep"
 python3 -c "import json,sys
 a=json.load(open('$tmp/bal.json')); e=json.load(open('$tmp/deepep.json')); h=json.load(open('$tmp/hybridep.json'))
 ok = e['iteration_time_s'] < a['iteration_time_s'] and e['time_breakdown']['exposed_ep_comm_s'] < a['time_breakdown']['exposed_ep_comm_s']
-sys.exit(0 if ok and h['iteration_time_s'] == e['iteration_time_s'] else 1)" || fail "deepep not faster than alltoall"
+same_comm = h['time_breakdown']['exposed_ep_comm_s'] <= e['time_breakdown']['exposed_ep_comm_s']
+sys.exit(0 if ok and same_comm and h['iteration_time_s'] < e['iteration_time_s'] else 1)" || fail "deepep not faster than alltoall, or hybridep not faster than deepep"
 expect 2 "--moe-dispatcher" "${base[@]}" --ep 16 --moe-dispatcher nccl
 expect 2 "--moe-dispatcher" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-dispatcher deepep
 

@@ -409,7 +409,7 @@ TEST_CASE("eager MoE permutation: measured kernels with bench_moe.py's byte coun
   CHECK(find(eager.unpermute.backward, "unpermute").eager_moe == EagerMoeKernel::kGather);
 }
 
-TEST_CASE("all-to-all dispatcher sorts the received copies by local expert") {
+TEST_CASE("dispatchers: separate sort and permutation kernels or none") {
   LayerShape s;
   s.micro_batch = 1;
   s.seq = 4096;
@@ -434,4 +434,13 @@ TEST_CASE("all-to-all dispatcher sorts the received copies by local expert") {
   const MoeOps flex = build_moe(qwen3_moe(), s, MoeShape{8, 1, 1.0, false});
   CHECK(count(flex.experts.forward, "sort_by_expert") == -1);
   CHECK(flex.experts.forward.size() + 2 == sorted.experts.forward.size());
+  // The permutation into copies and its reverse run on their own but under HybridEP, whose
+  // dispatch and combine kernels do them.
+  CHECK(count(flex.router.forward, "permute") == (4096 + 4096 * 8) * 2048 * 2);
+  CHECK(count(flex.unpermute.forward, "unpermute") == (4096 * 8 + 4096) * 2048 * 2);
+  const MoeOps hybrid = build_moe(qwen3_moe(), s, MoeShape{8, 1, 1.0, false, false});
+  CHECK(count(hybrid.router.forward, "permute") == -1);
+  CHECK(count(hybrid.router.backward, "permute") == -1);
+  CHECK(count(hybrid.unpermute.forward, "unpermute") == -1);
+  CHECK(count(hybrid.unpermute.forward, "residual") > 0);
 }
