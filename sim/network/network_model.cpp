@@ -230,7 +230,8 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
     const std::int32_t ranks_in_node = shape.nodes == 1 ? n : shape.per_node;
     const double ring_nvlink = profile_.nvlink_efficiency * profile_.ring_nvlink_factor(ranks_in_node);
     for (const Algorithm a : algos) {
-      const std::vector<Schedule> schedules = dispatch && a == Algorithm::kHierarchical
+      const bool hierarchical_dispatch = dispatch && a == Algorithm::kHierarchical;
+      const std::vector<Schedule> schedules = hierarchical_dispatch
                                                   ? std::vector<Schedule>{dispatch_schedule(shape, r.routing)}
                                                   : build_schedules(r.op, a, shape, nvls_available());
       for (const Schedule& sc : schedules) {
@@ -283,7 +284,7 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
         ev.network_hop_extra = topo_.spec().fabric.switch_latency * fabric_links;
         // A dispatch inside one node or on groups spread unevenly runs the direct all-to-all,
         // each token once per destination rank (rank_dedup): every pair's share alike.
-        if (r.routing.experts > 0 && !dispatch && r.op == CollectiveOp::kAllToAll) {
+        if (r.routing.experts > 0 && !hierarchical_dispatch && r.op == CollectiveOp::kAllToAll) {
           ev.seconds_per_byte *= rank_dedup(r.routing, n);
         }
         fresh.push_back(ev);
