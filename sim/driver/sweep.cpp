@@ -264,8 +264,15 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
   const auto msts = ascending(ax.mst_chunks, "--mst-chunks");
   if (ax.etp.empty()) bad_flag("--etp", "needs at least one value");
   // The overlap hides the all-to-alls of expert parallelism: a dense model has none to hide.
-  if (spec.base.moe_a2a_overlap && !spec.model.moe) {
-    bad_flag("--moe-a2a-overlap", "needs a mixture-of-experts model (" + spec.model.name + " is dense)");
+  if (!spec.model.moe) {
+    const parallel::ParallelPlan& b = spec.base;
+    const auto dense = [&](const char* flag) {
+      bad_flag(flag, "needs a mixture-of-experts model (" + spec.model.name + " is dense)");
+    };
+    if (b.moe_a2a_overlap) dense("--moe-a2a-overlap");
+    if (b.moe_dispatcher != parallel::MoeDispatcher::kAllToAll) dense("--moe-dispatcher");
+    if (b.routing != parallel::Routing::kBalanced) dense("--routing");
+    if (b.moe_imbalance != 1.0) dense("--moe-imbalance");
   }
   std::vector<std::int64_t> eps = {1};
   if (!ax.ep.empty()) {

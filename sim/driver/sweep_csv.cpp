@@ -326,6 +326,9 @@ std::vector<Setting> sweep_settings(const SweepSpec& spec) {
       {"framework", "--framework", spec.framework},
       {"launch_blocking", "--launch-blocking", yes_no(b.launch_blocking)},
       {"moe_a2a_overlap", "--moe-a2a-overlap", yes_no(b.moe_a2a_overlap)},
+      {"moe_dispatcher", "--moe-dispatcher", std::string(config::name(b.moe_dispatcher))},
+      {"routing", "--routing", config::format_routing(b.routing, b.capacity_factor)},
+      {"moe_imbalance", "--moe-imbalance", format_double("%.17g", b.moe_imbalance)},
       {"fp8_attention", "--fp8-attention", yes_no(b.fp8_attention)},
       {"grad_bucket_params", "--grad-bucket-params", std::to_string(b.grad_bucket_params)},
       // Set by a framework profile only (sweep has no flag of its own for it).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Mixture-of-experts runs: every zoo MoE model runs with expert parallelism, the dispatch and
 # combine all-to-alls show on their own trace thread and in exposed_ep_comm_s, routing load slows
-# the step, a hierarchical dispatcher cuts the network traffic, the 1F1B all-to-all overlap hides
-# EP comm, and bad MoE flags exit 2 naming the flag.
+# the step, a hierarchical dispatcher cuts the network traffic (also as a sweep setting), the 1F1B
+# all-to-all overlap hides EP comm, and bad MoE flags exit 2 naming the flag.
 set -uo pipefail
 bin="$1"
 tmp="$(mktemp -d)"
@@ -84,6 +84,24 @@ expect 2 "--moe-a2a-overlap" "${base[@]}" --ep 16 --recompute full --moe-a2a-ove
 expect 2 "--moe-a2a-overlap" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --pp 2 --ep 8 --global-batch 32 --moe-a2a-overlap
 expect 2 "--moe-a2a-overlap" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-a2a-overlap
 expect 2 "--moe-a2a-overlap" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-a2a-overlap
+
+# A sweep takes the dispatcher and the routing as base settings: with DeepEP the plans with expert
+# parallelism run faster than with NCCL's all-to-all and those without it alike; a resume with
+# another dispatcher, and a dense model given one, exit 2 naming the flag.
+sweep=(sweep --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --global-batch 32 --seq 2048 --tp 1 --pp 1
+       --cp 1 --micro-batch 1 --zero 1 --ep 1,8,16 --exhaustive)
+"$bin" "${sweep[@]}" --out "$tmp/s-a2a.csv" > /dev/null 2> "$tmp/err" || fail "sweep: $(cat "$tmp/err")"
+"$bin" "${sweep[@]}" --moe-dispatcher deepep --out "$tmp/s-deepep.csv" > /dev/null 2> "$tmp/err" ||
+  fail "sweep deepep: $(cat "$tmp/err")"
+grep -q '^moe_dispatcher=deepep$' "$tmp/s-deepep.csv.settings" || fail "sweep settings lack the dispatcher"
+python3 -c "import csv,sys
+a={r['ep']: float(r['iteration_time_s']) for r in csv.DictReader(open('$tmp/s-a2a.csv'))}
+d={r['ep']: float(r['iteration_time_s']) for r in csv.DictReader(open('$tmp/s-deepep.csv'))}
+sys.exit(0 if a['1'] == d['1'] and d['8'] < a['8'] and d['16'] < a['16'] else 1)" ||
+  fail "sweep with --moe-dispatcher deepep: $(cat "$tmp/s-a2a.csv" "$tmp/s-deepep.csv")"
+expect 2 "--moe-dispatcher" "${sweep[@]}" --moe-dispatcher hybridep --out "$tmp/s-deepep.csv"
+expect 2 "--moe-dispatcher" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-dispatcher deepep
+expect 2 "--routing" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --routing dropless
 
 # Bad input names the flag or field.
 expect 2 "--ep" "${base[@]}" --ep 3

@@ -203,7 +203,14 @@ void add_fixed_plan_flags(po::options_description& o) {
       "moe-a2a-overlap", po::bool_switch(),
       "MoE: run each forward beside another micro-batch's backward, interleaved at the expert "
       "all-to-alls (Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1 and --pp 1, "
-      "interleaved with --vpp > 1 or dualpipev; a sweep applies it where it can)");
+      "interleaved with --vpp > 1 or dualpipev; a sweep applies it where it can)")(
+      "routing", po::value<std::string>()->default_value("balanced"),
+      "MoE token load: balanced, dropless (with --moe-imbalance) or capacity:F")(
+      "moe-imbalance", po::value<double>()->default_value(1.0),
+      "tokens of the most loaded EP rank over the mean (dropless and capacity routing)")(
+      "moe-dispatcher", po::value<std::string>()->default_value("alltoall"),
+      "MoE token dispatch: alltoall (NCCL), deepep or hybridep (a token once per rank that holds "
+      "its experts, once per node over the network and forwarded over NVLink)");
 }
 
 FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::ParallelPlan& p, DiagnosticList& problems) {
@@ -234,6 +241,15 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   p.fp8_weight_cache = !vm["no-fp8-weight-cache"].as<bool>();
   p.moe_a2a_overlap = vm["moe-a2a-overlap"].as<bool>();
+  p.moe_imbalance = vm["moe-imbalance"].as<double>();
+  problems.collect([&] {
+    p.moe_dispatcher = config::parse_moe_dispatcher(vm["moe-dispatcher"].as<std::string>(), "--moe-dispatcher");
+  });
+  problems.collect([&] {
+    const auto r = config::parse_routing(vm["routing"].as<std::string>(), "--routing");
+    p.routing = r.routing;
+    p.capacity_factor = r.capacity_factor;
+  });
   p.launch_blocking = vm["launch-blocking"].as<bool>();
   p.fp8_attention = vm["fp8-attention"].as<bool>();
   problems.collect([&] {
@@ -283,13 +299,6 @@ void add_scenario_flags(po::options_description& o) {
       ("ep", po::value<std::int64_t>()->default_value(1),
        "expert-parallel degree (MoE models; folded over the tp·cp·dp ranks of a stage)")
       ("etp", po::value<std::int64_t>()->default_value(1), "expert tensor-parallel degree (MoE models)")
-      ("routing", po::value<std::string>()->default_value("balanced"),
-       "MoE token load: balanced, dropless (with --moe-imbalance) or capacity:F")
-      ("moe-imbalance", po::value<double>()->default_value(1.0),
-       "tokens of the most loaded EP rank over the mean (dropless and capacity routing)")
-      ("moe-dispatcher", po::value<std::string>()->default_value("alltoall"),
-       "MoE token dispatch: alltoall (NCCL), deepep or hybridep (once per node over the network, "
-       "forwarded over NVLink)")
       ("cross-entropy", po::value<std::string>()->default_value("fp32"),
        "loss on the logits: fp32 (Megatron's fused upcast), bf16, bf16-inplace (gradient written into the "
        "logits) or fp32-unfused (PyTorch cross_entropy on upcast logits, as HuggingFace)");
@@ -315,15 +324,6 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
   p.zero_shard_group = vm["zero-shard-group"].as<std::int64_t>();
   p.ep = vm["ep"].as<std::int64_t>();
   p.etp = vm["etp"].as<std::int64_t>();
-  p.moe_imbalance = vm["moe-imbalance"].as<double>();
-  problems.collect([&] {
-    p.moe_dispatcher = config::parse_moe_dispatcher(vm["moe-dispatcher"].as<std::string>(), "--moe-dispatcher");
-  });
-  problems.collect([&] {
-    const auto r = config::parse_routing(vm["routing"].as<std::string>(), "--routing");
-    p.routing = r.routing;
-    p.capacity_factor = r.capacity_factor;
-  });
   if (vm.count("dp")) {
     p.dp = vm["dp"].as<std::int64_t>();
   } else {
