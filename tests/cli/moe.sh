@@ -102,6 +102,7 @@ sys.exit(0 if a['1'] == d['1'] and d['8'] < a['8'] and d['16'] < a['16'] else 1)
 expect 2 "--moe-dispatcher" "${sweep[@]}" --moe-dispatcher hybridep --out "$tmp/s-deepep.csv"
 expect 2 "--moe-dispatcher" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-dispatcher deepep
 expect 2 "--routing" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --routing dropless
+expect 2 "--moe-dispatcher" plan --model llama3-8b --tokens 1e12 --days 30 --gpus 64 --gpus-from h100 --moe-dispatcher deepep
 
 # Bad input names the flag or field.
 expect 2 "--ep" "${base[@]}" --ep 3

@@ -111,6 +111,7 @@ int cmd_plan(const Args& args) {
   axis_defaults.cp_algo = "ring";
   axis_defaults.pp_split = "balanced";
   add_axis_flags(o, axis_defaults);
+  add_moe_token_flags(o);
   o.add_options()
       ("threads", po::value<int>()->default_value(0), "worker threads (0: every core)")
       ("format", po::value<std::string>()->default_value("text"), "text or json")
@@ -184,6 +185,7 @@ int cmd_plan(const Args& args) {
     }
   }
   auto& b = spec.base;
+  read_moe_token_flags(vm, b, problems);
   b.seq_len = vm.count("seq") ? vm["seq"].as<std::int64_t>()
                               : (spec.model.max_seq_len > 0 ? spec.model.max_seq_len : 4096);
   if (b.seq_len <= 0) problems.add({"", 0, "--seq", "must be > 0"});

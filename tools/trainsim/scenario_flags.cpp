@@ -203,7 +203,12 @@ void add_fixed_plan_flags(po::options_description& o) {
       "moe-a2a-overlap", po::bool_switch(),
       "MoE: run each forward beside another micro-batch's backward, interleaved at the expert "
       "all-to-alls (Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1 and --pp 1, "
-      "interleaved with --vpp > 1 or dualpipev; a sweep applies it where it can)")(
+      "interleaved with --vpp > 1 or dualpipev; a sweep applies it where it can)");
+  add_moe_token_flags(o);
+}
+
+void add_moe_token_flags(po::options_description& o) {
+  o.add_options()(
       "routing", po::value<std::string>()->default_value("balanced"),
       "MoE token load: balanced, dropless (with --moe-imbalance) or capacity:F")(
       "moe-imbalance", po::value<double>()->default_value(1.0),
@@ -211,6 +216,18 @@ void add_fixed_plan_flags(po::options_description& o) {
       "moe-dispatcher", po::value<std::string>()->default_value("alltoall"),
       "MoE token dispatch: alltoall (NCCL), deepep or hybridep (a token once per rank that holds "
       "its experts, once per node over the network and forwarded over NVLink)");
+}
+
+void read_moe_token_flags(const po::variables_map& vm, parallel::ParallelPlan& p, DiagnosticList& problems) {
+  p.moe_imbalance = vm["moe-imbalance"].as<double>();
+  problems.collect([&] {
+    p.moe_dispatcher = config::parse_moe_dispatcher(vm["moe-dispatcher"].as<std::string>(), "--moe-dispatcher");
+  });
+  problems.collect([&] {
+    const auto r = config::parse_routing(vm["routing"].as<std::string>(), "--routing");
+    p.routing = r.routing;
+    p.capacity_factor = r.capacity_factor;
+  });
 }
 
 FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::ParallelPlan& p, DiagnosticList& problems) {
@@ -241,15 +258,7 @@ FixedPlanFlags read_fixed_plan_flags(const po::variables_map& vm, parallel::Para
   p.overlap_param_gather = !vm["no-overlap-param-gather"].as<bool>();
   p.fp8_weight_cache = !vm["no-fp8-weight-cache"].as<bool>();
   p.moe_a2a_overlap = vm["moe-a2a-overlap"].as<bool>();
-  p.moe_imbalance = vm["moe-imbalance"].as<double>();
-  problems.collect([&] {
-    p.moe_dispatcher = config::parse_moe_dispatcher(vm["moe-dispatcher"].as<std::string>(), "--moe-dispatcher");
-  });
-  problems.collect([&] {
-    const auto r = config::parse_routing(vm["routing"].as<std::string>(), "--routing");
-    p.routing = r.routing;
-    p.capacity_factor = r.capacity_factor;
-  });
+  read_moe_token_flags(vm, p, problems);
   p.launch_blocking = vm["launch-blocking"].as<bool>();
   p.fp8_attention = vm["fp8-attention"].as<bool>();
   problems.collect([&] {

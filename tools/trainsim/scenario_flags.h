@@ -21,6 +21,12 @@ namespace ts::cli {
 // that a sweep keeps fixed (optimizer states, attention kernel, overlaps, host dispatch).
 void add_fixed_plan_flags(boost::program_options::options_description& options);
 
+// The MoE token settings every plan of a run, sweep or plan shares: --routing, --moe-imbalance
+// and --moe-dispatcher (part of add_fixed_plan_flags), and their reading into `plan`.
+void add_moe_token_flags(boost::program_options::options_description& options);
+void read_moe_token_flags(const boost::program_options::variables_map& vm, parallel::ParallelPlan& plan,
+                          DiagnosticList& problems);
+
 // What add_fixed_plan_flags' flags hold: the loaded files (empty when a file has a problem, which
 // is then in `problems`), the GPU count, and `plan` with those fields set.
 struct FixedPlanFlags {
