@@ -263,7 +263,8 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
   if (ax.mst_chunks.empty()) bad_flag("--mst-chunks", "needs at least one value");
   const auto msts = ascending(ax.mst_chunks, "--mst-chunks");
   if (ax.etp.empty()) bad_flag("--etp", "needs at least one value");
-  // The overlap hides the all-to-alls of expert parallelism: a dense model has none to hide.
+  // The MoE settings of every plan: a dense model has no router, no tokens to dispatch and no
+  // all-to-all to overlap.
   if (!spec.model.moe) {
     const parallel::ParallelPlan& b = spec.base;
     const auto dense = [&](const char* flag) {
