@@ -60,6 +60,7 @@
 #include <numeric>
 #include <optional>
 
+#include "sim/base/hash.h"
 #include "sim/driver/simulate.h"
 #include "sim/memory/transients.h"
 #include "sim/parallel/layout.h"
@@ -119,13 +120,13 @@ ir::ModelSpec sample_model(const ir::ModelSpec& full, const parallel::ParallelPl
 }
 
 std::uint64_t hash_plan(const parallel::ParallelPlan& p) {
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = kFnvOffset;
   for (std::int64_t v :
        {p.tp, p.cp, p.micro_batch, p.mst_chunks, p.seq_len, p.recompute_layers,
         static_cast<std::int64_t>(p.recompute), static_cast<std::int64_t>(p.cp_algo),
         static_cast<std::int64_t>(p.sequence_parallel), static_cast<std::int64_t>(p.dtype),
         static_cast<std::int64_t>(p.tp_comm_overlap)}) {
-    h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
+    h = fnv_mix(h, static_cast<std::uint64_t>(v));
   }
   return h;
 }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "sim/base/diagnostic.h"
+#include "sim/base/hash.h"
 #include "sim/compute/compute_model.h"
 #include "sim/memory/footprint.h"
 #include "sim/memory/transients.h"
@@ -87,11 +88,11 @@ ReplayMemo::Key ReplayMemo::key(const parallel::ParallelPlan& plan, const parall
 
 std::uint64_t ReplayMemo::bucket(const Key& key) {
   const auto& p = key.plan;
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = kFnvOffset;
   for (std::int64_t v : {p.tp, p.pp, p.dp, p.cp, p.vpp, p.micro_batch, p.mst_chunks, std::int64_t{p.zero_stage},
                          static_cast<std::int64_t>(p.schedule), static_cast<std::int64_t>(p.recompute), p.recompute_layers, p.zero_shard_group,
                          static_cast<std::int64_t>(p.cp_algo), static_cast<std::int64_t>(p.sequence_parallel)}) {
-    h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ull;
+    h = fnv_mix(h, static_cast<std::uint64_t>(v));
   }
   return h;
 }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "sim/base/diagnostic.h"
+#include "sim/base/hash.h"
 #include "sim/network/flow_solver.h"
 
 namespace ts::network {
@@ -52,9 +53,6 @@ struct NetworkModel::State {
 namespace {
 
 constexpr std::size_t kMaxCacheEntries = 1 << 14;
-
-// FNV-1a style step over 32-bit words: cheap enough to hash 16k GPU ids per call.
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) { return (h ^ v) * 0x100000001b3ULL; }
 
 }  // namespace
 
@@ -167,13 +165,13 @@ std::vector<CollectiveCost> NetworkModel::candidates(const CollectiveRequest& r)
   State& st = *state_;
 
   // Cache lookup by (op, algorithm, groups).
-  std::uint64_t h = mix(mix(0xcbf29ce484222325ULL, static_cast<std::uint64_t>(r.op)), static_cast<std::uint64_t>(r.algorithm));
-  h = mix(h, static_cast<std::uint64_t>(n));
+  std::uint64_t h = fnv_mix(fnv_mix(kFnvOffset, static_cast<std::uint64_t>(r.op)), static_cast<std::uint64_t>(r.algorithm));
+  h = fnv_mix(h, static_cast<std::uint64_t>(n));
   for (const std::int64_t v : {r.routing.experts, r.routing.top_k, r.routing.expert_groups, r.routing.group_limit}) {
-    h = mix(h, static_cast<std::uint64_t>(v));
+    h = fnv_mix(h, static_cast<std::uint64_t>(v));
   }
   for (const auto& g : r.groups) {
-    for (const std::int32_t x : g) h = mix(h, static_cast<std::uint64_t>(x));
+    for (const std::int32_t x : g) h = fnv_mix(h, static_cast<std::uint64_t>(x));
   }
   const auto matches = [&](const State::Entry& e) {
     if (e.op != r.op || e.algorithm != r.algorithm || e.group_size != n || !(e.routing == r.routing)) return false;

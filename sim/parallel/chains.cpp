@@ -1,6 +1,7 @@
 #include "sim/parallel/chains.h"
 
 #include "sim/base/diagnostic.h"
+#include "sim/base/hash.h"
 
 namespace ts::parallel {
 
@@ -136,8 +137,8 @@ std::int32_t ChainBuilder::intern_chain(std::size_t count) {
 
 // The chains that may equal the first `count` open steps (by a hash of the steps).
 std::vector<std::int32_t>& ChainBuilder::chain_candidates(std::size_t count) {
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  std::uint64_t h = kFnvOffset;
+  auto mix = [&h](std::uint64_t v) { h = fnv_mix(h, v); };
   for (std::size_t i = 0; i < count; ++i) {
     const Task& t = open_[i];
     mix(static_cast<std::uint64_t>(t.kind) | static_cast<std::uint64_t>(t.stream) << 8 |

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/base/diagnostic.h"
+#include "sim/base/hash.h"
 #include "sim/runtime/replay_internal.h"
 
 namespace ts::runtime {
@@ -82,14 +83,10 @@ struct SteadyRun {
   // The registers its templates read or write: BlockStorage::run_registers[from, to).
   std::uint32_t registers_from = 0, registers_to = 0;
 };
-// Hashes of values, for BlockReplay::skip_periods' lookups.
-inline std::uint64_t mix_hash(std::uint64_t h, std::int64_t v) {
-  h = (h ^ static_cast<std::uint64_t>(v)) * 0x9E3779B97F4A7C15ull;
-  return h ^ (h >> 29);
-}
+// The hash of values, for BlockReplay::skip_periods' lookups.
 inline std::uint64_t hash_values(const std::vector<std::int64_t>& values) {
-  std::uint64_t h = 0;
-  for (const std::int64_t v : values) h = mix_hash(h, v);
+  std::uint64_t h = kFnvOffset;
+  for (const std::int64_t v : values) h = fnv_mix(h, static_cast<std::uint64_t>(v));
   return h;
 }
 // The replay's state at a cut (every device at the end of one steady-state period), to compare
@@ -102,7 +99,9 @@ struct CutState {
   // `exact` as it is), as BlockReplay::skip_from compares them; from `exact`'s hash_values.
   std::uint64_t shape_hash(std::uint64_t exact_hash) const {
     std::uint64_t h = exact_hash;
-    for (const std::int64_t t : times) h = mix_hash(h, t == 0 ? std::numeric_limits<std::int64_t>::min() : t - times[0]);
+    for (const std::int64_t t : times) {
+      h = fnv_mix(h, static_cast<std::uint64_t>(t == 0 ? std::numeric_limits<std::int64_t>::min() : t - times[0]));
+    }
     return h;
   }
   void clear() {

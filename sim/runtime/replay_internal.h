@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/base/diagnostic.h"
+#include "sim/base/hash.h"
 #include "sim/compute/compute_model.h"
 #include "sim/network/network_model.h"
 #include "sim/parallel/layout.h"
@@ -79,8 +80,8 @@ class CostCache {
  private:
   struct Hash {
     std::size_t operator()(const Key& k) const {
-      std::uint64_t h = 1469598103934665603ull;
-      auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+      std::uint64_t h = kFnvOffset;
+      auto mix = [&h](std::uint64_t v) { h = fnv_mix(h, v); };
       mix(reinterpret_cast<std::uintptr_t>(k.network));
       for (std::size_t i = 0; i < 4; ++i) {
         mix(static_cast<std::uint64_t>(k.sizes[i]));
