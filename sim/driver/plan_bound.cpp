@@ -106,6 +106,9 @@ parallel::ParallelPlan sample_plan(const parallel::ParallelPlan& plan) {
 // (recompute only adds work), whichever kinds a stage of the real plan holds.
 ir::ModelSpec sample_model(const ir::ModelSpec& full, const parallel::ParallelPlan& plan) {
   ir::ModelSpec model = full;
+  // Multi-token-prediction modules only lengthen the last virtual stage: a lower bound leaves
+  // them out.
+  model.mtp_layers = 0;
   const std::int64_t keep = plan.recompute_layers > 0 ? plan.recompute_layers + 1 : 2;
   const bool mixed =
       model.moe && model.moe->dense_layers > 0 && model.moe->dense_layers < model.num_layers;

@@ -1,12 +1,14 @@
 // The validation's normaliser: a published run mapped to a scenario by a table of reading steps,
 // the row's overrides applied last and every assumption noted.
 #include <cmath>
+#include <regex>
 
 #include "sim/base/format.h"
 #include "sim/config/names.h"
 #include "sim/driver/validate.h"
 #include "sim/driver/validate_rules.h"
 #include "sim/driver/validate_text.h"
+#include "sim/parallel/pp_layout.h"
 
 namespace ts::driver {
 
@@ -138,6 +140,23 @@ void read_experts(Reading& x) {
 void read_pipeline_stages(Reading& x) {
   auto& p = x.p;
   p.seq_len = x.seq;
+  // A Megatron-Core layout the row's recipe gives ("pipeline layout Et|(tt|)*30mL" in its
+  // notes: --pipeline-model-parallel-layout), where it fits the plan and the model.
+  static const std::regex named_layout(R"(pipeline layout ([Etm|L()*0-9,]+))");
+  if (std::smatch match; std::regex_search(x.r.notes, match, named_layout)) {
+    const std::string text = match[1].str();
+    const parallel::ParsedLayout layout = parallel::parse_pp_layout(text);
+    const std::string why = layout.error.empty()
+                                ? parallel::check_pp_layout(layout.stages, p.pp * p.model_chunks(),
+                                                            x.model->num_layers, x.model->mtp_layers)
+                                : layout.error;
+    if (why.empty()) {
+      p.pp_layout = text;
+      x.note("pipeline layout " + text + " (the recipe's; multi-token-prediction modules on the last stage)");
+      return;
+    }
+    x.note("pipeline layout " + text + " not applied: " + why);
+  }
   if (const auto split = uneven_stage_layers(x.model->num_layers, p.pp * p.model_chunks()); !split.empty()) {
     p.pp_layers = split;
     x.note("pp_layers " + join_counts(split) +

@@ -71,6 +71,7 @@ void row_text(std::string& out, const PublishedRun& r, const RowMapping& m,
     if (p.cp > 1) field(out, "    ", "cp_algo", quoted(std::string(config::name(p.cp_algo))));
     if (p.vpp > 1) field(out, "    ", "vpp", str(p.vpp));
     if (!p.pp_layers.empty()) field(out, "    ", "pp_layers", "[" + reading::join(p.pp_layers, ", ") + "]");
+    if (!p.pp_layout.empty()) field(out, "    ", "pp_layout", quoted(p.pp_layout));
     if (p.ep > 1 || p.etp > 1) {
       field(out, "    ", "ep", str(p.ep));
       field(out, "    ", "etp", str(p.etp));

@@ -387,6 +387,20 @@ Block build_lm_head(const ModelSpec& model, const LayerShape& s) {
   return b;
 }
 
+Block build_mtp_projection(const ModelSpec& model, const LayerShape& s) {
+  const std::int64_t tokens = s.micro_batch * s.seq;
+  const std::int64_t elems = tokens * model.hidden;
+  const std::int64_t sp_elems = s.sequence_parallel ? elems / s.tp : elems;
+  Block b;
+  b.forward.push_back(memory("mtp_embedding", elems, elems));
+  b.forward.push_back(norm(model, s, "mtp_enorm", "mtp_enorm", sp_elems));
+  b.forward.push_back(norm(model, s, "mtp_hnorm", "mtp_hnorm", sp_elems));
+  b.forward.push_back(memory("mtp_concat", 2 * sp_elems, 2 * sp_elems));
+  linear(b.forward, "mtp_eh_proj", tokens, (model.hidden + s.tp - 1) / s.tp, 2 * model.hidden, s);
+  b.backward = backward_of(b.forward);
+  return b;
+}
+
 SplitAttention split_attention(const Block& attention) {
   SplitAttention out;
   Block* part = &out.pre;

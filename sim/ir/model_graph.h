@@ -134,6 +134,12 @@ LayerOps build_layer(const ModelSpec& model, const LayerShape& shape);
 Block build_embedding(const ModelSpec& model, const LayerShape& shape);
 // Final norm, LM-head GEMM (vocabulary split over TP) and cross-entropy loss (last stage).
 Block build_lm_head(const ModelSpec& model, const LayerShape& shape);
+// The input side of one multi-token-prediction module (DeepSeek-V3, arXiv 2412.19437 Sec. 2.2;
+// Megatron-Core MultiTokenPredictionLayer): the shifted tokens' embedding lookup, the norms of
+// that embedding and of the previous depth's hidden states, their concatenation and the 2h → h
+// projection (eh_proj, split over TP). Its transformer layer and its LM head and loss are the
+// model's own blocks.
+Block build_mtp_projection(const ModelSpec& model, const LayerShape& shape);
 
 // PyTorch selective activation checkpointing with torchtitan's op policy (torchtitan
 // `activation_checkpoint.selective_ac_option = "op"`, models/llama3/parallelize: `_op_sac_save_list`

@@ -105,7 +105,10 @@ std::int64_t stage_parameters(const ir::ModelSpec& m, const parallel::ParallelPl
     // Learned position embeddings are not split over TP (Megatron LanguageModelEmbedding).
     if (m.position == ir::Position::kLearned) n += m.max_seq_len * m.hidden;
   }
-  if (stage == plan.head_stage()) n += norm_parameters(m);
+  if (stage == plan.head_stage()) {
+    n += norm_parameters(m) + m.mtp_layers * (layer_parameters(m).per_tp_rank(m, plan.tp) +
+                                              parallel::mtp_projection_parameters(m, plan));
+  }
   if (holds_lm_head(m, plan, stage)) n += vocab_shard(m, plan.tp);
   return n;
 }

@@ -176,6 +176,11 @@ class ListBuilder {
       lists_.head_fwd = add_ops(head.forward);
       lists_.head_bwd = add_ops(head.backward);
     }
+    if (model_.mtp_layers > 0) {
+      const ir::Block mtp = ir::build_mtp_projection(model_, plain);
+      lists_.mtp_fwd = add_ops(mtp.forward);
+      lists_.mtp_bwd = add_ops(mtp.backward);
+    }
   }
 
   // The MoE block at the plan's expert parallelism and routing load.

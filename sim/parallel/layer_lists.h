@@ -46,6 +46,8 @@ struct LayerLists {
   // indexed [part: 0 attention, 1 MLP][backward][after].
   std::int32_t tp_hide[2][2][2] = {{{-1, -1}, {-1, -1}}, {{-1, -1}, {-1, -1}}};
   std::int32_t emb_fwd = -1, emb_bwd = -1, head_fwd = -1, head_bwd = -1;
+  // A multi-token-prediction module's input side (ir::build_mtp_projection; -1 without MTP).
+  std::int32_t mtp_fwd = -1, mtp_bwd = -1;
   // A split backward: what a layer's weight-gradient blocks keep from the input-gradient
   // blocks' end to theirs (see split_weight_gradients in layer_lists.cpp).
   Bytes w_held_attn, w_held_mlp;

@@ -135,7 +135,7 @@ void Lowerer::block(BlockKind kind, std::int32_t mb, std::int64_t chunk, bool la
     const std::int64_t vs = vstage(chunks[k]);
     entry.views[k] = views_[static_cast<std::size_t>(chunks[k])];
     entry.first_layer[k] = vfirst_[static_cast<std::size_t>(vs)];
-    entry.layers[k] = vlayers_[static_cast<std::size_t>(vs)];
+    entry.layers[k] = chunk_layers(vs);
   }
   shared_[static_cast<std::size_t>(kind) * per_kind + static_cast<std::size_t>(chunk)].push_back(entry);
 }
@@ -399,7 +399,7 @@ void Lowerer::lower_device(std::int32_t d) {
   bucket_params_ = 0;
   // Every register empty before the first block (block programs look at which hold a task).
   bucket_ready_ = kNone;
-  param_ready_.assign(static_cast<std::size_t>(model_.num_layers), kNone);
+  param_ready_.assign(static_cast<std::size_t>(all_layers()), kNone);
   chains_.discard_open();
   for (auto& k : known_) k.clear();
   known_.resize(kBlockKinds * static_cast<std::size_t>(chunks_ * chunks_));

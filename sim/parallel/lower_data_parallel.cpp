@@ -81,8 +81,8 @@ void Lowerer::optimizer() {
 }
 
 void Lowerer::param_gathers() {
-  param_ready_.assign(static_cast<std::size_t>(model_.num_layers), kNone);
-  first_forward_of_layer_.assign(static_cast<std::size_t>(model_.num_layers), true);
+  param_ready_.assign(static_cast<std::size_t>(all_layers()), kNone);
+  first_forward_of_layer_.assign(static_cast<std::size_t>(all_layers()), true);
   if (!(replicas() > 1 && plan_.zero_stage > 0 && !zero3() && plan_.overlap_param_gather)) return;
   std::int64_t bucket = 0;
   std::vector<std::int64_t> waiting;
@@ -97,7 +97,7 @@ void Lowerer::param_gathers() {
   for (std::int64_t chunk = 0; chunk < chunks_; ++chunk) {
     const std::int64_t vs = vstage(chunk);
     if (vs == 0) bucket += embedding_parameters(model_, plan_);
-    for (std::int64_t i = 0; i < vlayers_[static_cast<std::size_t>(vs)]; ++i) {
+    for (std::int64_t i = 0; i < chunk_layers(vs); ++i) {
       bucket += layer_params(vfirst_[static_cast<std::size_t>(vs)] + i);
       waiting.push_back(vfirst_[static_cast<std::size_t>(vs)] + i);
       if (bucket >= plan_.grad_bucket_params) flush();

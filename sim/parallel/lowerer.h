@@ -76,6 +76,10 @@ class Lowerer {
     act_bytes_ = Bytes(plan_.micro_batch * seq * model_.hidden * 2);
     const std::int64_t kv_heads = std::max<std::int64_t>(1, model_.num_kv_heads / plan_.tp);
     kv_bytes_ = Bytes(plan_.micro_batch * seq * 2 * kv_heads * model_.head_dim() * 2);
+    // What a multi-token-prediction module's input side keeps for its backward: the inputs of
+    // its two norms (h each) and of its projection (2h), bf16, split over TP with sequence
+    // parallelism.
+    mtp_kept_ = act_bytes_ * 4 / (plan_.sequence_parallel ? plan_.tp : 1);
   }
 
   // Parameters of layer `layer` on this rank that the data-parallel ranks share (the routed
@@ -322,9 +326,17 @@ class Lowerer {
     bool split = false;  // backward: input gradients only (the W block follows separately)
     std::int32_t dep = kNone;
   };
+  // Layers of virtual stage `vs` as its runs lower them: its transformer layers, and on the last
+  // one the multi-token-prediction modules' layers after them (stage_layer_indices).
+  std::int64_t chunk_layers(std::int64_t vs) const {
+    return vlayers_[static_cast<std::size_t>(vs)] + (vs == last_vstage() ? model_.mtp_layers : 0);
+  }
+  std::int64_t all_layers() const { return model_.num_layers + model_.mtp_layers; }
+  // Whether layer `layer` is a multi-token-prediction module's.
+  bool mtp_layer(std::int64_t layer) const { return layer >= model_.num_layers; }
   Run start_run(std::int32_t mb, std::int64_t chunk) const {
     const std::int64_t vs = vstage(chunk);
-    const std::int64_t layers = vlayers_[static_cast<std::size_t>(vs)];
+    const std::int64_t layers = chunk_layers(vs);
     return {mb, chunk, vs, vfirst_[static_cast<std::size_t>(vs)], layers, plan_.recomputed_layers(layers)};
   }
 
@@ -342,12 +354,13 @@ class Lowerer {
   void backward(std::int32_t mb, std::int64_t chunk, bool last_micro_batch, bool split);
 
   // Whether an overlapped pair's backward piece `piece` and forward layer `i` interleave at
-  // their all-to-alls: under --moe-a2a-overlap, both MoE layers, neither recomputed in full.
+  // their all-to-alls: under --moe-a2a-overlap, both MoE layers, neither recomputed in full nor
+  // a multi-token-prediction module's (those lower whole, with their input side and head).
   bool a2a_overlapped(const Run& b, std::int64_t piece, const Run& f, std::int64_t i) const {
     if (!plan_.moe_a2a_overlap || piece >= b.layers || i >= f.layers) return false;
     const std::int64_t bi = b.layers - 1 - piece;
     return bi >= b.recomputed && i >= f.recomputed && model_.is_moe_layer(b.first + bi) &&
-           model_.is_moe_layer(f.first + i);
+           model_.is_moe_layer(f.first + i) && !mtp_layer(b.first + bi) && !mtp_layer(f.first + i);
   }
   // The two layers so interleaved (Megatron-Core TransformerLayerSchedulePlan.run,
   // megatron/core/models/common/model_chunk_schedule_plan.py; DeepSeek-V3's overlapped chunk
@@ -585,6 +598,7 @@ class Lowerer {
   LayerLists windowed_lists_;  // sliding-window layers' attention (ModelSpec::attention_window)
   Bytes act_bytes_;
   Bytes kv_bytes_;
+  Bytes mtp_kept_;
   // Per-device lowering state.
   std::int32_t device_ = 0;
   std::int64_t rank_ = 0;

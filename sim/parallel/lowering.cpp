@@ -56,7 +56,7 @@ TaskGraph Lowerer::run() {
     program_->templates.clear();
     program_->blocks.resize(g_.devices.size());
     for (auto& b : program_->blocks) b.clear();
-    program_->registers = kFirstParamRegister + static_cast<std::int32_t>(model_.num_layers);
+    program_->registers = kFirstParamRegister + static_cast<std::int32_t>(all_layers());
   }
   for (std::size_t d = 0; d < g_.devices.size(); ++d) lower_device(static_cast<std::int32_t>(d));
   return std::move(g_);
@@ -249,7 +249,14 @@ std::vector<std::int64_t> stage_layer_indices(const ParallelPlan& plan, const ir
     }
     first += virt[v];
   }
+  if (stage == plan.head_stage()) {
+    for (std::int64_t k = 0; k < model.mtp_layers; ++k) out.push_back(model.num_layers + k);
+  }
   return out;
+}
+
+std::int64_t mtp_projection_parameters(const ir::ModelSpec& model, const ParallelPlan& plan) {
+  return 2 * model.hidden + (model.hidden + plan.tp - 1) / plan.tp * 2 * model.hidden;
 }
 
 std::int64_t stage_expert_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage) {
@@ -271,14 +278,16 @@ unsigned zero3_shard_axes(const ParallelPlan& plan) {
 }
 
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage) {
-  const auto layers = stage_layers(plan, model);
-  std::int64_t n = layers[static_cast<std::size_t>(stage)] * ir::layer_parameter_count(model) / plan.tp;
+  const auto layers = stage_layer_indices(plan, model, stage);
+  std::int64_t n = static_cast<std::int64_t>(layers.size()) * ir::layer_parameter_count(model) / plan.tp;
   if (model.moe) {
     n = stage_expert_parameters(model, plan, stage);
-    for (const std::int64_t l : stage_layer_indices(plan, model, stage)) n += layer_shared_parameters(model, plan, l);
+    for (const std::int64_t l : layers) n += layer_shared_parameters(model, plan, l);
   }
   if (stage == 0) n += detail::embedding_parameters(model, plan);
-  if (stage == plan.head_stage()) n += detail::head_parameters(model, plan, stage == 0);
+  if (stage == plan.head_stage()) {
+    n += detail::head_parameters(model, plan, stage == 0) + model.mtp_layers * mtp_projection_parameters(model, plan);
+  }
   return n;
 }
 

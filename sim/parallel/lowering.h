@@ -57,9 +57,15 @@ unsigned zero3_shard_axes(const ParallelPlan& plan);
 std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage);
 // Of those, the routed experts' (split over EP × ETP); 0 for a dense model.
 std::int64_t stage_expert_parameters(const ir::ModelSpec& model, const ParallelPlan& plan, std::int64_t stage);
-// The global indices of the layers pipeline rank `stage` holds, in order.
+// The global indices of the layers pipeline rank `stage` holds, in order; the LM head's rank
+// also holds the multi-token-prediction modules' layers, numbered after the model's (num_layers,
+// num_layers + 1, …), as Megatron-Core places them with the loss on the last virtual stage.
 std::vector<std::int64_t> stage_layer_indices(const ParallelPlan& plan, const ir::ModelSpec& model,
                                               std::int64_t stage);
+// Parameters of one multi-token-prediction module besides its layer, on one TP rank: the two
+// norms and the 2h → h projection split over TP (DeepSeek-V3 Sec. 2.2; its embedding and LM
+// head are the model's).
+std::int64_t mtp_projection_parameters(const ir::ModelSpec& model, const ParallelPlan& plan);
 
 // A coarse symmetric lowering without the repeats, for sweeps (see runtime::replay_blocks): each
 // device's program as a sequence of blocks — the parameter gathers that open the iteration, one

@@ -34,7 +34,8 @@ ParsedLayout parse_pp_layout(std::string_view text);
 
 // What a well-formed layout means for a plan of `stages` virtual stages and a model of `layers`
 // transformer layers and `mtp_layers` MTP layers: empty if it fits, else the reason. The
-// embedding must open the first stage and the loss close the last, as the lowering places them.
+// embedding must open the first stage and the loss close the last, as the lowering places them,
+// and the MTP layers must be on the last stage, where the lowering runs them.
 std::string check_pp_layout(const std::vector<LayoutStage>& layout, std::int64_t stages,
                             std::int64_t layers, std::int64_t mtp_layers);
 
