@@ -210,8 +210,12 @@ EndStageCosts end_stage_costs(const ir::ModelSpec& model, const compute::GpuSpec
   const ir::LayerOps layer = ir::build_layer(model, shape);
   const double per_layer = block_seconds(layer.attention) + block_seconds(layer.mlp);
   if (!(per_layer > 0)) return {};
-  return {block_seconds(ir::build_embedding(model, shape)) / per_layer,
-          block_seconds(ir::build_lm_head(model, shape)) / per_layer};
+  const double head = block_seconds(ir::build_lm_head(model, shape)) / per_layer;
+  // Multi-token-prediction modules run on the last stage too: each one more layer, its input
+  // side and another head.
+  const double mtp = static_cast<double>(model.mtp_layers) *
+                     (1.0 + head + block_seconds(ir::build_mtp_projection(model, shape)) / per_layer);
+  return {block_seconds(ir::build_embedding(model, shape)) / per_layer, head + mtp};
 }
 
 int sweep_threads(int requested) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/driver/simulate.h"
+#include "sim/driver/sweep.h"
 #include "sim/driver/validate.h"
 #include "sim/parallel/lowering.h"
 #include "tests/unit/config/config_test_util.h"
@@ -116,4 +117,15 @@ TEST_CASE("MTP rows: the recipe's pipeline layout is read where it fits") {
   const bool noted = std::any_of(m.assumptions.begin(), m.assumptions.end(),
                                  [](const std::string& a) { return a.find("not applied") != std::string::npos; });
   CHECK(noted);
+}
+
+TEST_CASE("MTP: the balanced split counts its module on the last stage") {
+  config::Scenario a = two_stages(0);
+  config::Scenario b = two_stages(1);
+  const auto without = driver::end_stage_costs(a.model, a.cluster.gpu, a.plan);
+  const auto with = driver::end_stage_costs(b.model, b.cluster.gpu, b.plan);
+  CHECK(with.embedding == without.embedding);
+  // One more layer, another head and the input side.
+  CHECK(with.lm_head > 2 * without.lm_head + 1.0);
+  CHECK(with.lm_head < 2 * without.lm_head + 1.5);
 }
