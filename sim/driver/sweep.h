@@ -60,9 +60,10 @@ struct SweepAxes {
 };
 
 // The cost of the embedding (first pipeline stage) and of the final norm, LM head and loss (last
-// stage, with the model's multi-token-prediction modules), in transformer layers: forward and backward of one sequence of base.seq_len on one GPU
-// of the cluster, each op at its roofline (GEMM and attention FLOPs at the dense peak of the
-// plan's dtype, memory-bound bytes at HBM bandwidth). The extras of balanced_stage_layers.
+// stage, with the model's multi-token-prediction modules), in transformer layers: forward and
+// backward of one sequence of base.seq_len on one GPU of the cluster, each op at its roofline
+// (GEMM and attention FLOPs at the dense peak of the plan's dtype, memory-bound bytes at HBM
+// bandwidth). The extras of balanced_stage_layers.
 struct EndStageCosts {
   double embedding = 0;
   double lm_head = 0;
