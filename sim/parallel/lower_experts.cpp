@@ -108,8 +108,14 @@ void Lowerer::a2a_overlapped_layers(Run& b, std::int64_t piece, Run& f, std::int
   const Label f_attn{Pass::kForward, Part::kAttention, f_layer, f.mb};
   const Label f_mlp{Pass::kForward, Part::kMlp, f_layer, f.mb};
 
+  // An MTP module's head backward comes before the combine's backward, its input side's
+  // forward with the attention, its head's forward after the combine, its input side's
+  // backward after the attention's (Megatron-Core's schedule plan of an MTP layer,
+  // megatron/core/models/common/model_chunk_schedule_plan.py: mtp_post_process).
+  mtp_head_backward(b, b_layer);
   // B combine-backward all-to-all beside F attention and router.
   ExpertsStep bs = experts_unpermute_backward(b_mlp, b.dep, gathered, mem.mlp_grads);
+  mtp_input_forward(f, f_layer);
   ExpertsStep fs = experts_dispatch(f_mlp, layer_attention(f_attn, f.dep, attn_alloc), kept - attn_alloc);
   // F dispatch beside B experts-backward; B dispatch-backward beside F experts.
   bs = experts_compute_backward(b_mlp, bs, b.split);
@@ -119,7 +125,9 @@ void Lowerer::a2a_overlapped_layers(Run& b, std::int64_t piece, Run& f, std::int
   b.dep = attention_backward(b_attn, b.dep, mem.attn_release - attn_left, mem.attn_grads, b.split);
   if (zero3() && !b.split) reduce_layer_gradients({Pass::kBackward, Part::kGradients, b_layer, b.mb}, b.dep);
   if (b.last_micro_batch && !b.split) layer_gradients_ready(b_layer, b.dep);
+  mtp_input_backward(b, b_layer);
   f.dep = experts_unpermute(f_mlp, fs);
+  mtp_head_forward(f, f_layer);
 }
 
 }  // namespace ts::parallel::detail

@@ -22,16 +22,33 @@ void Lowerer::forward_layer(Run& r, std::int64_t i) {
   const Bytes kept = layer_kept(full);
   const Bytes attn_alloc = full ? kept : Bytes(kept.count() / 2);
   const Label ll{Pass::kForward, Part::kAttention, static_cast<std::int32_t>(r.first + i), r.mb};
-  const bool mtp = mtp_layer(ll.layer);
-  // A multi-token-prediction module: its input side, its layer, then its own LM head and loss
-  // on the model's head weights (Megatron-Core MultiTokenPredictionBlock), whose logits stay
-  // for the backward as the main head's do.
-  if (mtp) r.dep = compute(lists_.mtp_fwd, {Pass::kForward, Part::kLmHead, ll.layer, r.mb}, {r.dep}, mtp_kept_);
+  mtp_input_forward(r, ll.layer);
   r.dep = layer_forward(ll, r.dep, attn_alloc, kept - attn_alloc);
+  mtp_head_forward(r, ll.layer);
+}
+
+void Lowerer::mtp_input_forward(Run& r, std::int32_t layer) {
+  if (!mtp_layer(layer)) return;
+  r.dep = compute(lists_.mtp_fwd, {Pass::kForward, Part::kLmHead, layer, r.mb}, {r.dep}, mtp_kept_);
+}
+
+void Lowerer::mtp_head_forward(Run& r, std::int32_t layer) {
+  if (!mtp_layer(layer)) return;
   // (The compute stream runs in program order: what follows waits for the head, as it would.)
-  if (mtp) {
-    r.dep = compute(lists_.head_fwd, {Pass::kForward, Part::kLmHead, ll.layer, r.mb}, {r.dep}, options_.head_transient);
-  }
+  r.dep = compute(lists_.head_fwd, {Pass::kForward, Part::kLmHead, layer, r.mb}, {r.dep}, options_.head_transient);
+}
+
+void Lowerer::mtp_head_backward(Run& r, std::int32_t layer) {
+  if (!mtp_layer(layer)) return;
+  r.dep = compute(lists_.head_bwd, {Pass::kBackward, Part::kLmHead, layer, r.mb}, {r.dep}, Bytes(),
+                  options_.head_transient);
+}
+
+void Lowerer::mtp_input_backward(Run& r, std::int32_t layer) {
+  if (!mtp_layer(layer)) return;
+  // Its weight gradient stays in this block (as the LM head's does).
+  r.dep = compute(lists_.mtp_bwd, {Pass::kBackward, Part::kLmHead, layer, r.mb}, {r.dep}, Bytes(), mtp_kept_);
+  if (r.last_micro_batch) gradients_ready(mtp_projection_parameters(model_, plan_), r.dep, false);
 }
 
 void Lowerer::forward_end(Run& r) {
@@ -72,21 +89,13 @@ void Lowerer::backward_layer(Run& r, std::int64_t piece) {
   const bool full = i < r.recomputed;
   const BackwardMemory mem = backward_memory(full);
   const Label ll{Pass::kBackward, Part::kAttention, static_cast<std::int32_t>(r.first + i), r.mb};
-  const bool mtp = mtp_layer(ll.layer);
-  if (mtp) {
-    r.dep = compute(lists_.head_bwd, {Pass::kBackward, Part::kLmHead, ll.layer, r.mb}, {r.dep}, Bytes(),
-                    options_.head_transient);
-  }
+  mtp_head_backward(r, ll.layer);
   if (full) {
     r.dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, r.mb}, r.dep, mem.remat_attn, mem.remat_mlp);
   }
   r.dep = layer_backward(ll, r.dep, mem, r.split);
   if (r.last_micro_batch && !r.split) layer_gradients_ready(ll.layer, r.dep);
-  if (mtp) {
-    // The input side's backward keeps its weight gradient whole (as the LM head's does).
-    r.dep = compute(lists_.mtp_bwd, {Pass::kBackward, Part::kLmHead, ll.layer, r.mb}, {r.dep}, Bytes(), mtp_kept_);
-    if (r.last_micro_batch) gradients_ready(mtp_projection_parameters(model_, plan_), r.dep, false);
-  }
+  mtp_input_backward(r, ll.layer);
 }
 
 void Lowerer::backward_end(Run& r) {

@@ -346,6 +346,15 @@ class Lowerer {
   void forward_layer(Run& r, std::int64_t i);
   void forward_end(Run& r);
   void forward(std::int32_t mb, std::int64_t chunk);
+  // A multi-token-prediction module's pieces around its layer (nothing for the model's own
+  // layers): forward, its input side before the layer and its own LM head and loss on the
+  // model's head weights after it (Megatron-Core MultiTokenPredictionLayer; the logits stay for
+  // the backward, as the main head's do); backward, the head's before the layer's and the input
+  // side's after it.
+  void mtp_input_forward(Run& r, std::int32_t layer);
+  void mtp_head_forward(Run& r, std::int32_t layer);
+  void mtp_head_backward(Run& r, std::int32_t layer);
+  void mtp_input_backward(Run& r, std::int32_t layer);
 
   Run backward_begin(std::int32_t mb, std::int64_t chunk, bool last_micro_batch, bool split);
   // Layers run in reverse: piece i is layer layers − 1 − i.
@@ -354,13 +363,13 @@ class Lowerer {
   void backward(std::int32_t mb, std::int64_t chunk, bool last_micro_batch, bool split);
 
   // Whether an overlapped pair's backward piece `piece` and forward layer `i` interleave at
-  // their all-to-alls: under --moe-a2a-overlap, both MoE layers, neither recomputed in full nor
-  // a multi-token-prediction module's (those lower whole, with their input side and head).
+  // their all-to-alls: under --moe-a2a-overlap, both MoE layers (an MTP module's too), neither
+  // recomputed in full.
   bool a2a_overlapped(const Run& b, std::int64_t piece, const Run& f, std::int64_t i) const {
     if (!plan_.moe_a2a_overlap || piece >= b.layers || i >= f.layers) return false;
     const std::int64_t bi = b.layers - 1 - piece;
     return bi >= b.recomputed && i >= f.recomputed && model_.is_moe_layer(b.first + bi) &&
-           model_.is_moe_layer(f.first + i) && !mtp_layer(b.first + bi) && !mtp_layer(f.first + i);
+           model_.is_moe_layer(f.first + i);
   }
   // The two layers so interleaved (Megatron-Core TransformerLayerSchedulePlan.run,
   // megatron/core/models/common/model_chunk_schedule_plan.py; DeepSeek-V3's overlapped chunk

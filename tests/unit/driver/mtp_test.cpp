@@ -12,6 +12,7 @@
 #include "sim/driver/validate.h"
 #include "sim/parallel/lowering.h"
 #include "tests/unit/config/config_test_util.h"
+#include "tests/unit/driver/moe_scenario.h"
 #include "tests/unit/driver/run_ok.h"
 
 using namespace ts;
@@ -128,4 +129,22 @@ TEST_CASE("MTP: the balanced split counts its module on the last stage") {
   // One more layer, another head and the input side.
   CHECK(with.lm_head > 2 * without.lm_head + 1.0);
   CHECK(with.lm_head < 2 * without.lm_head + 1.5);
+}
+
+TEST_CASE("MTP: the all-to-all overlap keeps the module's input side and head") {
+  // Qwen3-30B-A3B cut to 4 MoE layers, one MTP module, the 1F1B all-to-all overlap without a
+  // pipeline: the module's MoE layer pairs with another micro-batch's first layer.
+  config::Scenario sc = testing::small_moe("qwen3-30b-a3b", 8, 1, 16, 4096);
+  sc.model.mtp_layers = 1;
+  sc.plan.moe_a2a_overlap = true;
+  parallel::LoweringOptions lo;
+  const parallel::TaskGraph g = parallel::lower(sc.model, sc.plan, lo);
+  std::vector<std::int64_t> heads(static_cast<std::size_t>(sc.plan.num_micro_batches()), 0);
+  for (const parallel::Task& t : g.tasks) {
+    if (t.device == 0 && t.micro_batch >= 0 && t.kind == parallel::TaskKind::kCompute &&
+        t.part == parallel::Part::kLmHead && t.pass == parallel::Pass::kForward) {
+      ++heads[static_cast<std::size_t>(t.micro_batch)];
+    }
+  }
+  for (const std::int64_t n : heads) CHECK(n == 3);
 }
