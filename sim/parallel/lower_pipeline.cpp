@@ -29,7 +29,14 @@ void Lowerer::forward_layer(Run& r, std::int64_t i) {
 
 void Lowerer::mtp_input_forward(Run& r, std::int32_t layer) {
   if (!mtp_layer(layer)) return;
-  r.dep = compute(lists_.mtp_fwd, {Pass::kForward, Part::kLmHead, layer, r.mb}, {r.dep}, mtp_kept_);
+  // Over TP (Megatron-Core MultiTokenPredictionLayer._concat_embeddings): with sequence
+  // parallelism the column-parallel eh_proj all-gathers its 2h-wide input; its h/tp-wide output
+  // is all-gathered (gather_from_tensor_model_parallel_region), then split over the sequence
+  // again without communication.
+  const Label l{Pass::kForward, Part::kLmHead, layer, r.mb};
+  if (tp_sequence_parallel()) r.dep = tp_collective(CommOp::kAllGather, act_bytes_ * 2, l, r.dep);
+  r.dep = compute(lists_.mtp_fwd, l, {r.dep}, mtp_kept_);
+  if (plan_.tp > 1) r.dep = tp_collective(CommOp::kAllGather, act_bytes_, l, r.dep);
 }
 
 void Lowerer::mtp_head_forward(Run& r, std::int32_t layer) {
@@ -46,8 +53,16 @@ void Lowerer::mtp_head_backward(Run& r, std::int32_t layer) {
 
 void Lowerer::mtp_input_backward(Run& r, std::int32_t layer) {
   if (!mtp_layer(layer)) return;
+  // The backward of the forward's collectives: the sequence split's all-gather, and eh_proj's
+  // input gradient reduce-scattered (sequence parallel) or all-reduced over TP.
+  const Label l{Pass::kBackward, Part::kLmHead, layer, r.mb};
+  if (tp_sequence_parallel()) r.dep = tp_collective(CommOp::kAllGather, act_bytes_, l, r.dep);
   // Its weight gradient stays in this block (as the LM head's does).
-  r.dep = compute(lists_.mtp_bwd, {Pass::kBackward, Part::kLmHead, layer, r.mb}, {r.dep}, Bytes(), mtp_kept_);
+  r.dep = compute(lists_.mtp_bwd, l, {r.dep}, Bytes(), mtp_kept_);
+  if (plan_.tp > 1) {
+    const CommOp op = plan_.sequence_parallel ? CommOp::kReduceScatter : CommOp::kAllReduce;
+    r.dep = tp_collective(op, act_bytes_ * 2, l, r.dep);
+  }
   if (r.last_micro_batch) gradients_ready(mtp_projection_parameters(model_, plan_), r.dep, false);
 }
 

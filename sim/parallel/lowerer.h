@@ -199,6 +199,11 @@ class Lowerer {
   // Sec. 4.2.2; in backward the two swap); none when TP = 1.
   std::int32_t tp_before(const Label& l, std::int32_t dep);
   std::int32_t tp_after(const Label& l, std::int32_t dep);
+  bool tp_sequence_parallel() const { return plan_.tp > 1 && plan_.sequence_parallel; }
+  // A collective of `bytes` over the TP group on its stream, after `dep`, hidden by no GEMM.
+  std::int32_t tp_collective(CommOp op, Bytes bytes, const Label& l, std::int32_t dep) {
+    return collective(Stream::kTpComm, axis_bit(Axis::kTp), op, bytes, l, {dep});
+  }
   // Marks a TP collective as overlapped with the GEMMs at that end of its block.
   std::int32_t hidden(std::int32_t task, const Label& l, bool after);
 

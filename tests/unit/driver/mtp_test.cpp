@@ -148,3 +148,29 @@ TEST_CASE("MTP: the all-to-all overlap keeps the module's input side and head") 
   }
   for (const std::int64_t n : heads) CHECK(n == 3);
 }
+
+TEST_CASE("MTP: the projection's TP collectives, with and without sequence parallelism") {
+  // Per micro-batch: with sequence parallelism, all-gathers of eh_proj's input and output
+  // forward, of the output gradient and a reduce-scatter of the input gradient backward;
+  // without it, the output's all-gather forward and the input gradient's all-reduce backward.
+  for (const bool sp : {true, false}) {
+    INFO("sequence parallel " << sp);
+    config::Scenario sc = two_stages(1);
+    sc.plan.tp = 2;
+    sc.plan.dp = 2;
+    sc.plan.sequence_parallel = sp;
+    const parallel::TaskGraph g = parallel::lower(sc.model, sc.plan, parallel::LoweringOptions{});
+    std::int64_t forward = 0, backward = 0, reduced = 0;
+    for (const parallel::Task& t : g.tasks) {
+      if (t.micro_batch != 0 || t.kind != parallel::TaskKind::kCollective || t.part != parallel::Part::kLmHead ||
+          t.layer < sc.model.num_layers) {
+        continue;
+      }
+      (t.pass == parallel::Pass::kForward ? forward : backward) += 1;
+      if (t.comm == (sp ? parallel::CommOp::kReduceScatter : parallel::CommOp::kAllReduce)) ++reduced;
+    }
+    CHECK(forward == (sp ? 2 : 1));
+    CHECK(backward == (sp ? 2 : 1));
+    CHECK(reduced == 1);
+  }
+}
