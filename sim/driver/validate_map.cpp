@@ -152,7 +152,8 @@ void read_pipeline_stages(Reading& x) {
                                 : layout.error;
     if (why.empty()) {
       p.pp_layout = text;
-      x.note("pipeline layout " + text + " (the recipe's; multi-token-prediction modules on the last stage)");
+      x.note("pipeline layout " + text +
+             " (the recipe's; multi-token-prediction modules on the last stage)");
       return;
     }
     x.note("pipeline layout " + text + " not applied: " + why);

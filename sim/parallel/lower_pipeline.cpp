@@ -42,7 +42,8 @@ void Lowerer::mtp_input_forward(Run& r, std::int32_t layer) {
 void Lowerer::mtp_head_forward(Run& r, std::int32_t layer) {
   if (!mtp_layer(layer)) return;
   // (The compute stream runs in program order: what follows waits for the head, as it would.)
-  r.dep = compute(lists_.head_fwd, {Pass::kForward, Part::kLmHead, layer, r.mb}, {r.dep}, options_.head_transient);
+  r.dep = compute(lists_.head_fwd, {Pass::kForward, Part::kLmHead, layer, r.mb}, {r.dep},
+                  options_.head_transient);
 }
 
 void Lowerer::mtp_head_backward(Run& r, std::int32_t layer) {

@@ -286,7 +286,8 @@ std::int64_t stage_parameters(const ir::ModelSpec& model, const ParallelPlan& pl
   }
   if (stage == 0) n += detail::embedding_parameters(model, plan);
   if (stage == plan.head_stage()) {
-    n += detail::head_parameters(model, plan, stage == 0) + model.mtp_layers * mtp_projection_parameters(model, plan);
+    n += detail::head_parameters(model, plan, stage == 0) +
+         model.mtp_layers * mtp_projection_parameters(model, plan);
   }
   return n;
 }

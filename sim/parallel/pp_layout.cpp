@@ -164,8 +164,8 @@ std::string check_pp_layout(const std::vector<LayoutStage>& layout, std::int64_t
   if (t != layers) return "has " + str(t) + " 't' layers; the model has " + str(layers);
   if (m != mtp_layers) return "has " + str(m) + " 'm' layers; the model has " + str(mtp_layers);
   if (layout.back().mtp != m) {
-    return "puts 'm' layers before the last stage; trainsim runs them with the loss on the last stage, as "
-           "Megatron-Core's default layouts do (a standalone MTP stage is not modelled)";
+    return "puts 'm' layers before the last stage; trainsim runs them with the loss on the last "
+           "stage, as Megatron-Core's default layouts do (a standalone MTP stage is not modelled)";
   }
   return {};
 }

@@ -51,7 +51,8 @@ std::vector<StageTasks> tasks_by_stage(const config::Scenario& sc) {
   for (const parallel::Task& t : g.tasks) {
     if (t.micro_batch != 0) continue;
     StageTasks& s = out[static_cast<std::size_t>(t.device)];
-    if (t.kind == parallel::TaskKind::kCompute && t.part == parallel::Part::kLmHead && t.pass == parallel::Pass::kForward) {
+    if (t.kind == parallel::TaskKind::kCompute && t.part == parallel::Part::kLmHead &&
+        t.pass == parallel::Pass::kForward) {
       ++s.head_forwards;
     }
     if (t.layer >= sc.model.num_layers) ++s.mtp_layer_tasks;
@@ -77,11 +78,13 @@ TEST_CASE("MTP: input side, layer and head lowered on the last stage") {
 TEST_CASE("MTP: its parameters are the LM head stage's") {
   const config::Scenario a = two_stages(0);
   const config::Scenario b = two_stages(2);
-  CHECK(parallel::stage_parameters(b.model, b.plan, 0) == parallel::stage_parameters(a.model, a.plan, 0));
-  const std::int64_t module =
-      parallel::layer_shared_parameters(b.model, b.plan, 4) + parallel::mtp_projection_parameters(b.model, b.plan);
-  CHECK(parallel::stage_parameters(b.model, b.plan, 1) - parallel::stage_parameters(a.model, a.plan, 1) ==
-        2 * module);
+  const auto params = [](const config::Scenario& s, std::int64_t stage) {
+    return parallel::stage_parameters(s.model, s.plan, stage);
+  };
+  CHECK(params(b, 0) == params(a, 0));
+  const std::int64_t module = parallel::layer_shared_parameters(b.model, b.plan, 4) +
+                              parallel::mtp_projection_parameters(b.model, b.plan);
+  CHECK(params(b, 1) - params(a, 1) == 2 * module);
   const auto last = parallel::stage_layer_indices(b.plan, b.model, 1);
   CHECK(last == std::vector<std::int64_t>{2, 3, 4, 5});
 }
@@ -100,7 +103,8 @@ TEST_CASE("MTP: it lengthens the step, less where the layout moves a layer off")
 }
 
 TEST_CASE("MTP rows: the recipe's pipeline layout is read where it fits") {
-  const auto runs = driver::read_published_runs(config::test::source_dir() / "tests/validation/moe-public.csv");
+  const auto runs =
+      driver::read_published_runs(config::test::source_dir() / "tests/validation/moe-public.csv");
   const auto row = std::find_if(runs.begin(), runs.end(), [](const auto& r) { return r.run_id == "1"; });
   REQUIRE(row != runs.end());
   const auto fits = driver::map_run(*row);
@@ -115,8 +119,9 @@ TEST_CASE("MTP rows: the recipe's pipeline layout is read where it fits") {
   REQUIRE(m.scenario);
   CHECK(m.scenario->plan.pp_layout.empty());
   CHECK_FALSE(m.scenario->plan.pp_layers.empty());
-  const bool noted = std::any_of(m.assumptions.begin(), m.assumptions.end(),
-                                 [](const std::string& a) { return a.find("not applied") != std::string::npos; });
+  const bool noted = std::any_of(m.assumptions.begin(), m.assumptions.end(), [](const std::string& a) {
+    return a.find("not applied") != std::string::npos;
+  });
   CHECK(noted);
 }
 
@@ -162,10 +167,9 @@ TEST_CASE("MTP: the projection's TP collectives, with and without sequence paral
     const parallel::TaskGraph g = parallel::lower(sc.model, sc.plan, parallel::LoweringOptions{});
     std::int64_t forward = 0, backward = 0, reduced = 0;
     for (const parallel::Task& t : g.tasks) {
-      if (t.micro_batch != 0 || t.kind != parallel::TaskKind::kCollective || t.part != parallel::Part::kLmHead ||
-          t.layer < sc.model.num_layers) {
-        continue;
-      }
+      const bool module_collective = t.kind == parallel::TaskKind::kCollective &&
+                                     t.part == parallel::Part::kLmHead && t.layer >= sc.model.num_layers;
+      if (t.micro_batch != 0 || !module_collective) continue;
       (t.pass == parallel::Pass::kForward ? forward : backward) += 1;
       if (t.comm == (sp ? parallel::CommOp::kReduceScatter : parallel::CommOp::kAllReduce)) ++reduced;
     }
