@@ -63,6 +63,15 @@ memory::ActivationOptions activation_options(const config::Scenario& sc) {
   return ao;
 }
 
+// A mixture of experts' dense layers (DeepSeek-V3's first three: a dense MLP of ffn_hidden in
+// place of the experts): the model without its experts, whose activation formulas and module
+// recompute (`mlp` applies to them) are a dense layer's.
+ir::ModelSpec dense_layers_model(const ir::ModelSpec& model) {
+  ir::ModelSpec dense = model;
+  dense.moe.reset();
+  return dense;
+}
+
 parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full) {
   const auto& plan = sc.plan;
   parallel::LoweringOptions lo;
@@ -72,6 +81,16 @@ parallel::LoweringOptions lowering_options(const config::Scenario& sc, bool full
   lo.layer_kept = act.kept;
   lo.layer_rematerialized = act.rematerialized;
   if (plan.recompute_layers > 0) lo.layer_kept_whole = memory::whole_layer_activation_bytes(sc.model, plan, ao);
+  lo.dense_layer_kept = lo.layer_kept;
+  lo.dense_layer_rematerialized = lo.layer_rematerialized;
+  lo.dense_layer_kept_whole = lo.layer_kept_whole;
+  if (sc.model.moe && sc.model.moe->dense_layers > 0) {
+    const ir::ModelSpec dense = dense_layers_model(sc.model);
+    const memory::LayerActivations d = memory::layer_activations(dense, plan, ao);
+    lo.dense_layer_kept = d.kept;
+    lo.dense_layer_rematerialized = d.rematerialized;
+    if (plan.recompute_layers > 0) lo.dense_layer_kept_whole = memory::whole_layer_activation_bytes(dense, plan, ao);
+  }
   lo.head_transient = memory::lm_head_logits_bytes(sc.model, plan);
   lo.optimizer_bytes_per_param = memory::optimizer_step_bytes_per_parameter(plan);
   return lo;
@@ -157,7 +176,9 @@ MemoryBreakdown static_peak_memory(const config::Scenario& sc, Resources& resour
 }
 
 Bytes kept_layer_activations(const config::Scenario& sc) {
-  return memory::layer_activations(sc.model, sc.plan, activation_options(sc)).kept;
+  const Bytes kept = memory::layer_activations(sc.model, sc.plan, activation_options(sc)).kept;
+  if (!(sc.model.moe && sc.model.moe->dense_layers > 0)) return kept;
+  return std::min(kept, memory::layer_activations(dense_layers_model(sc.model), sc.plan, activation_options(sc)).kept);
 }
 
 RunResult simulate(const config::Scenario& sc, const RunOptions& options) {

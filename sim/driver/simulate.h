@@ -147,7 +147,8 @@ MemoryBreakdown static_peak_memory(const config::Scenario& scenario, Resources& 
 // The same per pipeline stage, without activations.
 std::vector<MemoryBreakdown> static_stage_memory(const config::Scenario& scenario, Resources& resources);
 // What the forward of one layer and micro-batch keeps for its backward (LoweringOptions::
-// layer_kept: under full recompute, only its input).
+// layer_kept: under full recompute, only its input); for a mixture of experts with dense layers,
+// the smaller of its dense and its MoE layers'.
 Bytes kept_layer_activations(const config::Scenario& scenario);
 
 // Simulates one scenario; `resources` carries fitted models and network caches across calls.

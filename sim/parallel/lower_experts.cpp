@@ -94,7 +94,7 @@ std::int32_t Lowerer::experts_router_backward(const Label& l, const ExpertsStep&
 void Lowerer::a2a_overlapped_layers(Run& b, std::int64_t piece, Run& f, std::int64_t i) {
   // The backward's layer, as backward_layer() and layer_backward() lower it (no full recompute).
   const auto b_layer = static_cast<std::int32_t>(b.first + b.layers - 1 - piece);
-  const BackwardMemory mem = backward_memory(false);
+  const BackwardMemory mem = backward_memory(b_layer, false);
   const Label b_attn{Pass::kBackward, Part::kAttention, b_layer, b.mb};
   const Label b_mlp{Pass::kBackward, Part::kMlp, b_layer, b.mb};
   const std::int32_t gathered = gather_layer(b_attn);
@@ -103,7 +103,7 @@ void Lowerer::a2a_overlapped_layers(Run& b, std::int64_t piece, Run& f, std::int
       b.split ? std::min(mem.attn_release, attn_lists(b_layer).w_held_attn) : Bytes();
   // The forward's layer, as forward_layer() lowers it.
   const auto f_layer = static_cast<std::int32_t>(f.first + i);
-  const Bytes kept = layer_kept(false);
+  const Bytes kept = layer_kept(f_layer, false);
   const Bytes attn_alloc(kept.count() / 2);
   const Label f_attn{Pass::kForward, Part::kAttention, f_layer, f.mb};
   const Label f_mlp{Pass::kForward, Part::kMlp, f_layer, f.mb};

@@ -19,9 +19,9 @@ Lowerer::Run Lowerer::forward_begin(std::int32_t mb, std::int64_t chunk) {
 
 void Lowerer::forward_layer(Run& r, std::int64_t i) {
   const bool full = i < r.recomputed;
-  const Bytes kept = layer_kept(full);
-  const Bytes attn_alloc = full ? kept : Bytes(kept.count() / 2);
   const Label ll{Pass::kForward, Part::kAttention, static_cast<std::int32_t>(r.first + i), r.mb};
+  const Bytes kept = layer_kept(ll.layer, full);
+  const Bytes attn_alloc = full ? kept : Bytes(kept.count() / 2);
   mtp_input_forward(r, ll.layer);
   r.dep = layer_forward(ll, r.dep, attn_alloc, kept - attn_alloc);
   mtp_head_forward(r, ll.layer);
@@ -103,8 +103,8 @@ Lowerer::Run Lowerer::backward_begin(std::int32_t mb, std::int64_t chunk, bool l
 void Lowerer::backward_layer(Run& r, std::int64_t piece) {
   const std::int64_t i = r.layers - 1 - piece;
   const bool full = i < r.recomputed;
-  const BackwardMemory mem = backward_memory(full);
   const Label ll{Pass::kBackward, Part::kAttention, static_cast<std::int32_t>(r.first + i), r.mb};
+  const BackwardMemory mem = backward_memory(ll.layer, full);
   mtp_head_backward(r, ll.layer);
   if (full) {
     r.dep = layer_forward({Pass::kRecompute, Part::kAttention, ll.layer, r.mb}, r.dep, mem.remat_attn, mem.remat_mlp);
@@ -139,7 +139,7 @@ void Lowerer::weight_gradients(std::int32_t mb, std::int64_t chunk, bool last_mi
     const auto layer = static_cast<std::int32_t>(r.first + i);
     const Label mlp{Pass::kWeightGrad, Part::kMlp, layer, mb};
     const Label attn{Pass::kWeightGrad, Part::kAttention, layer, mb};
-    const BackwardMemory mem = backward_memory(i < r.recomputed);
+    const BackwardMemory mem = backward_memory(layer, i < r.recomputed);
     dep = compute(mlp_weight_list(layer), mlp, {dep}, Bytes(), std::min(mem.mlp_release, mlp_weight_held(layer)));
     const LayerLists& al = attn_lists(layer);
     dep = compute(al.attn_w, attn, {dep}, Bytes(), std::min(mem.attn_release, al.w_held_attn));

@@ -290,16 +290,20 @@ class Lowerer {
     Bytes remat_attn, remat_mlp;      // what full recompute's forward allocates in each block
   };
 
-  // What a layer's forward keeps: under full recompute (`full`) its input, else all the plan's
-  // recompute mode leaves (with recompute of only some layers, everything).
-  Bytes layer_kept(bool full) const {
-    if (full || plan_.recompute != Recompute::kFull) return options_.layer_kept;
-    return options_.layer_kept_whole;
+  // Whether layer `layer` is one of a mixture of experts' dense layers (its memory is
+  // LoweringOptions' dense_layer_*).
+  bool dense_in_moe(std::int64_t layer) const { return model_.moe && !model_.is_moe_layer(layer); }
+  // What layer `layer`'s forward keeps: under full recompute (`full`) its input, else all the
+  // plan's recompute mode leaves (with recompute of only some layers, everything).
+  Bytes layer_kept(std::int64_t layer, bool full) const {
+    const bool dense = dense_in_moe(layer);
+    if (full || plan_.recompute != Recompute::kFull) return dense ? options_.dense_layer_kept : options_.layer_kept;
+    return dense ? options_.dense_layer_kept_whole : options_.layer_kept_whole;
   }
 
   // Backward releases what the forward kept; full recompute (`full`) first rebuilds the
   // activations (half per block), which the backward then releases with the kept input.
-  BackwardMemory backward_memory(bool full) const;
+  BackwardMemory backward_memory(std::int64_t layer, bool full) const;
 
   // A layer's backward; with `split`, its input gradients only (weight_gradients() runs the
   // rest), which leave the weight gradients' inputs to their block.

@@ -205,9 +205,11 @@ std::int32_t Lowerer::layer_attention(const Label& l, std::int32_t dep, Bytes at
   return dep;
 }
 
-Lowerer::BackwardMemory Lowerer::backward_memory(bool full) const {
-  const Bytes kept = layer_kept(full);
-  const Bytes remat = full ? options_.layer_rematerialized : Bytes();
+Lowerer::BackwardMemory Lowerer::backward_memory(std::int64_t layer, bool full) const {
+  const Bytes kept = layer_kept(layer, full);
+  const Bytes rematerialized =
+      dense_in_moe(layer) ? options_.dense_layer_rematerialized : options_.layer_rematerialized;
+  const Bytes remat = full ? rematerialized : Bytes();
   BackwardMemory mem;
   mem.remat_attn = Bytes(remat.count() / 2);
   mem.remat_mlp = remat - mem.remat_attn;
@@ -216,7 +218,7 @@ Lowerer::BackwardMemory Lowerer::backward_memory(bool full) const {
   // Gradients mirror the activations each block works on (with Mini-Sequence chunking, those
   // of one MLP chunk at a time); under the op policy, what the layer kept and what it reran.
   const Bytes worked = full ? remat
-                            : plan_.recompute == Recompute::kSelectiveOp ? kept + options_.layer_rematerialized
+                            : plan_.recompute == Recompute::kSelectiveOp ? kept + rematerialized
                                                                          : kept;
   mem.attn_grads = Bytes(worked.count() / 2);
   mem.mlp_grads = (worked - mem.attn_grads) / plan_.mst_chunks;

@@ -25,6 +25,11 @@ struct LoweringOptions {
   // With full recompute of only some layers of each chunk (ParallelPlan::recompute_layers): what
   // a layer that does not recompute keeps (all its activations).
   Bytes layer_kept_whole;
+  // The same three for the dense layers of a mixture of experts (its first
+  // ModelSpec::moe->dense_layers), which keep a dense MLP's activations in place of the experts'.
+  Bytes dense_layer_kept;
+  Bytes dense_layer_rematerialized;
+  Bytes dense_layer_kept_whole;
   Bytes head_transient;
   Bytes optimizer_bytes_per_param;  // HBM traffic of the optimizer step per local parameter
   // Block programs (lower_blocks): a steady run's periods after the first that finds known

@@ -129,6 +129,30 @@ TEST_CASE("recompute modules: mla_up_proj and dense mlp") {
         Approx(a.time[runtime::TimeCategory::kBackward].seconds()).epsilon(1e-9));
 }
 
+TEST_CASE("recompute modules: mlp drops the dense layers' MLP of an MoE model") {
+  // DeepSeek-V3 cut to 4 layers: 3 dense (an 18,432-wide MLP), then one MoE layer. `mlp`
+  // applies to the dense layers only; they keep a dense MLP's activations, not the experts'.
+  config::Scenario ds = moe_scenario(0);
+  ds.model = config::load_model("deepseek-v3");
+  ds.model.num_layers = 4;
+  ds.plan.ep = 8;
+  ds.plan.micro_batch = 1;
+  ds.plan.recompute = parallel::Recompute::kSelective;
+  ds.plan.recompute_modules = parallel::module_bit(RecomputeModule::kCoreAttn);
+  config::Scenario mlp = ds;
+  mlp.plan.recompute_modules |= parallel::module_bit(RecomputeModule::kMlp);
+  // The MoE layers' formula gives mlp nothing to drop ...
+  CHECK(kept(mlp) == kept(ds));
+  // ... the replay's dense layers do: the peak falls and their MLPs rerun.
+  const driver::RunResult a = run(ds), b = run(mlp);
+  CHECK(b.peak_memory < a.peak_memory);
+  CHECK(b.time[runtime::TimeCategory::kRecompute] > a.time[runtime::TimeCategory::kRecompute]);
+  // The pruned search's activation bound takes the smaller of the two layer kinds.
+  config::Scenario plain = ds;
+  plain.model.moe->dense_layers = 0;
+  CHECK(driver::kept_layer_activations(ds) <= driver::kept_layer_activations(plain));
+}
+
 TEST_CASE("bf16 moments: 4 bytes of optimizer state per parameter") {
   parallel::ParallelPlan p;
   p.zero_stage = 1;
