@@ -176,9 +176,8 @@ MemoryBreakdown static_peak_memory(const config::Scenario& sc, Resources& resour
 }
 
 Bytes kept_layer_activations(const config::Scenario& sc) {
-  const Bytes kept = memory::layer_activations(sc.model, sc.plan, activation_options(sc)).kept;
-  if (!(sc.model.moe && sc.model.moe->dense_layers > 0)) return kept;
-  return std::min(kept, memory::layer_activations(dense_layers_model(sc.model), sc.plan, activation_options(sc)).kept);
+  const parallel::LoweringOptions lo = lowering_options(sc, false);
+  return std::min(lo.layer_kept, lo.dense_layer_kept);
 }
 
 RunResult simulate(const config::Scenario& sc, const RunOptions& options) {

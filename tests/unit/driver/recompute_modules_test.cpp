@@ -33,6 +33,17 @@ double kept(const config::Scenario& sc) {
   return memory::layer_activations(sc.model, sc.plan, memory::default_activation_options(sc.model)).kept.real();
 }
 
+// DeepSeek-V3 cut to 4 layers on the same 8 H100s: 3 dense (an 18,432-wide MLP), then one MoE
+// layer.
+config::Scenario deepseek_scenario() {
+  config::Scenario ds = moe_scenario(0);
+  ds.model = config::load_model("deepseek-v3");
+  ds.model.num_layers = 4;
+  ds.plan.ep = 8;
+  ds.plan.micro_batch = 1;
+  return ds;
+}
+
 driver::RunResult run(const config::Scenario& sc) {
   driver::Resources resources;
   return driver::simulate(sc, driver::RunOptions{}, resources);
@@ -91,11 +102,7 @@ TEST_CASE("recompute modules: MoE peak falls, backward reruns the ops") {
 }
 
 TEST_CASE("recompute modules: mla_up_proj and dense mlp") {
-  config::Scenario ds = moe_scenario(0);
-  ds.model = config::load_model("deepseek-v3");
-  ds.model.num_layers = 4;
-  ds.plan.ep = 8;
-  ds.plan.micro_batch = 1;
+  const config::Scenario ds = deepseek_scenario();
   config::Scenario up = ds;
   up.plan.recompute = parallel::Recompute::kSelective;
   up.plan.recompute_modules = parallel::module_bit(RecomputeModule::kMlaUpProj);
@@ -130,13 +137,9 @@ TEST_CASE("recompute modules: mla_up_proj and dense mlp") {
 }
 
 TEST_CASE("recompute modules: mlp drops the dense layers' MLP of an MoE model") {
-  // DeepSeek-V3 cut to 4 layers: 3 dense (an 18,432-wide MLP), then one MoE layer. `mlp`
-  // applies to the dense layers only; they keep a dense MLP's activations, not the experts'.
-  config::Scenario ds = moe_scenario(0);
-  ds.model = config::load_model("deepseek-v3");
-  ds.model.num_layers = 4;
-  ds.plan.ep = 8;
-  ds.plan.micro_batch = 1;
+  // `mlp` applies to the dense layers only; they keep a dense MLP's activations, not the
+  // experts'.
+  config::Scenario ds = deepseek_scenario();
   ds.plan.recompute = parallel::Recompute::kSelective;
   ds.plan.recompute_modules = parallel::module_bit(RecomputeModule::kCoreAttn);
   config::Scenario mlp = ds;
