@@ -77,10 +77,11 @@ std::string rule_of(const Diagnostic& d) {
     in_number = false;
     out += c;
   }
-  // Collapse the blanks left behind by removed details.
+  // Collapse the blanks left behind by removed details ("num_layers , or" → "num_layers, or").
   std::string tidy;
   for (char c : out) {
     if (c == ' ' && (tidy.empty() || tidy.back() == ' ')) continue;
+    if ((c == ',' || c == ';' || c == ':') && !tidy.empty() && tidy.back() == ' ') tidy.pop_back();
     tidy += c;
   }
   while (!tidy.empty() && (tidy.back() == ' ' || tidy.back() == ',')) tidy.pop_back();
@@ -481,6 +482,10 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
                                   continue;
                                 }
                                 ++en.rejected;
+                                if (p.pp_layers.empty() && p.pp_layout.empty() && layers > 0 &&
+                                    layers % (p.v_shape() ? 2 * pp : stages) != 0) {
+                                  ++en.uneven_stages;
+                                }
                               }
                             }
                           }
@@ -515,6 +520,7 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
     en.combinations += part.en.combinations;
     en.equivalent += part.en.equivalent;
     en.rejected += part.en.rejected;
+    en.uneven_stages += part.en.uneven_stages;
     en.plans.insert(en.plans.end(), std::make_move_iterator(part.en.plans.begin()),
                     std::make_move_iterator(part.en.plans.end()));
     reasons.merge(part.reasons);

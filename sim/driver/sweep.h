@@ -99,6 +99,9 @@ struct Enumeration {
   // only its first value.
   std::int64_t equivalent = 0;
   std::int64_t rejected = 0;           // invalid plans, in total
+  // Invalid plans whose pipeline stages (pp, or pp·vpp interleaved) do not divide the model's
+  // layers and that have no per-stage split (an even split): --pp-split balanced sweeps them.
+  std::int64_t uneven_stages = 0;
   std::vector<RejectReason> reasons;   // most frequent first
 };
 

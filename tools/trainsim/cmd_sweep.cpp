@@ -57,7 +57,7 @@ void print_progress(const driver::SweepProgress& p) {
   std::fflush(stderr);
 }
 
-std::string enumeration_text(const driver::Enumeration& en) {
+std::string enumeration_text(const driver::SweepSpec& spec, const driver::Enumeration& en) {
   std::string s = "plans: " + std::to_string(en.combinations) + " combinations, " +
                   std::to_string(en.plans.size()) + " valid, " + std::to_string(en.rejected) +
                   " invalid, " + std::to_string(en.equivalent) +
@@ -69,6 +69,13 @@ std::string enumeration_text(const driver::Enumeration& en) {
       std::snprintf(count, sizeof count, "%10lld  ", static_cast<long long>(r.count));
       s += count + r.rule + "\n";
     }
+  }
+  // A model whose layer count few stage counts divide (DeepSeek-V3's 61) loses most pipelines to
+  // the even split, the sweep's default; plan sweeps balanced splits by default.
+  if (en.uneven_stages > 0 && !driver::has_pp_layers_column(spec)) {
+    s += "note: " + std::to_string(en.uneven_stages) + " invalid plans have pipeline stages that do not divide the " +
+         std::to_string(spec.model.num_layers) + " layers evenly; --pp-split balanced (or all) sweeps them " +
+         "with uneven stages\n";
   }
   return s;
 }
@@ -213,6 +220,7 @@ int cmd_sweep(const Args& args) {
     j["valid"] = en.plans.size();
     j["invalid"] = en.rejected;
     j["equivalent"] = en.equivalent;
+    j["invalid_uneven_stages"] = en.uneven_stages;
     nlohmann::ordered_json reasons = nlohmann::ordered_json::array();
     for (const auto& r : en.reasons) reasons.push_back({{"rule", r.rule}, {"count", r.count}, {"example", r.example}});
     j["invalid_by_rule"] = reasons;
@@ -264,7 +272,7 @@ int cmd_sweep(const Args& args) {
     std::cout << "sweep: " << spec.model.name << " on " << spec.num_gpus << " x " << spec.cluster.gpu.name
               << " (" << spec.cluster.cluster.name << "), global batch " << b.global_batch << ", seq "
               << b.seq_len << "\n"
-              << enumeration_text(res.enumeration);
+              << enumeration_text(spec, res.enumeration);
     if (res.pruned) {
       std::cout << "pruned search for the best " << top_k << " (--exhaustive simulates every plan): "
                 << res.pruned->static_oom << " plans out of memory by static memory, " << res.pruned->activation_oom

@@ -111,6 +111,15 @@ TEST_CASE("sweep: invalid plans are counted by rule, numbers removed") {
   CHECK(en.reasons[0].rule.rfind("--pp: must divide num_layers", 0) == 0);
   CHECK(en.reasons[0].rule.find('(') == std::string::npos);
   CHECK(en.reasons[0].example.find("32") != std::string::npos);  // the full message keeps details
+  // No blank is left before the comma that followed the removed details.
+  CHECK(en.reasons[0].rule.find(" ,") == std::string::npos);
+  // Each plan had stages that do not divide the layers under the even split: the hint counts
+  // them; a balanced split sweeps the same pipelines as valid plans.
+  CHECK(en.uneven_stages == 3);
+  spec.axes.pp_split = {parallel::PipelineSplit::kBalanced};
+  const auto balanced = driver::enumerate_plans(spec);
+  CHECK(balanced.plans.size() == 3);
+  CHECK(balanced.uneven_stages == 0);
 }
 
 TEST_CASE("sweep: fixed axes restrict the plans, bad lists name their flag") {
