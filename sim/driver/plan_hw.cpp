@@ -47,7 +47,7 @@ std::string tokens_text(double tokens) {
   return format_double("%.3g", tokens);
 }
 
-// "tp8 pp4 [19,20x2,21] dp64 vpp5 mb1 interleaved zero1 sp rc:selective".
+// "tp8 pp4 [19,20x2,21] dp64 vpp5 mb1 interleaved zero1 sp rc:selective" (and "ep8" for an MoE plan).
 std::string plan_text(const RowReader& rr, const std::vector<std::string>& f) {
   std::string s = "tp" + rr.get(f, "tp") + " pp" + rr.get(f, "pp");
   if (const std::string split = rr.pp_layers(f); !split.empty())
@@ -56,9 +56,12 @@ std::string plan_text(const RowReader& rr, const std::vector<std::string>& f) {
   if (rr.get(f, "cp") != "1") s += " cp" + rr.get(f, "cp") + " " + rr.get(f, "cp_algo");
   if (rr.get(f, "vpp") != "1") s += " vpp" + rr.get(f, "vpp");
   s += " mb" + rr.get(f, "micro_batch") + " " + rr.get(f, "schedule") + " zero" + rr.get(f, "zero");
-  if (rr.get(f, "sequence_parallel") == "true") s += " sp";
+  // Sequence parallelism shards activations over the tensor-parallel ranks: nothing to say at tp 1.
+  if (rr.get(f, "sequence_parallel") == "true" && rr.get(f, "tp") != "1") s += " sp";
   if (rr.get(f, "recompute") != "none") s += " rc:" + rr.get(f, "recompute");
   if (rr.get(f, "mst_chunks") != "1") s += " mst" + rr.get(f, "mst_chunks");
+  if (rr.get(f, "ep") != "1") s += " ep" + rr.get(f, "ep");
+  if (rr.get(f, "etp") != "1") s += " etp" + rr.get(f, "etp");
   return s;
 }
 

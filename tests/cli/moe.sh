@@ -100,6 +100,16 @@ d={r['ep']: float(r['iteration_time_s']) for r in csv.DictReader(open('$tmp/s-de
 sys.exit(0 if a['1'] == d['1'] and d['8'] < a['8'] and d['16'] < a['16'] else 1)" ||
   fail "sweep with --moe-dispatcher deepep: $(cat "$tmp/s-a2a.csv" "$tmp/s-deepep.csv")"
 expect 2 "--moe-dispatcher" "${sweep[@]}" --moe-dispatcher hybridep --out "$tmp/s-deepep.csv"
+# Without --ep a sweep of an MoE model tries every expert-parallel degree its ranks allow (16
+# ranks, 128 experts: 1 to 16), and plan names the degree of the plan it picks.
+"$bin" sweep --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --global-batch 32 --seq 2048 --tp 1 --pp 1 \
+  --cp 1 --micro-batch 1 --zero 1 --recompute none --exhaustive --out "$tmp/s-ep.csv" > /dev/null 2> "$tmp/err" ||
+  fail "sweep without --ep: $(cat "$tmp/err")"
+[ "$(python3 -c "import csv; print(sorted(int(r['ep']) for r in csv.DictReader(open('$tmp/s-ep.csv'))))")" = "[1, 2, 4, 8, 16]" ] ||
+  fail "sweep without --ep did not try every degree: $(cat "$tmp/s-ep.csv")"
+"$bin" plan --model qwen3-30b-a3b --tokens 1e10 --days 30 --gpus 16 --gpus-from h100 --tp 1 --pp 1 \
+  --micro-batch 1 > "$tmp/plan.txt" 2> "$tmp/err" || fail "plan of an MoE model: $(cat "$tmp/err")"
+grep -q "zero1 .*ep[0-9]" "$tmp/plan.txt" || fail "plan names no expert-parallel degree: $(cat "$tmp/plan.txt")"
 expect 2 "--moe-dispatcher" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --moe-dispatcher deepep
 expect 2 "--routing" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --routing dropless
 expect 2 "--moe-dispatcher" plan --model llama3-8b --tokens 1e12 --days 30 --gpus 64 --gpus-from h100 --moe-dispatcher deepep

@@ -22,8 +22,10 @@ struct AxisDefaults {
   std::string mst_chunks = "1";
   std::string pp_split = "even";
   // Expert and expert-tensor parallelism (MoE models only); "all": every divisor of the routed
-  // experts (ep) or of the expert width (etp) that the plan's ranks allow.
-  std::string ep = "1", etp = "1";
+  // experts (ep) or of the expert width (etp) that the plan's ranks allow. Expert parallelism is
+  // how MoE models are trained (without it every rank holds every expert: DeepSeek-V3 fits no
+  // H100 plan), so it is swept by default; a dense model's only value is 1.
+  std::string ep = "all", etp = "1";
 };
 
 // Adds --tp, --pp, --dp, --cp, --vpp, --micro-batch, --schedule, --zero, --zero-shard-group,
