@@ -331,7 +331,7 @@ const PlanCompute& PlanBounder::compute(const parallel::ParallelPlan& plan) {
 }
 
 Duration PlanBounder::zero3_stream(const parallel::ParallelPlan& plan) {
-  if (plan.zero_stage < 3 || plan.dp * plan.cp == 1) return Duration();
+  if (plan.zero_stage_in_effect() < 3 || plan.dp * plan.cp == 1) return Duration();
   const network::NetworkModel& net = resources_.network(scenario_.cluster, scenario_.num_gpus);
   network::CollectiveRequest r;
   r.groups.push_back(parallel::Layout(plan).group(0, parallel::zero3_shard_axes(plan)));

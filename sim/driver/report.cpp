@@ -27,6 +27,7 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["dtype"] = ir::dtype_name(p.dtype);
   j["zero_stage"] = p.zero_stage;
   j["zero_shard_group"] = p.zero_shard_group;
+  j["fsdp_in_pipeline"] = p.fsdp_in_pipeline();
   j["grad_reduce"] = std::string(config::name(p.grad_reduce));
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = std::string(config::name(p.recompute));
@@ -317,6 +318,7 @@ std::string report_text(const config::Scenario& sc, const RunResult& r,
     t.row({"", std::string(config::name(p.schedule)) + (p.vpp > 1 ? " (vpp " + std::to_string(p.vpp) + ")" : "") +
                    ", ZeRO " + std::to_string(p.zero_stage) +
                    (p.zero_shard_group > 0 ? " (shard groups of " + std::to_string(p.zero_shard_group) + ")" : "") +
+                   (p.fsdp_in_pipeline() ? " (FSDP in a pipeline: gathered once per step, reduced after the last backward)" : "") +
                    (p.sequence_parallel ? ", sequence parallel" : "") + ", recompute " +
                    std::string(config::name(p.recompute)) +
                    (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per chunk)" : "") +

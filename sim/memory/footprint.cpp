@@ -122,7 +122,7 @@ BytesPerParameter bytes_per_parameter(const parallel::ParallelPlan& plan) {
     case parallel::OptimizerStates::kFp32:
       b.weights = 2;           // bf16
       // fp32 main_grad accumulation buffer, or the reduction's bf16 under ZeRO 0–1 (footprint.h)
-      b.gradients = plan.zero_stage <= 1 ? plan.grad_reduce_bytes() : 4;
+      b.gradients = plan.zero_stage_in_effect() <= 1 ? plan.grad_reduce_bytes() : 4;
       b.optimizer_states = 8;  // fp32 m and v
       b.master_weights = 4;    // fp32 master copy
       break;
@@ -130,7 +130,7 @@ BytesPerParameter bytes_per_parameter(const parallel::ParallelPlan& plan) {
       // As kFp32 with m and v in bf16 (Megatron-Core's precision-aware optimizer with
       // exp_avg_dtype and exp_avg_sq_dtype bf16): 2 + 2 bytes of states in place of 4 + 4.
       b.weights = 2;
-      b.gradients = plan.zero_stage <= 1 ? plan.grad_reduce_bytes() : 4;
+      b.gradients = plan.zero_stage_in_effect() <= 1 ? plan.grad_reduce_bytes() : 4;
       b.optimizer_states = 4;
       b.master_weights = 4;
       break;
@@ -178,7 +178,7 @@ StaticFootprint static_footprint(const ir::ModelSpec& m, const parallel::Paralle
   const std::int64_t shards = plan.zero_shards();
   // Parameters of this rank whose state ZeRO stage `needed` (or higher) shards.
   auto sharded = [&](int needed) {
-    if (plan.zero_stage < needed) return params + experts;
+    if (plan.zero_stage_in_effect() < needed) return params + experts;
     return ceil_div(params, shards) + ceil_div(experts, plan.expert_dp());
   };
 

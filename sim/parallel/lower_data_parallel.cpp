@@ -38,7 +38,7 @@ void Lowerer::reduce_expert_gradients(const Label& grads, std::int32_t dep) {
   // optimizer a reduce-scatter), on the data-parallel stream.
   const std::int64_t params = expert_params(grads.layer);
   if (params == 0 || plan_.expert_dp() == 1) return;
-  const CommOp op = plan_.zero_stage == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
+  const CommOp op = plan_.zero_stage_in_effect() == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
   last_grad_reduce_ = collective(Stream::kDpComm, axis_bit(Axis::kEdp), op,
                                  Bytes(params * plan_.grad_reduce_bytes()), grads, {dep});
 }
@@ -47,13 +47,14 @@ void Lowerer::gradients_ready(std::int64_t params, std::int32_t ready, bool last
   if (zero3() || replicas() == 1) return;
   bucket_params_ += params;
   bucket_ready_ = held(ready);
-  const bool full = plan_.overlap_grad_reduce && bucket_params_ >= plan_.grad_bucket_params;
+  // FSDP in a pipeline reduces after the last backward (ParallelPlan::fsdp_in_pipeline).
+  const bool full = plan_.overlap_grad_reduce && !plan_.fsdp_in_pipeline() && bucket_params_ >= plan_.grad_bucket_params;
   if (full || last_of_iteration) flush_bucket();
 }
 
 void Lowerer::flush_bucket() {
   if (bucket_params_ == 0) return;
-  const CommOp op = plan_.zero_stage == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
+  const CommOp op = plan_.zero_stage_in_effect() == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
   last_grad_reduce_ = collective(Stream::kDpComm, dp_axes(), op,
                                  Bytes(bucket_params_ * plan_.grad_reduce_bytes()),
                                  {Pass::kOptimizer, Part::kGradients, -1, -1}, {read(kBucketRegister)});
@@ -65,16 +66,16 @@ void Lowerer::optimizer() {
   const std::int64_t params = stage_parameters(model_, plan_, stage_) - experts;
   if (!zero3()) gradients_ready(0, read(kLastBackwardRegister), true);
   std::int64_t updated = params;
-  if (replicas() > 1 && plan_.zero_stage > 0) updated = (params + plan_.zero_shards() - 1) / plan_.zero_shards();
+  if (replicas() > 1 && plan_.zero_stage_in_effect() > 0) updated = (params + plan_.zero_shards() - 1) / plan_.zero_shards();
   // Expert states are sharded over the expert-DP ranks.
-  updated += plan_.zero_stage > 0 ? (experts + plan_.expert_dp() - 1) / plan_.expert_dp() : experts;
+  updated += plan_.zero_stage_in_effect() > 0 ? (experts + plan_.expert_dp() - 1) / plan_.expert_dp() : experts;
   ir::Op step;
   step.name = "adam_step";
   step.kind = ir::OpKind::kMemoryBound;
   step.moved = options_.optimizer_bytes_per_param * updated;
   const std::int32_t dep = compute(add_ops({step}), {Pass::kOptimizer, Part::kOptimizer, -1, -1},
                                    {read(kLastBackwardRegister), read(kLastReduceRegister)});
-  if (replicas() > 1 && plan_.zero_stage > 0 && !zero3() && !plan_.overlap_param_gather) {
+  if (replicas() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3() && !plan_.overlap_param_gather) {
     collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather, Bytes(params * 2),
                {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
   }
@@ -83,7 +84,7 @@ void Lowerer::optimizer() {
 void Lowerer::param_gathers() {
   param_ready_.assign(static_cast<std::size_t>(all_layers()), kNone);
   first_forward_of_layer_.assign(static_cast<std::size_t>(all_layers()), true);
-  if (!(replicas() > 1 && plan_.zero_stage > 0 && !zero3() && plan_.overlap_param_gather)) return;
+  if (!(replicas() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3() && plan_.overlap_param_gather)) return;
   std::int64_t bucket = 0;
   std::vector<std::int64_t> waiting;
   auto flush = [&] {

@@ -223,7 +223,7 @@ class Lowerer {
 
   // ZeRO-3 / FSDP: parameters are gathered before each layer's forward and backward (at most one
   // layer ahead of the compute) and gradients reduce-scattered after its backward.
-  bool zero3() const { return plan_.zero_stage >= 3 && replicas() > 1; }
+  bool zero3() const { return plan_.zero_stage_in_effect() >= 3 && replicas() > 1; }
   std::int64_t replicas() const { return plan_.dp * plan_.cp; }
   unsigned dp_axes() const { return axis_bit(Axis::kDp) | axis_bit(Axis::kCp); }
 

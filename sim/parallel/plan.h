@@ -260,6 +260,20 @@ struct ParallelPlan {
   std::int64_t grad_reduce_bytes() const { return grad_reduce == GradReduce::kFp32 ? 4 : 2; }
   // Ranks over which ZeRO shards parameters, gradients and optimizer states.
   std::int64_t zero_shards() const { return zero_shard_group > 0 ? zero_shard_group : dp * cp; }
+  // ZeRO-3 inside a pipeline runs as PyTorch's pipelining runs FSDP, the one stack that combines
+  // them (DeepSpeed's pipeline engine refuses ZeRO-2 and -3: deepspeed/runtime/pipe/engine.py).
+  // torchtitan keeps each layer's gathered parameters after its forward when pipelining
+  // (apply_fsdp: reshard_after_forward = not pp_enabled), and a pipeline stage runs every
+  // backward without resharding or gradient sync (torch/distributed/pipelining/stage.py,
+  // backward_maybe_with_nosync: set_reshard_after_backward(False),
+  // set_requires_gradient_sync(False)), reducing the accumulated gradients once, after all its
+  // micro-batches' backwards (perform_reduce_grad, the schedule's REDUCE_GRAD action). So the
+  // parameters are gathered once per step and stay whole, the gradients accumulate whole and are
+  // reduce-scattered once, not overlapped with the backward: ZeRO-1's traffic and peak memory.
+  // Hybrid shard groups inside a pipeline are not modelled so (gathered per micro-batch).
+  bool fsdp_in_pipeline() const { return zero_stage == 3 && pp > 1 && zero_shards() == dp * cp; }
+  // The ZeRO stage whose communication and memory the plan has: 1 for fsdp_in_pipeline().
+  int zero_stage_in_effect() const { return fsdp_in_pipeline() ? 1 : zero_stage; }
   // Layers of a model chunk of `chunk_layers` layers that run again in the backward pass.
   std::int64_t recomputed_layers(std::int64_t chunk_layers) const {
     if (recompute != Recompute::kFull) return 0;

@@ -227,6 +227,26 @@ TEST_CASE("static footprint: ZeRO stages shard over DP x CP", "[memory][static]"
   CHECK(f0.total().count() == 18 * p);
 }
 
+TEST_CASE("static footprint: ZeRO-3 in a pipeline holds what ZeRO-1 holds", "[memory][static]") {
+  // FSDP as PyTorch's pipelining runs it keeps each stage's parameters and accumulated gradients
+  // whole through the step (ParallelPlan::fsdp_in_pipeline); only the optimizer states stay sharded.
+  const ModelSpec m = llama3_8b();
+  ParallelPlan plan = plan_with(1, 2, 8, 1);
+  plan.zero_stage = 3;
+  const auto fsdp = ts::memory::static_footprint(m, plan, 0, 16);
+  plan.zero_stage = 1;
+  const auto zero1 = ts::memory::static_footprint(m, plan, 0, 16);
+  CHECK(fsdp.weights == zero1.weights);
+  CHECK(fsdp.gradients == zero1.gradients);
+  CHECK(fsdp.optimizer_states == zero1.optimizer_states);
+  CHECK(fsdp.master_weights == zero1.master_weights);
+  // With shard groups it stays ZeRO-3: the weights sharded within the group of 4.
+  plan.zero_stage = 3;
+  plan.zero_shard_group = 4;
+  CHECK(ts::memory::static_footprint(m, plan, 0, 16).weights.count() * 4 >= zero1.weights.count());
+  CHECK(ts::memory::static_footprint(m, plan, 0, 16).weights < zero1.weights);
+}
+
 TEST_CASE("static footprint: a bf16 gradient reduction halves the unsharded gradient buffer only", "[memory][static]") {
   const ModelSpec m = llama3_8b();
   const std::int64_t p = ts::memory::parameter_count(m);

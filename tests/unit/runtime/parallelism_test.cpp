@@ -179,6 +179,43 @@ TEST_CASE("ZeRO-3 moves 1.5× the data-parallel traffic of an all-reduce") {
   CHECK(dp_volume(zero3.graph) == Approx(1.5 * dp_volume(ddp.graph)).epsilon(0.01));
 }
 
+TEST_CASE("ZeRO-3 in a pipeline gathers and reduces once per step") {
+  // ParallelPlan::fsdp_in_pipeline: each layer's parameters gathered at its first forward and
+  // kept, gradients reduce-scattered once after the last backward, whatever the micro-batches.
+  parallel::ParallelPlan plan;
+  plan.dp = 4;
+  plan.pp = 2;
+  plan.global_batch = 8;  // 2 micro-batches per pipeline
+  plan.seq_len = 1024;
+  plan.zero_stage = 3;
+  const ir::ModelSpec m = uniform_model(8);
+  REQUIRE(plan.fsdp_in_pipeline());
+  CHECK(plan.zero_stage_in_effect() == 1);
+  const double two = dp_volume(replay(m, plan, 100, 8).graph);
+  plan.global_batch = 32;  // 8 micro-batches
+  const auto eight = replay(m, plan, 100, 8);
+  CHECK(dp_volume(eight.graph) == Approx(two).epsilon(1e-9));
+  // ZeRO-1's traffic with its reduction after the last backward: the same graph's volume and time.
+  parallel::ParallelPlan zero1 = plan;
+  zero1.zero_stage = 1;
+  zero1.overlap_grad_reduce = false;
+  const auto one = replay(m, zero1, 100, 8);
+  CHECK(dp_volume(one.graph) == Approx(dp_volume(eight.graph)).epsilon(1e-9));
+  CHECK(one.execution.end == eight.execution.end);
+  // Hybrid shard groups inside a pipeline still gather and reduce every micro-batch.
+  plan.zero_shard_group = 2;
+  CHECK_FALSE(plan.fsdp_in_pipeline());
+  const double hybrid_eight = dp_volume(replay(m, plan, 100, 8).graph);
+  plan.global_batch = 8;
+  CHECK(hybrid_eight > 3 * dp_volume(replay(m, plan, 100, 8).graph));
+  // Without a pipeline ZeRO-3 is ZeRO-3.
+  plan.zero_shard_group = 0;
+  plan.pp = 1;
+  plan.dp = 8;
+  CHECK_FALSE(plan.fsdp_in_pipeline());
+  CHECK(plan.zero_stage_in_effect() == 3);
+}
+
 TEST_CASE("a bf16 gradient reduction halves the gradient collectives, not the parameter gathers") {
   parallel::ParallelPlan plan;
   plan.dp = 4;
