@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/names.h"
+#include "sim/driver/sweep.h"
 
 namespace ts::driver {
 namespace {
@@ -21,6 +22,8 @@ ordered_json plan_json(const config::Scenario& sc) {
   j["dp"] = p.dp;
   j["cp"] = p.cp;
   j["vpp"] = p.vpp;
+  if (!p.pp_layers.empty()) j["pp_layers"] = p.pp_layers;
+  if (!p.pp_layout.empty()) j["pp_layout"] = p.pp_layout;
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;
   j["seq_len"] = p.seq_len;
@@ -315,7 +318,11 @@ std::string report_text(const config::Scenario& sc, const RunResult& r,
     t.row({"plan", "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", dp " + std::to_string(p.dp) +
                        ", cp " + std::to_string(p.cp) + ", micro-batch " + std::to_string(p.micro_batch) +
                        ", global batch " + std::to_string(p.global_batch) + ", seq " + std::to_string(p.seq_len)});
-    t.row({"", std::string(config::name(p.schedule)) + (p.vpp > 1 ? " (vpp " + std::to_string(p.vpp) + ")" : "") +
+    std::string split;  // the layers of each (virtual) stage, where not an even split
+    for (const std::int64_t n : p.pp_layers) split += (split.empty() ? "" : ",") + std::to_string(n);
+    if (!split.empty()) split = ", layers per stage " + fold_layer_counts(split);
+    if (!p.pp_layout.empty()) split += ", layout " + p.pp_layout;
+    t.row({"", std::string(config::name(p.schedule)) + (p.vpp > 1 ? " (vpp " + std::to_string(p.vpp) + ")" : "") + split +
                    ", ZeRO " + std::to_string(p.zero_stage) +
                    (p.zero_shard_group > 0 ? " (shard groups of " + std::to_string(p.zero_shard_group) + ")" : "") +
                    (p.fsdp_in_pipeline() ? " (FSDP in a pipeline: gathered once per step, reduced after the last backward)" : "") +

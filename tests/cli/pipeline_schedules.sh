@@ -36,4 +36,28 @@ set -e
 [ "$rc" -eq 2 ] || { echo "expected exit 2, got $rc"; exit 1; }
 grep -q -- "--schedule" "$tmp/err"
 grep -q "at least 2·pp = 8 micro-batches" "$tmp/err"
+# --pp-layers balanced: the split sweep --pp-split balanced gives the same plan (80 layers on 3
+# stages), shown in the plan's JSON and text; more stages than layers exit 2 naming the flag.
+"$bin" run --model llama3-70b --cluster dgx-h100 --gpus 24 --tp 8 --pp 3 --global-batch 12 \
+  --pp-layers balanced --format json > "$tmp/bal.json"
+"$bin" sweep --model llama3-70b --cluster dgx-h100 --gpus 24 --tp 8 --pp 3 --global-batch 12 \
+  --micro-batch 1 --schedule 1f1b --zero 0 --sequence-parallel off --recompute none \
+  --pp-split balanced --out "$tmp/bal.csv" > /dev/null 2>&1
+python3 - "$tmp" <<'PY'
+import csv, json, sys
+j = json.load(open(f"{sys.argv[1]}/bal.json"))
+layers = j["plan"]["pp_layers"]
+assert len(layers) == 3 and sum(layers) == 80 and len(set(layers)) > 1, layers
+rows = list(csv.reader(open(f"{sys.argv[1]}/bal.csv")))
+assert rows[1][-1] == ",".join(map(str, layers)), (rows[1][-1], layers)
+PY
+"$bin" run --model llama3-70b --cluster dgx-h100 --gpus 24 --tp 8 --pp 3 --global-batch 12 \
+  --pp-layers balanced | grep -q "layers per stage"
+set +e
+"$bin" run --model llama3-8b --cluster dgx-h100 --gpus 64 --pp 64 --global-batch 64 --pp-layers balanced \
+  > /dev/null 2> "$tmp/err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { echo "expected exit 2, got $rc"; exit 1; }
+grep -q -- "--pp-layers: balanced needs a layer per pipeline stage" "$tmp/err"
 echo ok

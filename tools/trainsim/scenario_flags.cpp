@@ -6,6 +6,8 @@
 
 #include "sim/base/diagnostic.h"
 #include "sim/config/names.h"
+#include "sim/driver/sweep.h"
+#include "sim/parallel/pipeline_split.h"
 
 namespace po = boost::program_options;
 
@@ -299,7 +301,9 @@ void add_scenario_flags(po::options_description& o) {
       ("recompute-layers", po::value<std::int64_t>()->default_value(0),
        "full recompute of only the first N layers of each model chunk (Megatron's block method); 0: all")
       ("schedule", po::value<std::string>()->default_value("1f1b"), "gpipe, 1f1b, interleaved, zb-h1, dualpipev or zb-v")
-      ("pp-layers", po::value<std::string>(), "layers per pipeline stage, e.g. 15,16,16,15")
+      ("pp-layers", po::value<std::string>(),
+       "layers per pipeline stage, e.g. 15,16,16,15; balanced: the split sweep --pp-split balanced "
+       "gives (any pp·vpp up to the layers, by the cost of a layer, the embedding and the LM head)")
       ("pp-layout", po::value<std::string>(),
        "Megatron-style layout of the (virtual) stages, e.g. Et|(tt|)*30tL: E embedding, t layer, "
        "m MTP layer, L loss, | between stages")
@@ -312,6 +316,27 @@ void add_scenario_flags(po::options_description& o) {
        "loss on the logits: fp32 (Megatron's fused upcast), bf16, bf16-inplace (gradient written into the "
        "logits) or fp32-unfused (PyTorch cross_entropy on upcast logits, as HuggingFace)");
 }
+
+namespace {
+
+// --pp-layers balanced: the layers of each (virtual) stage as sweep --pp-split balanced splits
+// them (driver::end_stage_costs, parallel::balanced_stage_layers); empty where that comes out
+// even, so that the plan is the even one.
+std::vector<std::int64_t> balanced_pp_layers(const ir::ModelSpec& model, const compute::GpuSpec& gpu,
+                                             const parallel::ParallelPlan& plan) {
+  const std::int64_t stages = plan.pp * plan.model_chunks();
+  if (stages < 1 || stages > model.num_layers) {
+    throw InputError(Diagnostic{"", 0, "--pp-layers",
+                                "balanced needs a layer per pipeline stage (" + std::to_string(stages) +
+                                    " stages for " + std::to_string(model.num_layers) + " layers)"});
+  }
+  const driver::EndStageCosts ends = driver::end_stage_costs(model, gpu, plan);
+  auto v = parallel::balanced_stage_layers(model.num_layers, stages, ends.embedding, ends.lm_head);
+  if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); })) v.clear();
+  return v;
+}
+
+}  // namespace
 
 config::Scenario scenario_from_flags(const po::variables_map& vm) {
   DiagnosticList problems;
@@ -357,7 +382,8 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
     p.cross_entropy = config::parse_cross_entropy(vm["cross-entropy"].as<std::string>(), "--cross-entropy");
   });
   if (vm.count("pp-layout")) p.pp_layout = vm["pp-layout"].as<std::string>();
-  if (vm.count("pp-layers")) {
+  const bool balanced_layers = vm.count("pp-layers") && vm["pp-layers"].as<std::string>() == "balanced";
+  if (vm.count("pp-layers") && !balanced_layers) {
     problems.collect([&] { p.pp_layers = config::parse_int_list(vm["pp-layers"].as<std::string>(), "--pp-layers"); });
   }
   std::optional<bool> dropout;  // the profile's, for the model
@@ -368,6 +394,9 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
     }
   });
   sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= config::kMaxGpus ? gpus : 1);
+  if (balanced_layers && fixed.model && fixed.cluster) {
+    problems.collect([&] { p.pp_layers = balanced_pp_layers(*fixed.model, fixed.cluster->gpu, p); });
+  }
   if (fixed.model && fixed.cluster) {
     for (auto& d : config::check_plan(p, *fixed.model, *fixed.cluster, gpus)) problems.add(std::move(d));
   }
