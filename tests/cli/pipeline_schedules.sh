@@ -60,4 +60,14 @@ rc=$?
 set -e
 [ "$rc" -eq 2 ] || { echo "expected exit 2, got $rc"; exit 1; }
 grep -q -- "--pp-layers: balanced needs a layer per pipeline stage" "$tmp/err"
+# --vpp > 1 alone runs the interleaved schedule; a schedule named beside it is kept (and checked).
+"$bin" run --model llama3-8b --cluster dgx-h100 --gpus 8 --pp 2 --vpp 2 --global-batch 8 --format json |
+  python3 -c "import json,sys; p=json.load(sys.stdin)['plan']; assert p['schedule']=='interleaved' and p['vpp']==2, p"
+set +e
+"$bin" run --model llama3-8b --cluster dgx-h100 --gpus 8 --pp 2 --vpp 2 --schedule 1f1b --global-batch 8 \
+  > /dev/null 2> "$tmp/err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { echo "expected exit 2, got $rc"; exit 1; }
+grep -q -- "--vpp" "$tmp/err"
 echo ok

@@ -287,7 +287,9 @@ void add_scenario_flags(po::options_description& o) {
       ("pp", po::value<std::int64_t>()->default_value(1), "pipeline-parallel degree")
       ("dp", po::value<std::int64_t>(), "data-parallel degree (default: gpus / (tp·pp·cp))")
       ("cp", po::value<std::int64_t>()->default_value(1), "context-parallel degree")
-      ("vpp", po::value<std::int64_t>()->default_value(1), "virtual pipeline stages per rank")
+      ("vpp", po::value<std::int64_t>()->default_value(1),
+       "virtual pipeline stages per rank (model chunks; > 1 implies --schedule interleaved unless "
+       "--schedule is given)")
       ("micro-batch", po::value<std::int64_t>()->default_value(1), "sequences per micro-batch")
       ("zero", po::value<int>()->default_value(0), "ZeRO stage 0-3 (1 = distributed optimizer)")
       ("zero-shard-group", po::value<std::int64_t>()->default_value(0),
@@ -377,6 +379,9 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
     });
   }
   problems.collect([&] { p.schedule = config::parse_schedule(vm["schedule"].as<std::string>(), "--schedule"); });
+  // Model chunks per rank ask for the interleaved schedule, as Megatron's
+  // --num-layers-per-virtual-pipeline-stage does, unless a schedule is named.
+  if (p.vpp > 1 && !flag_given(vm, "schedule")) p.schedule = parallel::Schedule::kInterleaved;
   problems.collect([&] { p.cp_algo = config::parse_cp_algo(vm["cp-algo"].as<std::string>(), "--cp-algo"); });
   problems.collect([&] {
     p.cross_entropy = config::parse_cross_entropy(vm["cross-entropy"].as<std::string>(), "--cross-entropy");
