@@ -326,14 +326,17 @@ namespace {
 // even, so that the plan is the even one.
 std::vector<std::int64_t> balanced_pp_layers(const ir::ModelSpec& model, const compute::GpuSpec& gpu,
                                              const parallel::ParallelPlan& plan) {
-  const std::int64_t stages = plan.pp * plan.model_chunks();
-  if (stages < 1 || stages > model.num_layers) {
+  const std::int64_t layers = model.num_layers, chunks = plan.model_chunks();
+  if (plan.pp < 1 || chunks < 1 || layers < 1) return {};  // check_plan says what is wrong
+  if (plan.pp > layers / chunks) {  // more stages than layers (pp·chunks, not formed: it may overflow)
     throw InputError(Diagnostic{"", 0, "--pp-layers",
-                                "balanced needs a layer per pipeline stage (" + std::to_string(stages) +
-                                    " stages for " + std::to_string(model.num_layers) + " layers)"});
+                                "balanced needs a layer per pipeline stage (pp " + std::to_string(plan.pp) +
+                                    " × " + std::to_string(chunks) + " chunks for " + std::to_string(layers) +
+                                    " layers)"});
   }
+  const std::int64_t stages = plan.pp * chunks;
   const driver::EndStageCosts ends = driver::end_stage_costs(model, gpu, plan);
-  auto v = parallel::balanced_stage_layers(model.num_layers, stages, ends.embedding, ends.lm_head);
+  auto v = parallel::balanced_stage_layers(layers, stages, ends.embedding, ends.lm_head);
   if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); })) v.clear();
   return v;
 }
