@@ -55,9 +55,17 @@ void Lowerer::gradients_ready(std::int64_t params, std::int32_t ready, bool last
 void Lowerer::flush_bucket() {
   if (bucket_params_ == 0) return;
   const CommOp op = plan_.zero_stage_in_effect() == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
-  last_grad_reduce_ = collective(Stream::kDpComm, dp_axes(), op,
-                                 Bytes(bucket_params_ * plan_.grad_reduce_bytes()),
-                                 {Pass::kOptimizer, Part::kGradients, -1, -1}, {read(kBucketRegister)});
+  const Label grads{Pass::kOptimizer, Part::kGradients, -1, -1};
+  std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), op, Bytes(bucket_params_ * plan_.grad_reduce_bytes()),
+                                    grads, {read(kBucketRegister)});
+  if (shard_replicas() > 1) {
+    // Hybrid shard groups (FSDP in a pipeline): the shards all-reduced across the groups, as
+    // reduce_layer_gradients does.
+    const std::int64_t shard = (bucket_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
+    reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
+                         Bytes(shard * plan_.grad_reduce_bytes()), grads, {reduced});
+  }
+  last_grad_reduce_ = reduced;
   bucket_params_ = 0;
 }
 
@@ -76,7 +84,7 @@ void Lowerer::optimizer() {
   const std::int32_t dep = compute(add_ops({step}), {Pass::kOptimizer, Part::kOptimizer, -1, -1},
                                    {read(kLastBackwardRegister), read(kLastReduceRegister)});
   if (replicas() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3() && !plan_.overlap_param_gather) {
-    collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather, Bytes(params * 2),
+    collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather, Bytes(params * 2),
                {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
   }
 }
@@ -89,7 +97,7 @@ void Lowerer::param_gathers() {
   std::vector<std::int64_t> waiting;
   auto flush = [&] {
     if (bucket == 0) return;
-    const std::int32_t t = collective(Stream::kDpComm, dp_axes(), CommOp::kAllGather, Bytes(bucket * 2),
+    const std::int32_t t = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather, Bytes(bucket * 2),
                                       {Pass::kForward, Part::kOptimizer, -1, -1}, {});
     for (auto layer : waiting) param_ready_[static_cast<std::size_t>(layer)] = t;
     waiting.clear();

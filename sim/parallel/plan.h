@@ -269,9 +269,9 @@ struct ParallelPlan {
   // set_requires_gradient_sync(False)), reducing the accumulated gradients once, after all its
   // micro-batches' backwards (perform_reduce_grad, the schedule's REDUCE_GRAD action). So the
   // parameters are gathered once per step and stay whole, the gradients accumulate whole and are
-  // reduce-scattered once, not overlapped with the backward: ZeRO-1's traffic and peak memory.
-  // Hybrid shard groups inside a pipeline are not modelled so (gathered per micro-batch).
-  bool fsdp_in_pipeline() const { return zero_stage == 3 && pp > 1 && zero_shards() == dp * cp; }
+  // reduce-scattered once, not overlapped with the backward: ZeRO-1's traffic and peak memory
+  // (with shard groups, within the group, the gradient shards then all-reduced across groups).
+  bool fsdp_in_pipeline() const { return zero_stage == 3 && pp > 1; }
   // The ZeRO stage whose communication and memory the plan has: 1 for fsdp_in_pipeline().
   int zero_stage_in_effect() const { return fsdp_in_pipeline() ? 1 : zero_stage; }
   // Layers of a model chunk of `chunk_layers` layers that run again in the backward pass.
