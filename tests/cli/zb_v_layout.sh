@@ -24,10 +24,11 @@ grep -q 'PP recv from next (V activations)' "$tmp/zbv.json"
 "$bin" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 8 --tp 2 --pp 4 \
   --micro-batch 1 --schedule 1f1b,zb-v --out "$tmp/sweep.csv" > /dev/null 2>&1
 grep -q ",zb-v," "$tmp/sweep.csv"
-# A layout that spells the even split changes nothing.
+# A layout that spells the even split changes nothing but the plan's description, which names it.
 "$bin" "${small[@]}" > "$tmp/even.txt"
 "$bin" "${small[@]}" --pp-layout 'Et*8|(t*8|)*2t*8L' > "$tmp/layout.txt"
-cmp "$tmp/even.txt" "$tmp/layout.txt"
+grep -q "layout Et\*8|(t\*8|)\*2t\*8L" "$tmp/layout.txt"
+cmp <(grep -v "^  *1f1b, " "$tmp/even.txt") <(grep -v "^  *1f1b, " "$tmp/layout.txt")
 # The embedding alone on the first stage; a V layout of 2·pp stages.
 "$bin" "${small[@]}" --pp-layout 'E|t*12|t*10|t*10L' > /dev/null
 "$bin" "${small[@]}" --schedule zb-v --pp-layout 'E|(t*4|)*5t*8|t*4L' > /dev/null
