@@ -27,13 +27,13 @@ TEST_CASE("the shipped time-to-train data loads with sources for every value") {
   CHECK(planned == Approx(47));
   for (const char* gpu :
        {"H100-SXM5-80GB", "h100-sxm5-96gb", "H200-SXM-141GB", "A100-SXM4-40GB", "A100-SXM4-80GB",
-        "B200-SXM-180GB", "GB200-NVL-186GB"}) {
+        "B200-SXM-180GB", "GB200-NVL-186GB", "GB300-NVL-279GB"}) {
     INFO(gpu);
     REQUIRE(d.power_for(gpu) != nullptr);
     CHECK(d.power_for(gpu)->busy_w > d.power_for(gpu)->idle_w);
   }
   CHECK(d.power_for("B200") == nullptr);  // a GPU name, not a kind
-  CHECK(d.power_for("GB300-NVL-279GB") == nullptr);
+  CHECK(d.power_for("B300-SXM-288GB") == nullptr);  // no per-GPU power found for the HGX B300
   CHECK(d.pue >= 1);
   CHECK(d.checkpoint_gbytes_per_s > 0);
 }
