@@ -318,9 +318,8 @@ std::string report_text(const config::Scenario& sc, const RunResult& r,
     t.row({"plan", "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", dp " + std::to_string(p.dp) +
                        ", cp " + std::to_string(p.cp) + ", micro-batch " + std::to_string(p.micro_batch) +
                        ", global batch " + std::to_string(p.global_batch) + ", seq " + std::to_string(p.seq_len)});
-    std::string split;  // the layers of each (virtual) stage, where not an even split
-    for (const std::int64_t n : p.pp_layers) split += (split.empty() ? "" : ",") + std::to_string(n);
-    if (!split.empty()) split = ", layers per stage " + fold_layer_counts(split);
+    // The layers of each (virtual) stage, where not an even split, and a layout.
+    std::string split = p.pp_layers.empty() ? "" : ", layers per stage " + fold_layer_counts(join_layers(p.pp_layers));
     if (!p.pp_layout.empty()) split += ", layout " + p.pp_layout;
     t.row({"", std::string(config::name(p.schedule)) + (p.vpp > 1 ? " (vpp " + std::to_string(p.vpp) + ")" : "") + split +
                    ", ZeRO " + std::to_string(p.zero_stage) +

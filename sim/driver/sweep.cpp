@@ -247,6 +247,14 @@ void run_workers(int workers, const std::function<void(int)>& body) {
   }
 }
 
+std::optional<std::vector<std::int64_t>> balanced_split(const ir::ModelSpec& model, std::int64_t stages,
+                                                        const EndStageCosts& ends) {
+  if (stages > model.num_layers) return std::nullopt;
+  auto v = parallel::balanced_stage_layers(model.num_layers, stages, ends.embedding, ends.lm_head);
+  if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); })) v.clear();
+  return v;
+}
+
 Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
   const std::int64_t n = spec.num_gpus;
   if (n <= 0) bad_flag("--gpus", "must be > 0 (got " + std::to_string(n) + ")");
@@ -309,14 +317,8 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
     switch (split) {
       case parallel::PipelineSplit::kEven:
         return spec.base.pp_layers;
-      case parallel::PipelineSplit::kBalanced: {
-        if (stages > spec.model.num_layers) return std::nullopt;
-        auto v = parallel::balanced_stage_layers(spec.model.num_layers, stages, ends.embedding,
-                                                 ends.lm_head);
-        if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); }))
-          v.clear();
-        return v;
-      }
+      case parallel::PipelineSplit::kBalanced:
+        return balanced_split(spec.model, stages, ends);
     }
     return std::nullopt;
   };
@@ -483,7 +485,7 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
                                 }
                                 ++en.rejected;
                                 if (p.pp_layers.empty() && p.pp_layout.empty() && layers > 0 &&
-                                    layers % (p.v_shape() ? 2 * pp : stages) != 0) {
+                                    layers % (pp * p.model_chunks()) != 0) {
                                   ++en.uneven_stages;
                                 }
                               }

@@ -70,6 +70,12 @@ struct EndStageCosts {
 };
 EndStageCosts end_stage_costs(const ir::ModelSpec& model, const compute::GpuSpec& gpu,
                               const parallel::ParallelPlan& base);
+// The layers of each of `stages` (virtual) pipeline stages split by cost
+// (parallel::balanced_stage_layers with `ends`): empty where that comes out even (the even
+// split's plan), nullopt where there are more stages than layers. sweep --pp-split balanced and
+// run --pp-layers balanced.
+std::optional<std::vector<std::int64_t>> balanced_split(const ir::ModelSpec& model, std::int64_t stages,
+                                                        const EndStageCosts& ends);
 
 // What to sweep: model, cluster and GPU count, the plan fields that stay fixed (global batch,
 // sequence length, dtype, rank order, optimizer options) in `base`, and the axes.
@@ -143,6 +149,8 @@ std::string sweep_csv_header(bool pp_layers_column = false);
 bool has_pp_layers_column(const SweepSpec& spec);
 // A pp_layers value with runs of equal counts folded: "2,2,2,3,1" → "2x3,3,1".
 std::string fold_layer_counts(std::string_view pp_layers);
+// Layers per stage as the pp_layers column writes them: "20,20,21,19"; empty for an even split.
+std::string join_layers(const std::vector<std::int64_t>& layers);
 std::string sweep_csv_row(std::int64_t plan_id, const SweepSpec& spec,
                           const parallel::ParallelPlan& plan, const RunResult& result);
 // The columns that identify a plan (all before `status`, without plan_id), comma-joined.

@@ -75,12 +75,6 @@ HeaderIndex header_index() {
   return h;
 }
 
-// "20,20,21,19"; empty for an even split.
-std::string join_layers(const std::vector<std::int64_t>& layers) {
-  std::string s;
-  for (auto n : layers) s += (s.empty() ? "" : ",") + std::to_string(n);
-  return s;
-}
 
 // Reads a sweep CSV: checks the header (with or without the pp_layers column, said in
 // `pp_layers_column`), parses the rows. `fix_partial` truncates a last line without its newline
@@ -144,6 +138,12 @@ std::vector<SweepRecord> read_sweep_file(const std::filesystem::path& path, bool
 }
 
 }  // namespace
+
+std::string join_layers(const std::vector<std::int64_t>& layers) {
+  std::string s;
+  for (auto n : layers) s += (s.empty() ? "" : ",") + std::to_string(n);
+  return s;
+}
 
 std::string fold_layer_counts(std::string_view pp_layers) {
   const auto v = split_csv_line(pp_layers);

@@ -7,7 +7,6 @@
 #include "sim/base/diagnostic.h"
 #include "sim/config/names.h"
 #include "sim/driver/sweep.h"
-#include "sim/parallel/pipeline_split.h"
 
 namespace po = boost::program_options;
 
@@ -52,6 +51,27 @@ bool on_off(const std::string& text, const char* flag) {
   if (text == "off" || text == "no" || text == "false") return false;
   throw InputError(Diagnostic{"", 0, std::string("--") + flag, "expected on or off (got '" + text + "')"});
 }
+
+// --pp-layers balanced: the split sweep --pp-split balanced gives this plan's (virtual) stages
+// (driver::balanced_split); empty where it comes out even.
+std::vector<std::int64_t> balanced_pp_layers(const ir::ModelSpec& model, const compute::GpuSpec& gpu,
+                                             const parallel::ParallelPlan& plan) {
+  const std::int64_t chunks = plan.model_chunks();
+  if (plan.pp < 1 || chunks < 1 || model.num_layers < 1) return {};  // check_plan says what is wrong
+  // More stages than layers is refused before pp·chunks is formed (it may overflow).
+  std::optional<std::vector<std::int64_t>> split;
+  if (plan.pp <= model.num_layers / chunks) {
+    split = driver::balanced_split(model, plan.pp * chunks, driver::end_stage_costs(model, gpu, plan));
+  }
+  if (!split) {
+    throw InputError(Diagnostic{"", 0, "--pp-layers",
+                                "balanced needs a layer per pipeline stage (pp " + std::to_string(plan.pp) + " × " +
+                                    std::to_string(chunks) + " chunks for " + std::to_string(model.num_layers) +
+                                    " layers)"});
+  }
+  return *split;
+}
+
 
 }  // namespace
 
@@ -318,30 +338,6 @@ void add_scenario_flags(po::options_description& o) {
        "loss on the logits: fp32 (Megatron's fused upcast), bf16, bf16-inplace (gradient written into the "
        "logits) or fp32-unfused (PyTorch cross_entropy on upcast logits, as HuggingFace)");
 }
-
-namespace {
-
-// --pp-layers balanced: the layers of each (virtual) stage as sweep --pp-split balanced splits
-// them (driver::end_stage_costs, parallel::balanced_stage_layers); empty where that comes out
-// even, so that the plan is the even one.
-std::vector<std::int64_t> balanced_pp_layers(const ir::ModelSpec& model, const compute::GpuSpec& gpu,
-                                             const parallel::ParallelPlan& plan) {
-  const std::int64_t layers = model.num_layers, chunks = plan.model_chunks();
-  if (plan.pp < 1 || chunks < 1 || layers < 1) return {};  // check_plan says what is wrong
-  if (plan.pp > layers / chunks) {  // more stages than layers (pp·chunks, not formed: it may overflow)
-    throw InputError(Diagnostic{"", 0, "--pp-layers",
-                                "balanced needs a layer per pipeline stage (pp " + std::to_string(plan.pp) +
-                                    " × " + std::to_string(chunks) + " chunks for " + std::to_string(layers) +
-                                    " layers)"});
-  }
-  const std::int64_t stages = plan.pp * chunks;
-  const driver::EndStageCosts ends = driver::end_stage_costs(model, gpu, plan);
-  auto v = parallel::balanced_stage_layers(layers, stages, ends.embedding, ends.lm_head);
-  if (std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v.front(); })) v.clear();
-  return v;
-}
-
-}  // namespace
 
 config::Scenario scenario_from_flags(const po::variables_map& vm) {
   DiagnosticList problems;
