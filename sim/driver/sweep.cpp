@@ -414,8 +414,11 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
             const std::int64_t batch =
                 batch_for(dp, mb, schedule == parallel::Schedule::kInterleaved, pp);
             for (const auto vpp : vpps) {
-              const std::int64_t stages =
-                  schedule == parallel::Schedule::kInterleaved ? pp * vpp : pp;
+              // Virtual stages (ParallelPlan::model_chunks): pp·vpp interleaved, 2·pp in a V.
+              parallel::ParallelPlan chunked;
+              chunked.schedule = schedule;
+              chunked.vpp = vpp;
+              const std::int64_t stages = pp * chunked.model_chunks();
               for (const auto split : splits) {
                 const auto stage_split = split_layers(split, stages);
                 const bool same_split =

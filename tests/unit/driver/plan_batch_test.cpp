@@ -103,6 +103,21 @@ TEST_CASE("sweep: balanced splits give plans to pipeline degrees that do not div
   };
   CHECK(has_pp(3));
   CHECK(has_pp(6));
+  // The V schedules split over their 2·pp virtual stages (two chunks per rank); a batch with
+  // the 2·pp micro-batches per pipeline that DualPipeV needs.
+  auto v = spec;
+  v.base.global_batch = 3072;
+  v.axes.schedule = {Schedule::kDualPipeV};
+  v.axes.pp_split = {PipelineSplit::kBalanced};
+  int v_uneven = 0;
+  for (const auto& p : driver::enumerate_plans(v).plans) {
+    INFO("dualpipev pp " << p.pp);
+    CHECK(config::check_plan(p, v.model, v.cluster, v.num_gpus).empty());
+    if (p.pp_layers.empty()) continue;
+    ++v_uneven;
+    CHECK(static_cast<std::int64_t>(p.pp_layers.size()) == 2 * p.pp);
+  }
+  CHECK(v_uneven > 0);
 
   // More stages than layers: a counted rejection naming --pp-split.
   spec.axes.pp = {96};
