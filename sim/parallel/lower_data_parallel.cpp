@@ -12,18 +12,21 @@ std::int32_t Lowerer::gather_layer(const Label& l) {
   return g;
 }
 
-void Lowerer::reduce_layer_gradients(const Label& grads, std::int32_t dep) {
-  const std::int64_t params = layer_params(grads.layer);
-  std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), CommOp::kReduceScatter,
-                                    Bytes(params * plan_.grad_reduce_bytes()), grads, {dep});
+std::int32_t Lowerer::reduce_gradients(std::int64_t params, CommOp op, const Label& grads, std::int32_t dep) {
+  std::int32_t reduced =
+      collective(Stream::kDpComm, shard_axes(), op, Bytes(params * plan_.grad_reduce_bytes()), grads, {dep});
   if (shard_replicas() > 1) {
     const std::int64_t shard = (params + plan_.zero_shards() - 1) / plan_.zero_shards();
     reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
                          Bytes(shard * plan_.grad_reduce_bytes()), grads, {reduced});
   }
+  return reduced;
+}
+
+void Lowerer::reduce_layer_gradients(const Label& grads, std::int32_t dep) {
   // The step waits for the last layer's gradients (each stream runs its collectives in
   // order, and every replica all-reduce follows its reduce-scatter).
-  last_grad_reduce_ = held(reduced);
+  last_grad_reduce_ = held(reduce_gradients(layer_params(grads.layer), CommOp::kReduceScatter, grads, dep));
 }
 
 void Lowerer::layer_gradients_ready(std::int64_t layer, std::int32_t ready) {
@@ -55,17 +58,9 @@ void Lowerer::gradients_ready(std::int64_t params, std::int32_t ready, bool last
 void Lowerer::flush_bucket() {
   if (bucket_params_ == 0) return;
   const CommOp op = plan_.zero_stage_in_effect() == 0 ? CommOp::kAllReduce : CommOp::kReduceScatter;
-  const Label grads{Pass::kOptimizer, Part::kGradients, -1, -1};
-  std::int32_t reduced = collective(Stream::kDpComm, shard_axes(), op, Bytes(bucket_params_ * plan_.grad_reduce_bytes()),
-                                    grads, {read(kBucketRegister)});
-  if (shard_replicas() > 1) {
-    // Hybrid shard groups (FSDP in a pipeline): the shards all-reduced across the groups, as
-    // reduce_layer_gradients does.
-    const std::int64_t shard = (bucket_params_ + plan_.zero_shards() - 1) / plan_.zero_shards();
-    reduced = collective(Stream::kDpReplica, replica_groups(dp_axes(), plan_.zero_shards()), CommOp::kAllReduce,
-                         Bytes(shard * plan_.grad_reduce_bytes()), grads, {reduced});
-  }
-  last_grad_reduce_ = reduced;
+  // (Hybrid shard groups reach the buckets only as FSDP in a pipeline.)
+  last_grad_reduce_ =
+      reduce_gradients(bucket_params_, op, {Pass::kOptimizer, Part::kGradients, -1, -1}, read(kBucketRegister));
   bucket_params_ = 0;
 }
 

@@ -309,6 +309,10 @@ class Lowerer {
   // rest), which leave the weight gradients' inputs to their block.
   std::int32_t layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem, bool split);
 
+  // Gradients of `params` parameters reduced by `op` over the shard group after `dep` (an
+  // all-reduce over every data-parallel rank without ZeRO); with hybrid shard groups, the shards
+  // then all-reduced across the groups on the replicas' stream. Returns the last collective.
+  std::int32_t reduce_gradients(std::int64_t params, CommOp op, const Label& grads, std::int32_t dep);
   // ZeRO-3: the layer's gradients reduce-scattered (and with hybrid sharding all-reduced across
   // the replicas) once computed.
   void reduce_layer_gradients(const Label& grads, std::int32_t dep);
