@@ -209,9 +209,10 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     const Checker sn = n.nested("settings");
     if (st.has_name() || st.has_title() || st.aliases_size() > 0 || st.spelled_size() > 0 ||
         st.has_released() || st.era_size() > 0 || st.has_unstated_sharding() ||
-        st.builds_on_size() > 0 || st.has_grad_reduce_from_zero_stage() || st.has_kernel_named_by()) {
-      n.fail("settings", "an era gives settings only (no name, title, aliases, spelled, released, era "
-                         "or validation fields)");
+        st.builds_on_size() > 0 || st.has_grad_reduce_from_zero_stage() || st.has_kernel_named_by() ||
+        st.has_pipeline_zero_stage_max()) {
+      n.fail("settings", "an era gives settings only (no name, title, aliases, spelled, released, era, "
+                         "pipeline_zero_stage_max or validation fields)");
     }
     FrameworkProfile settings;
     convert_settings(st, sn, settings);
@@ -245,6 +246,14 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     n.non_empty(g.has_source(), g.source(), "source");
     if (n.require(g.has_value(), "value") && (g.value() < 0 || g.value() > 3)) n.fail("value", "must be 0-3");
     out.grad_reduce_from_zero_stage = static_cast<int>(g.value());
+  }
+  if (m.has_pipeline_zero_stage_max()) {
+    const Checker n = c.nested("pipeline_zero_stage_max");
+    const auto& g = m.pipeline_zero_stage_max();
+    n.non_empty(g.has_source(), g.source(), "source");
+    if (n.require(g.has_value(), "value") && (g.value() < 0 || g.value() > 3)) n.fail("value", "must be 0-3");
+    out.pipeline_zero_stage_max = static_cast<int>(g.value());
+    out.pipeline_zero_stage_max_source = g.source();
   }
   if (m.has_kernel_named_by()) {
     const Checker n = c.nested("kernel_named_by");
@@ -397,6 +406,13 @@ const std::string* FrameworkProfile::source_of(FrameworkSetting s) const {
 
 void FrameworkProfile::apply(parallel::ParallelPlan& plan) const {
   for (const auto& g : given) copy_setting(g.setting, values, plan);
+}
+
+std::string FrameworkProfile::refuses(const parallel::ParallelPlan& plan) const {
+  if (plan.pp <= 1 || plan.zero_stage <= pipeline_zero_stage_max) return "";
+  return "framework " + name + " runs ZeRO stages up to " + std::to_string(pipeline_zero_stage_max) +
+         " only with pipeline parallelism (" + pipeline_zero_stage_max_source + "); got ZeRO " +
+         std::to_string(plan.zero_stage) + " with pp " + std::to_string(plan.pp);
 }
 
 std::optional<YearMonth> parse_year_month(std::string_view text) {

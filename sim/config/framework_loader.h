@@ -70,6 +70,9 @@ struct FrameworkProfile {
   std::string recompute_source;
   std::optional<bool> dropout;  // whether its models train with dropout
   std::string dropout_source;
+  // The largest ZeRO stage it runs with pp > 1 (3: any), and the source that says so.
+  int pipeline_zero_stage_max = 3;
+  std::string pipeline_zero_stage_max_source;
   std::optional<YearMonth> released;  // its first release
   std::string released_source;
   // Validation only (sim/schema/framework.proto): what a row silent on sharding ran, in words
@@ -97,6 +100,9 @@ struct FrameworkProfile {
   const std::string* source_of(FrameworkSetting s) const;
   // `plan` with every setting the profile gives.
   void apply(parallel::ParallelPlan& plan) const;
+  // Why the framework cannot run `plan` (a ZeRO stage above pipeline_zero_stage_max with
+  // pp > 1), naming the profile and its source; empty when it can.
+  std::string refuses(const parallel::ParallelPlan& plan) const;
   // The profile as a run of `month` got it: every era whose `before` is later applied, the
   // earliest last (no month: every era). With `column` (a validation row's normalised framework
   // column), an era with `spelled` words applies only when the column contains one of them; an

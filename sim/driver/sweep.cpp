@@ -464,6 +464,14 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
                                           std::to_string(layers) + " layers");
                                   continue;
                                 }
+                                if (pp > 1 && zero > spec.axes.pipeline_zero_stage_max) {
+                                  reject("--zero: the framework runs higher ZeRO stages without "
+                                         "pipeline parallelism only",
+                                         "ZeRO " + std::to_string(zero) + " with pp " +
+                                             std::to_string(pp) + " (the framework's largest with pp > 1: " +
+                                             std::to_string(spec.axes.pipeline_zero_stage_max) + ")");
+                                  continue;
+                                }
                                 p.pp_layers = *stage_split;
                                 p.zero_stage = zero;
                                 p.zero_shard_group = group;

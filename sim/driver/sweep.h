@@ -32,6 +32,9 @@ struct SweepAxes {
   std::vector<std::int64_t> vpp;
   std::vector<parallel::Schedule> schedule = {parallel::Schedule::k1F1B};
   std::vector<int> zero = {0};
+  // The largest ZeRO stage a plan with pp > 1 may have (a framework whose pipeline engine refuses
+  // the others: config::FrameworkProfile::pipeline_zero_stage_max); larger ones are rejected.
+  int pipeline_zero_stage_max = 3;
   // ZeRO-3 shard group sizes (FSDP HYBRID_SHARD: shard within groups of g data-parallel ranks,
   // replicate across them), tried with ZeRO-3 only; 0 shards over all of dp·cp, as does
   // g = dp·cp. Empty: 0 and every divisor g of dp·cp with 1 < g < dp·cp.

@@ -347,6 +347,8 @@ RowResult evaluate(const PublishedRun& row, Resources& resources, const Validate
     std::vector<Variant> stages;
     for (const int stage : {1, 2, 3}) {
       Variant v{parts, "ZeRO-" + str(stage) + " (no sharding stated; the fastest stage that fits)", {}};
+      v.scenario.plan.zero_stage = stage;
+      if (m.frameworks->refuses(v.scenario.plan)) continue;  // the framework cannot run it
       restage(row, m, stage, v.scenario, v.notes);
       stages.push_back(std::move(v));
     }

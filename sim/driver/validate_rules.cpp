@@ -44,6 +44,10 @@ bool RowFrameworks::offers(parallel::Recompute m) const {
   return false;
 }
 
+bool RowFrameworks::refuses(const parallel::ParallelPlan& plan) const {
+  return std::any_of(named.begin(), named.end(), [&](const auto& p) { return !p.refuses(plan).empty(); });
+}
+
 std::vector<parallel::Recompute> RowFrameworks::recompute_modes() const {
   std::set<parallel::Recompute> modes = {parallel::Recompute::kNone, parallel::Recompute::kFull};
   for (const auto& p : named) modes.insert(p.recompute_modes.begin(), p.recompute_modes.end());

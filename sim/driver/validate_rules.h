@@ -35,6 +35,8 @@ struct RowFrameworks {
 
   // A named framework implements this recompute mode.
   bool offers(parallel::Recompute m) const;
+  // A named framework cannot run `plan` (config::FrameworkProfile::refuses).
+  bool refuses(const parallel::ParallelPlan& plan) const;
   // The first named framework that gives setting `s` with a value that satisfies `test`.
   template <class Test>
   const config::FrameworkProfile* giving(config::FrameworkSetting s, Test&& test) const {

@@ -80,6 +80,28 @@ assert {r['zero'] for r in rows} == {'1'} and {r['recompute'] for r in rows} == 
   > "$tmp/plan.txt" 2>&1 || fail "plan --framework exited $?: $(tail -3 "$tmp/plan.txt")"
 grep -q "zero3" "$tmp/plan.txt" || fail "plan did not take composer's ZeRO-3: $(grep -i 'plan' "$tmp/plan.txt" | head -3)"
 
+# DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3: run says so naming --zero, a sweep
+# rejects those plans with pp > 1 and keeps them without a pipeline.
+"$bin" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 32 --seq 2048 --pp 2 --zero 3 \
+  --framework deepspeed > "$tmp/out" 2> "$tmp/err"
+[ $? -eq 2 ] || fail "deepspeed with ZeRO-3 and pp 2 did not exit 2"
+[ -s "$tmp/out" ] && fail "a refused run wrote a report"
+grep -q -- "--zero: framework deepspeed runs ZeRO stages up to 1 only with pipeline parallelism" "$tmp/err" || fail "$(cat "$tmp/err")"
+"$bin" run --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 32 --seq 2048 --pp 2 --zero 1 \
+  --framework deepspeed > /dev/null 2>&1 || fail "deepspeed with ZeRO-1 and pp 2 exited $?"
+"$bin" sweep --model llama3-8b --cluster dgx-h100 --gpus 8 --global-batch 32 --seq 2048 --tp 1 --pp 1,2 \
+  --micro-batch 1 --zero 0,1,2,3 --framework deepspeed --exhaustive --out "$tmp/ds.csv" > "$tmp/ds.txt" 2>&1 \
+  || fail "sweep --framework deepspeed exited $?"
+grep -q -- "--zero: the framework runs higher ZeRO stages without pipeline parallelism only" "$tmp/ds.txt" \
+  || fail "the sweep names no rule for ZeRO-2/3 in a pipeline: $(head -8 "$tmp/ds.txt")"
+python3 - "$tmp/ds.csv" <<'PY' || exit 1
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+pairs = {(r["pp"], r["zero"]) for r in rows}
+assert ("1", "3") in pairs and ("2", "1") in pairs, pairs
+assert not any(pp != "1" and int(z) >= 2 for pp, z in pairs), pairs
+PY
+
 # Bad input: an unknown name lists the known ones; a bad switch value names its flag.
 "$bin" run "${base[@]}" --framework maxtext > /dev/null 2> "$tmp/err"
 [ $? -eq 2 ] || fail "unknown framework did not exit 2"

@@ -108,6 +108,7 @@ void apply_framework(const po::variables_map& vm, const config::FrameworkProfile
     axes.recompute = profile.recompute_modes;
     std::sort(axes.recompute.begin(), axes.recompute.end());
   }
+  axes.pipeline_zero_stage_max = profile.pipeline_zero_stage_max;
 }
 
 std::vector<SettingInEffect> settings_in_effect(const po::variables_map& vm, const config::FrameworkProfile& profile,
@@ -395,6 +396,7 @@ config::Scenario scenario_from_flags(const po::variables_map& vm) {
     if (const auto profile = framework_from_flags(vm)) {
       apply_framework(vm, *profile, p);
       dropout = profile->dropout;
+      if (const std::string why = profile->refuses(p); !why.empty()) problems.add({"", 0, "--zero", why});
     }
   });
   sc.num_gpus = static_cast<std::int32_t>(gpus > 0 && gpus <= config::kMaxGpus ? gpus : 1);

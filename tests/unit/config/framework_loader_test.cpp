@@ -62,6 +62,28 @@ TEST_CASE("a profile sets what it gives and leaves the rest of the plan alone") 
   CHECK(setting_value(FrameworkSetting::kHostDispatch, old) == "70");
 }
 
+TEST_CASE("DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3") {
+  parallel::ParallelPlan plan;
+  plan.pp = 4;
+  plan.zero_stage = 2;
+  for (const char* name : {"deepspeed", "megatron-deepspeed", "gpt-neox"}) {
+    INFO(name);
+    const auto f = load_framework(name);
+    CHECK(f.pipeline_zero_stage_max == 1);
+    const std::string why = f.refuses(plan);
+    CHECK(why.find("framework " + f.name) != std::string::npos);
+    CHECK(why.find("engine.py") != std::string::npos);
+  }
+  const auto ds = load_framework("deepspeed");
+  plan.zero_stage = 1;
+  CHECK(ds.refuses(plan).empty());
+  plan.zero_stage = 3;
+  plan.pp = 1;
+  CHECK(ds.refuses(plan).empty());  // ZeRO-3 without a pipeline
+  plan.pp = 2;
+  CHECK(load_framework("torchtitan").refuses(plan).empty());  // FSDP in a pipeline
+}
+
 TEST_CASE("an unknown framework name lists the known ones") {
   const auto d = test::first_diagnostic([] { load_framework("jax-maxtext"); });
   CHECK(d.field == "--framework");
@@ -78,7 +100,8 @@ TEST_CASE("a broken framework profile reports every problem with its line and fi
                                      "sequence_parallel { value: true }\n"                     // 5
                                      "recompute_modes { values: [\"some\"] source: \"x\" }\n"  // 6
                                      "bogus: 1\n"                                              // 7
-                                     "order { value: \"tp,dp,pp\" source: \"x\" }\n");        // 8
+                                     "order { value: \"tp,dp,pp\" source: \"x\" }\n"          // 8
+                                     "pipeline_zero_stage_max { value: 4 source: \"x\" }\n");  // 9
   const auto ds = test::diagnostics_of([&] { load_framework(path); });
   INFO(test::dump(ds));
   CHECK(test::find_field(ds, "name"));  // not the file's name
@@ -92,6 +115,9 @@ TEST_CASE("a broken framework profile reports every problem with its line and fi
   const Diagnostic* order = test::find_field(ds, "order.value");  // not all four axes
   REQUIRE(order);
   CHECK(order->line == 8);
+  const Diagnostic* pipeline_zero = test::find_field(ds, "pipeline_zero_stage_max.value");
+  REQUIRE(pipeline_zero);
+  CHECK(pipeline_zero->line == 9);
   for (const auto& d : ds) CHECK(d.file == path);
 }
 
