@@ -328,6 +328,7 @@ std::string report_text(const config::Scenario& sc, const RunResult& r,
                    (p.sequence_parallel ? ", sequence parallel" : "") + ", recompute " +
                    std::string(config::name(p.recompute)) +
                    (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per chunk)" : "") +
+                   (p.recompute_modules != 0 ? " (modules " + config::recompute_modules_name(p.recompute_modules) + ")" : "") +
                    ", " + std::string(config::name(p.dtype)) +
                    (p.launch_blocking ? ", launch blocking" : "") +
                    (p.fp8_attention ? ", fp8 attention" : "")});

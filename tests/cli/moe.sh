@@ -134,6 +134,8 @@ expect 2 "--recompute-modules" "${base[@]}" --ep 16 --recompute full --recompute
 "$bin" "${base[@]}" --ep 16 --recompute-modules layernorm,moe_act --format json > "$tmp/mods.json" || fail "modules"
 [ "$(python3 -c "import json; a=json.load(open('$tmp/bal.json')); b=json.load(open('$tmp/mods.json')); print(b['peak_memory_bytes'] < a['peak_memory_bytes'] and b['plan']['recompute_modules'] == 'layernorm,moe_act')")" = True ] ||
   fail "module recompute did not lower the peak"
+"$bin" "${base[@]}" --ep 16 --recompute-modules layernorm,moe_act > "$tmp/mods.txt" || fail "modules text"
+grep -q "recompute selective (modules layernorm,moe_act)" "$tmp/mods.txt" || fail "the plan line names no recompute modules: $(sed -n 3,4p "$tmp/mods.txt")"
 # ep·etp must divide the stage's ranks (tp·cp·dp = 8 here).
 expect 2 "--ep" run --model qwen3-30b-a3b --cluster dgx-h100 --gpus 16 --pp 2 --ep 16 --global-batch 32
 printf 'name: "bad"\nnum_layers: 2\nhidden: 64\nnum_heads: 4\nffn_hidden: 128\nvocab: 100\nmax_seq_len: 64\nnorm: "rmsnorm"\nactivation: "swiglu"\nposition: "rope"\ntied_embeddings: false\nlinear_bias: false\nmoe {\n  num_experts: 8\n  top_k: 2\n  expert_ffn_hidden: 32\n  router_score: "softmax"\n  expert_groups: 3\n  group_limit: 1\n}\n' > "$tmp/groups.textproto"
