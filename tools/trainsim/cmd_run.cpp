@@ -83,7 +83,7 @@ int cmd_run(const Args& args) {
       ("nic-sharing", po::bool_switch(),
        "network tasks of different kinds in flight on one NIC share its bandwidth "
        "(docs/network-model.md); replays every task on the event engine, slower")
-      ("fit", po::value<double>()->default_value(0.8), "fraction of GPU memory a plan may safely use");
+      ("fit", po::value<double>()->default_value(0.8, "0.8"), "fraction of GPU memory a plan may safely use");
   po::options_description train_flags("time to train (with --train-days or --train-tokens)");
   train_flags.add_options()
       ("train-days", po::value<std::string>(), "wall-clock days of training")
