@@ -1,5 +1,6 @@
 // Loading of the time-to-train data file: the shipped file, and every problem of a broken one.
 #include "sim/config/time_to_train_loader.h"
+#include "sim/config/loader.h"
 
 #include <catch2/catch.hpp>
 
@@ -25,15 +26,18 @@ TEST_CASE("the shipped time-to-train data loads with sources for every value") {
   }
   CHECK(unplanned == Approx(419));
   CHECK(planned == Approx(47));
-  for (const char* gpu :
-       {"H100-SXM5-80GB", "h100-sxm5-96gb", "H200-SXM-141GB", "A100-SXM4-40GB", "A100-SXM4-80GB",
-        "B200-SXM-180GB", "GB200-NVL-186GB", "GB300-NVL-279GB"}) {
-    INFO(gpu);
-    REQUIRE(d.power_for(gpu) != nullptr);
-    CHECK(d.power_for(gpu)->busy_w > d.power_for(gpu)->idle_w);
+  // Every zoo cluster's GPU has an entry (plan's energy is never unknown for a shipped cluster),
+  // whose busy power is the cluster file's per-GPU power: one figure in both files.
+  for (const auto& name : zoo_clusters()) {
+    const Cluster c = load_cluster(name);
+    INFO(name << ": " << c.gpu.name);
+    const longrun::PowerProfile* p = d.power_for(c.gpu.name);
+    REQUIRE(p != nullptr);
+    CHECK(p->busy_w > p->idle_w);
+    CHECK(p->busy_w == Approx(c.gpu.power_watts));
   }
+  CHECK(d.power_for("h100-sxm5-96gb") != nullptr);  // any case
   CHECK(d.power_for("B200") == nullptr);  // a GPU name, not a kind
-  CHECK(d.power_for("B300-SXM-288GB") == nullptr);  // no per-GPU power found for the HGX B300
   CHECK(d.pue >= 1);
   CHECK(d.checkpoint_gbytes_per_s > 0);
 }
