@@ -335,6 +335,13 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
       ch.usd_per_gpu_hour = offer.usd_per_gpu_hour;
       ch.power_watts = cluster.gpu.power_watts;
       const double peak = cluster.gpu.peak(spec.base.dtype).per_s();
+      if (!(peak > 0)) {
+        // No size can help a GPU without tensor cores for the dtype (A100 and fp8).
+        ch.unsupported = ch.gpu + " has no " + std::string(ir::dtype_name(spec.base.dtype)) +
+                         " tensor cores (--dtype)";
+        out.push_back(std::move(ch));
+        continue;
+      }
       for (const std::int64_t n : sizes) {
         SizeTrial trial;
         trial.num_gpus = n;
@@ -345,7 +352,7 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
           continue;
         }
         // Even at 100 % MFU these GPUs would need this many days.
-        const double ideal_days = peak > 0 ? total_flops / (static_cast<double>(n) * peak) / 86400.0 : INFINITY;
+        const double ideal_days = total_flops / (static_cast<double>(n) * peak) / 86400.0;
         if (ideal_days > spec.days) {
           trial.outcome = "skipped: " + format_double("%.1f", ideal_days) + " days even at 100% MFU";
           ch.trials.push_back(trial);
@@ -454,7 +461,9 @@ std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>
   for (const auto& c : choices) {
     if (!c.found) {
       t.push_back({c.kind + " (" + c.gpu + ")", c.fabric, "-", "-",
-                   "no candidate size meets " + format_double("%g", spec.days) + " days", "-", "-",
+                   c.unsupported.empty() ? "no candidate size meets " + format_double("%g", spec.days) + " days"
+                                         : c.unsupported,
+                   "-", "-",
                    "-", "-", "-", "-", "-",
                    c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a", "-",
                    "-"});
@@ -469,7 +478,7 @@ std::string sizing_table(const SizingSpec& spec, const std::vector<SizingChoice>
                  c.train.energy_known ? format_double("%.4g", c.train.energy_mwh) : "n/a",
                  format_double("%.3gM", c.gpu_hours * 1e-6),
                  c.usd_per_gpu_hour ? format_double("%.3f", *c.usd_per_gpu_hour) : "n/a",
-                 c.cost_usd ? "$" + format_double("%.1fM", *c.cost_usd * 1e-6) : "n/a",
+                 c.cost_usd ? "$" + format_double("%.3gM", *c.cost_usd * 1e-6) : "n/a",
                  c.within_budget ? (*c.within_budget ? "within" : "over") : "-"});
   }
   std::vector<std::size_t> w(t.front().size(), 0);
@@ -511,6 +520,7 @@ std::string sizing_json(const SizingSpec& spec, const std::vector<SizingChoice>&
     o["gpu"] = c.gpu;
     o["fabric"] = c.fabric;
     o["found"] = c.found;
+    if (!c.unsupported.empty()) o["unsupported"] = c.unsupported;
     if (c.found) {
       const auto f = rr.fields(c.best);
       o["num_gpus"] = c.num_gpus;

@@ -86,6 +86,10 @@ std::string sizing_csv(const SizingSpec& spec, const std::vector<SizingChoice>& 
       "interruptions,"
       "checkpoint_interval_s,energy_mwh,gpu_hours,usd_per_gpu_hour,cost_usd\n";
   for (const auto& ch : choices) {
+    if (!ch.unsupported.empty()) {  // no size tried: the GPU cannot run the dtype
+      out += quote(ch.kind) + "," + quote(ch.cluster) + "," + quote(ch.gpu) + "," + quote(ch.fabric) +
+             ",,," + quote("skipped: " + ch.unsupported) + ",false,0" + std::string(20, ',') + "\n";
+    }
     for (const auto& t : ch.trials) {
       const std::int64_t nodes =
           ch.gpus_per_node > 0 ? (t.num_gpus + ch.gpus_per_node - 1) / ch.gpus_per_node : 0;

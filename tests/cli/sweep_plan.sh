@@ -62,6 +62,22 @@ for x in j["choices"]:
     if 24 in sizes and "training_days" in sizes[24]:
         assert sizes[24]["plans_simulated"] > 0
 PY
+# A GPU without tensor cores for the dtype is said to be so, not "no candidate size": in the
+# table, the sizes tried, the JSON and the CSV; the default sizes start at one node (8 GPUs).
+"$bin" plan --model llama3-8b --tokens 1e10 --days 10 --gpus-from a100,h100 --dtype fp8 --seq 2048 \
+  --global-batch 64 --tp 1 --pp 1 --micro-batch 1 --recompute none --threads 2 --json "$tmp/fp8.json" \
+  --csv "$tmp/fp8.csv" > "$tmp/fp8.out"
+grep -q "A100-SXM4-40GB has no fp8 tensor cores (--dtype)" "$tmp/fp8.out" || { cat "$tmp/fp8.out"; exit 1; }
+grep -q "none: A100-SXM4-40GB has no fp8" "$tmp/fp8.out"
+grep -q '^"a100",.*,"skipped: A100-SXM4-40GB has no fp8 tensor cores (--dtype)",false,0' "$tmp/fp8.csv"
+python3 - "$tmp/fp8.json" <<'PY'
+import json, sys
+c = {x["kind"]: x for x in json.load(open(sys.argv[1]))["choices"]}
+assert not c["a100"]["found"] and "no fp8 tensor cores" in c["a100"]["unsupported"], c["a100"]
+assert c["a100"]["sizes_tried"] == [], c["a100"]
+assert c["h100"]["found"] and c["h100"]["num_gpus"] == 8, c["h100"]
+assert "unsupported" not in c["h100"]
+PY
 # A sweep with balanced pipeline splits ends its rows with the layers per stage.
 "$bin" sweep --model llama3-8b --cluster dgx-h100 --gpus 24 --global-batch 6 --seq 2048 --tp 8 --pp 3 \
   --micro-batch 1 --schedule 1f1b --zero 1 --recompute none --sequence-parallel on --pp-split balanced \

@@ -85,7 +85,7 @@ int cmd_plan(const Args& args) {
       ("prices", po::value<std::string>(), "price table CSV (default: calibration/prices.csv)")
       ("price", po::value<std::vector<std::string>>()->composing(),
        "override a price: KIND=USD_PER_GPU_HOUR (repeatable, or comma-separated)")
-      ("gpus", po::value<std::string>()->default_value("256,512,1024,1536,2048,3072,4096,6144,8192,12288,16384,24576,32768"),
+      ("gpus", po::value<std::string>()->default_value("8,16,32,64,128,192,256,384,512,768,1024,1536,2048,3072,4096,6144,8192,12288,16384,24576,32768"),
        "candidate cluster sizes (GPUs)")
       ("nic-gbits", po::value<std::string>(), "fabric axis: NIC line rates to try, Gb/s (default: the cluster file's)")
       ("oversubscription", po::value<std::string>(), "fabric axis: leaf oversubscription ratios to try, e.g. 1,2")
@@ -299,6 +299,7 @@ int cmd_plan(const Args& args) {
                " \"Time to train\")\n\nsizes tried:\n";
   for (const auto& c : choices) {
     std::cout << "  " << c.kind << " [" << c.fabric << "]:";
+    if (!c.unsupported.empty()) std::cout << "  none: " << c.unsupported << ";";
     for (const auto& t : c.trials) {
       std::cout << "  " << t.num_gpus << " " << t.outcome;
       if (t.gpus_per_domain > 0 && t.gpus_per_domain != c.gpus_per_domain) {
