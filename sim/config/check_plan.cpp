@@ -467,14 +467,14 @@ void check_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, c
         if (interleaved && m.num_layers % p.pp == 0) {
           fail("--vpp", [&] {
             return std::string("the interleaved schedule needs num_layers (" + str(m.num_layers) +
-                               ") divisible by " + stage_words() + ", or --pp-layers");
+                               ") divisible by " + stage_words() + ", or --pp-layers (counts, or balanced)");
           });
         } else {
           fail("--pp", [&] {
             return std::string("must divide num_layers (" + m.name + " has " + str(m.num_layers) +
                                "; stages: " + stage_words() +
                                "), or give the layers of each stage "
-                               "with --pp-layers");
+                               "with --pp-layers (counts, or balanced)");
           });
         }
       }
