@@ -261,6 +261,31 @@ void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, boo
   }
 }
 
+}  // namespace detail
+
+std::string dtype_problem(ir::Dtype dtype, const compute::GpuSpec& gpu) {
+  switch (dtype) {
+    case ir::Dtype::kBf16:
+    case ir::Dtype::kFp16: return "";
+    case ir::Dtype::kFp8:
+      return gpu.peak_fp8.per_s() > 0 ? ""
+                                      : "fp8 needs FP8 tensor cores, which " + gpu.name +
+                                            " does not have (peak_fp8_tflops is 0)";
+    case ir::Dtype::kMxfp8:
+      return gpu.supports(dtype) ? ""
+                                 : "mxfp8 needs block-scaled FP8 tensor cores (Blackwell), which " +
+                                       gpu.name + " does not have (peak_fp4_tflops is 0)";
+    case ir::Dtype::kNvfp4:
+      return gpu.supports(dtype) ? ""
+                                 : "nvfp4 needs FP4 tensor cores (Blackwell), which " + gpu.name +
+                                       " does not have (peak_fp4_tflops is 0)";
+    case ir::Dtype::kFp32: return "fp32 training is not modelled (expected " + dtype_choices() + ")";
+  }
+  return "";
+}
+
+namespace detail {
+
 void check_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, const Cluster& cl,
                       std::int64_t num_gpus, bool check_gpu_count,
                       const std::function<void(const PlanFailure&)>& on_failure) {
@@ -661,38 +686,8 @@ void check_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, c
   }
 
   // Precision.
-  switch (p.dtype) {
-    case ir::Dtype::kBf16:
-    case ir::Dtype::kFp16: break;
-    case ir::Dtype::kFp8:
-      if (!(cl.gpu.peak_fp8.per_s() > 0)) {
-        fail("--dtype", [&] {
-          return std::string("fp8 needs FP8 tensor cores, which " + cl.gpu.name +
-                             " does not have (peak_fp8_tflops is 0)");
-        });
-      }
-      break;
-    case ir::Dtype::kMxfp8:
-      if (!cl.gpu.supports(p.dtype)) {
-        fail("--dtype", [&] {
-          return std::string("mxfp8 needs block-scaled FP8 tensor cores (Blackwell), which " +
-                             cl.gpu.name + " does not have (peak_fp4_tflops is 0)");
-        });
-      }
-      break;
-    case ir::Dtype::kNvfp4:
-      if (!cl.gpu.supports(p.dtype)) {
-        fail("--dtype", [&] {
-          return std::string("nvfp4 needs FP4 tensor cores (Blackwell), which " + cl.gpu.name +
-                             " does not have (peak_fp4_tflops is 0)");
-        });
-      }
-      break;
-    case ir::Dtype::kFp32:
-      fail("--dtype", [&] {
-        return std::string("fp32 training is not modelled (expected " + dtype_choices() + ")");
-      });
-      break;
+  if (!(dtype_problem(p.dtype, cl.gpu)).empty()) {
+    fail("--dtype", [&] { return dtype_problem(p.dtype, cl.gpu); });
   }
 
   // The optimizer steps each parameter as soon as its gradient is complete (PyTorch's

@@ -73,6 +73,11 @@ struct Scenario {
 std::vector<Diagnostic> check_plan(const parallel::ParallelPlan& plan, const ir::ModelSpec& model,
                                    const Cluster& cluster, std::int64_t num_gpus);
 
+// Why a plan in `dtype` cannot run on `gpu` (no tensor cores for it, or fp32 training), naming
+// the GPU; empty when it can. check_plan's --dtype rule, and sweep's check before enumerating
+// (every plan of a sweep has the base's dtype).
+std::string dtype_problem(ir::Dtype dtype, const compute::GpuSpec& gpu);
+
 // One rule of check_plan that a plan breaks: its flag, the rule, and its message, formatted only
 // when asked for (valid while the check_plan_failures callback runs).
 class PlanFailure {

@@ -334,14 +334,13 @@ std::vector<SizingChoice> plan_hardware(const SizingSpec& spec,
       ch.gpus_per_domain = cluster.cluster.scale_up.gpus_per_domain;
       ch.usd_per_gpu_hour = offer.usd_per_gpu_hour;
       ch.power_watts = cluster.gpu.power_watts;
-      const double peak = cluster.gpu.peak(spec.base.dtype).per_s();
-      if (!(peak > 0)) {
-        // No size can help a GPU without tensor cores for the dtype (A100 and fp8).
-        ch.unsupported = ch.gpu + " has no " + std::string(ir::dtype_name(spec.base.dtype)) +
-                         " tensor cores (--dtype)";
+      // No size can help a GPU without tensor cores for the dtype (A100 and fp8).
+      ch.unsupported = config::dtype_problem(spec.base.dtype, cluster.gpu);
+      if (!ch.unsupported.empty()) {
         out.push_back(std::move(ch));
         continue;
       }
+      const double peak = cluster.gpu.peak(spec.base.dtype).per_s();
       for (const std::int64_t n : sizes) {
         SizeTrial trial;
         trial.num_gpus = n;

@@ -103,7 +103,8 @@ struct SizingChoice {
   std::string gpu;      // GPU name
   std::string fabric;   // fabric_label
   bool found = false;   // a candidate size meets the deadline
-  // Why no size was tried at all ("B200 ... has no fp8 tensor cores"); empty otherwise.
+  // Why no size was tried at all (config::dtype_problem: the GPU has no tensor cores for the
+  // dtype); empty otherwise.
   std::string unsupported;
   std::int64_t num_gpus = 0;
   std::int64_t gpus_per_node = 0;

@@ -288,6 +288,10 @@ Enumeration enumerate_plans(const SweepSpec& spec, int threads) {
     if (b.routing != parallel::Routing::kBalanced) dense("--routing");
     if (b.moe_imbalance != 1.0) dense("--moe-imbalance");
   }
+  // The dtype is every plan's: a GPU without tensor cores for it rejects the whole sweep.
+  if (const std::string why = config::dtype_problem(spec.base.dtype, spec.cluster.gpu); !why.empty()) {
+    bad_flag("--dtype", why);
+  }
   std::vector<std::int64_t> eps = {1};
   if (!ax.ep.empty()) {
     eps = ascending(ax.ep, "--ep");

@@ -67,17 +67,26 @@ PY
 "$bin" plan --model llama3-8b --tokens 1e10 --days 10 --gpus-from a100,h100 --dtype fp8 --seq 2048 \
   --global-batch 64 --tp 1 --pp 1 --micro-batch 1 --recompute none --threads 2 --json "$tmp/fp8.json" \
   --csv "$tmp/fp8.csv" > "$tmp/fp8.out"
-grep -q "A100-SXM4-40GB has no fp8 tensor cores (--dtype)" "$tmp/fp8.out" || { cat "$tmp/fp8.out"; exit 1; }
-grep -q "none: A100-SXM4-40GB has no fp8" "$tmp/fp8.out"
-grep -q '^"a100",.*,"skipped: A100-SXM4-40GB has no fp8 tensor cores (--dtype)",false,0' "$tmp/fp8.csv"
+grep -q "fp8 needs FP8 tensor cores, which A100-SXM4-40GB does not have" "$tmp/fp8.out" || { cat "$tmp/fp8.out"; exit 1; }
+grep -q "none: fp8 needs FP8 tensor cores" "$tmp/fp8.out"
+grep -q '^"a100",.*,"skipped: fp8 needs FP8 tensor cores, which A100-SXM4-40GB does not have (peak_fp8_tflops is 0)",false,0' "$tmp/fp8.csv"
 python3 - "$tmp/fp8.json" <<'PY'
 import json, sys
 c = {x["kind"]: x for x in json.load(open(sys.argv[1]))["choices"]}
-assert not c["a100"]["found"] and "no fp8 tensor cores" in c["a100"]["unsupported"], c["a100"]
+assert not c["a100"]["found"] and "needs FP8 tensor cores" in c["a100"]["unsupported"], c["a100"]
 assert c["a100"]["sizes_tried"] == [], c["a100"]
 assert c["h100"]["found"] and c["h100"]["num_gpus"] == 8, c["h100"]
 assert "unsupported" not in c["h100"]
 PY
+# sweep says so once, before enumerating, naming --dtype (exit 2, no rows written).
+set +e
+"$bin" sweep --model llama3-8b --cluster dgx-a100 --gpus 8 --global-batch 8 --dtype fp8 \
+  --out "$tmp/none.csv" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { echo "sweep --dtype fp8 on A100 exited $rc"; exit 1; }
+grep -q -- "--dtype: fp8 needs FP8 tensor cores, which A100-SXM4-80GB does not have" "$tmp/err"
+[ ! -e "$tmp/none.csv" ] || { echo "a refused sweep wrote its CSV"; exit 1; }
 # A sweep with balanced pipeline splits ends its rows with the layers per stage.
 "$bin" sweep --model llama3-8b --cluster dgx-h100 --gpus 24 --global-batch 6 --seq 2048 --tp 8 --pp 3 \
   --micro-batch 1 --schedule 1f1b --zero 1 --recompute none --sequence-parallel on --pp-split balanced \
