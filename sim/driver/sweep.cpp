@@ -55,11 +55,16 @@ std::vector<T> ascending_enum(std::vector<T> v, std::string_view flag) {
 
 // A rule of check_plan: its flag and its message without the parenthesized details and with
 // every number written N, so that the same rule failing with different values is one group.
+// Digits inside a name stay ("deepseek-v3", "A100-SXM4-80GB", "llama3-8b"): a number is a run of
+// digits not preceded by a letter or digit and not followed by a letter.
 std::string rule_of(const Diagnostic& d) {
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  const auto is_letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  const std::string& m = d.message;
   std::string out;
   int depth = 0;
-  bool in_number = false;
-  for (char c : d.message) {
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const char c = m[i];
     if (c == '(') {
       ++depth;
       continue;
@@ -69,12 +74,15 @@ std::string rule_of(const Diagnostic& d) {
       continue;
     }
     if (depth > 0) continue;
-    if (c >= '0' && c <= '9') {
-      if (!in_number) out += 'N';
-      in_number = true;
-      continue;
+    if (is_digit(c) && (i == 0 || !(is_letter(m[i - 1]) || is_digit(m[i - 1])))) {
+      std::size_t end = i;
+      while (end < m.size() && is_digit(m[end])) ++end;
+      if (end == m.size() || !is_letter(m[end])) {
+        out += 'N';
+        i = end - 1;
+        continue;
+      }
     }
-    in_number = false;
     out += c;
   }
   // Collapse the blanks left behind by removed details ("num_layers , or" → "num_layers, or").

@@ -90,6 +90,32 @@ TEST_CASE("sweep: every enumerated plan is valid, distinct and counted") {
   CHECK(sum >= en.rejected);
 }
 
+TEST_CASE("sweep: a rule keeps the digits of names and drops numbers") {
+  SweepSpec spec = small_spec();
+  spec.model = config::load_model("qwen3-30b-a3b");  // 128 routed experts
+  spec.num_gpus = 8;
+  spec.base.global_batch = 8;
+  spec.base.sequence_parallel = false;
+  spec.axes.tp = {1};
+  spec.axes.pp = {1};
+  spec.axes.cp = {1};
+  spec.axes.micro_batch = {1};
+  spec.axes.schedule = {Schedule::k1F1B};
+  spec.axes.zero = {0};
+  spec.axes.sequence_parallel = {false};
+  spec.axes.recompute = {Recompute::kNone};
+  spec.axes.ep = {3};  // does not divide 128
+  const auto en = driver::enumerate_plans(spec);
+  CHECK(en.plans.empty());
+  bool found = false;
+  for (const auto& r : en.reasons) {
+    INFO(r.rule);
+    CHECK(r.rule.find("qwenN") == std::string::npos);
+    found = found || r.rule == "--ep: N must divide the routed experts of qwen3-30b-a3b";
+  }
+  CHECK(found);
+}
+
 TEST_CASE("sweep: invalid plans are counted by rule, numbers removed") {
   SweepSpec spec = small_spec();
   // Llama 3 8B has 32 layers: pp 3 divides 48 (a divisor of the GPU count below) but not 32.
