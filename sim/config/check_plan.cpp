@@ -254,9 +254,10 @@ void moe_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, boo
       });
     }
   }
-  if (p.zero_stage == 3) {
-    fail("--zero", [&] {
-      return std::string("3 (FSDP) with a mixture-of-experts model is not modelled: use ZeRO 0-2");
+  if (p.zero_stage == 3 && p.zero_shard_group > 0) {
+    fail("--zero-shard-group", [&] {
+      return std::string("hybrid sharding with a mixture-of-experts model is not modelled (ZeRO-3 shards "
+                         "the routed experts over their expert data-parallel group)");
     });
   }
 }

@@ -7,8 +7,15 @@ namespace ts::parallel::detail {
 
 std::int32_t Lowerer::gather_layer(const Label& l) {
   if (!zero3()) return kNone;
-  const std::int32_t g = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather,
-                                    Bytes(layer_params(l.layer) * 2), l, {read(kGateRegister)});
+  std::int32_t g = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather,
+                              Bytes(layer_params(l.layer) * 2), l, {read(kGateRegister)});
+  // An MoE layer's routed experts are sharded over the ranks that hold the same experts (the
+  // expert data-parallel group; torchtitan's FSDP of the experts over its dp_shard_mod_ep mesh):
+  // gathered there, after the rest of the layer on the same stream.
+  if (const std::int64_t experts = expert_params(l.layer); experts > 0 && plan_.expert_dp() > 1) {
+    g = collective(Stream::kDpComm, axis_bit(Axis::kEdp), CommOp::kAllGather, Bytes(experts * 2), l,
+                   {read(kGateRegister)});
+  }
   return g;
 }
 
@@ -27,6 +34,8 @@ void Lowerer::reduce_layer_gradients(const Label& grads, std::int32_t dep) {
   // The step waits for the last layer's gradients (each stream runs its collectives in
   // order, and every replica all-reduce follows its reduce-scatter).
   last_grad_reduce_ = held(reduce_gradients(layer_params(grads.layer), CommOp::kReduceScatter, grads, dep));
+  // The routed experts' gradients, reduce-scattered over their own group after the rest.
+  reduce_expert_gradients(grads, dep);
 }
 
 void Lowerer::layer_gradients_ready(std::int64_t layer, std::int32_t ready) {

@@ -491,6 +491,14 @@ TEST_CASE("a block program copies templates across stages as lowering would") {
     p.zero_stage = 1;
     all.push_back({moe, {"MoE, dense first layers, schedule " + std::to_string(static_cast<int>(s)), p}});
   }
+  {
+    // ZeRO-3 (FSDP) with experts sharded over their expert data-parallel group.
+    auto p = base(1, 1, 8);
+    p.ep = 2;
+    p.zero_stage = 3;
+    p.global_batch = 4 * p.dp;
+    all.push_back({moe, {"MoE with ZeRO-3", p}});
+  }
   ir::ModelSpec banded = model();
   banded.sliding_window = 512;
   banded.full_attention_every = 3;

@@ -222,6 +222,45 @@ TEST_CASE("ZeRO-3 in a pipeline gathers and reduces once per step") {
   CHECK(plan.zero_stage_in_effect() == 3);
 }
 
+TEST_CASE("ZeRO-3 shards MoE experts over their expert data-parallel group") {
+  // Per layer and micro-batch: the shared parameters gathered over DP (forward and backward) and
+  // reduce-scattered after the backward, the routed experts likewise over the ranks that hold
+  // the same experts (expert_dp = tp·cp·dp/(ep·etp)).
+  ir::ModelSpec m = uniform_model(4);
+  m.moe = ir::MoeSpec{8, 2, 512, 0, 0, 0};
+  parallel::ParallelPlan plan;
+  plan.dp = 4;
+  plan.ep = 2;
+  plan.global_batch = 8;  // 2 micro-batches
+  plan.seq_len = 1024;
+  plan.zero_stage = 3;
+  REQUIRE(plan.expert_dp() == 2);
+  const auto r = replay(m, plan, 100, 8);
+  const std::int64_t experts = ir::expert_parameter_count(m, 0) / plan.ep;
+  const std::int64_t shared = parallel::layer_shared_parameters(m, plan, 0);
+  REQUIRE(experts > 0);
+  int expert_gathers = 0, shared_gathers = 0, expert_reduces = 0;
+  for (const auto& t : r.graph.tasks) {
+    if (t.device != 0 || t.stream != Stream::kDpComm) continue;
+    if (t.comm == CommOp::kAllGather && t.bytes == Bytes(experts * 2)) ++expert_gathers;
+    if (t.comm == CommOp::kAllGather && t.bytes == Bytes(shared * 2)) ++shared_gathers;
+    if (t.comm == CommOp::kReduceScatter && t.bytes == Bytes(experts * plan.grad_reduce_bytes())) ++expert_reduces;
+  }
+  CHECK(expert_gathers == 4 * 2 * 2);  // layers x micro-batches x (forward, backward)
+  CHECK(shared_gathers == 4 * 2 * 2);
+  CHECK(expert_reduces == 4 * 2);
+  // Expert parallelism over every data-parallel rank leaves one copy of each expert: nothing of
+  // the experts to gather or reduce, only the shared parameters.
+  plan.ep = 4;
+  REQUIRE(plan.expert_dp() == 1);
+  const auto alone = replay(m, plan, 100, 8);
+  const std::int64_t mine = ir::expert_parameter_count(m, 0) / plan.ep;
+  for (const auto& t : alone.graph.tasks) {
+    if (t.device != 0 || t.stream != Stream::kDpComm) continue;
+    CHECK(t.bytes != Bytes(mine * 2));
+  }
+}
+
 TEST_CASE("a bf16 gradient reduction halves the gradient collectives, not the parameter gathers") {
   parallel::ParallelPlan plan;
   plan.dp = 4;
