@@ -87,8 +87,16 @@ void Lowerer::optimizer() {
   step.moved = options_.optimizer_bytes_per_param * updated;
   const std::int32_t dep = compute(add_ops({step}), {Pass::kOptimizer, Part::kOptimizer, -1, -1},
                                    {read(kLastBackwardRegister), read(kLastReduceRegister)});
-  if (replicas() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3() && !plan_.overlap_param_gather) {
+  if (plan_.overlap_param_gather) return;  // gathered before the next forward (param_gathers)
+  // The updated shards gathered again after the step: the shared parameters over DP × CP, the
+  // routed experts over their expert-DP group (Megatron-Core's distributed optimizer keeps the
+  // experts in buffers of their own over that group).
+  if (shared_gathered()) {
     collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather, Bytes(params * 2),
+               {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
+  }
+  if (experts_gathered() && experts > 0) {
+    collective(Stream::kDpComm, axis_bit(Axis::kEdp), CommOp::kAllGather, Bytes(experts * 2),
                {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
   }
 }
@@ -96,28 +104,46 @@ void Lowerer::optimizer() {
 void Lowerer::param_gathers() {
   param_ready_.assign(static_cast<std::size_t>(all_layers()), kNone);
   first_forward_of_layer_.assign(static_cast<std::size_t>(all_layers()), true);
-  if (!(replicas() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3() && plan_.overlap_param_gather)) return;
-  std::int64_t bucket = 0;
-  std::vector<std::int64_t> waiting;
-  auto flush = [&] {
-    if (bucket == 0) return;
-    const std::int32_t t = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather, Bytes(bucket * 2),
+  if (!plan_.overlap_param_gather) return;
+  // Buckets of the shared parameters over DP × CP and of the routed experts over expert-DP
+  // (Megatron-Core's dense and expert-parallel buffers), each gathered when full; a layer's
+  // first forward waits for the buckets holding its parameters.
+  struct Buckets {
+    bool on;
+    unsigned axes;
+    std::int64_t params = 0;
+    std::vector<std::int64_t> waiting;
+  };
+  Buckets shared{shared_gathered(), shard_axes(), 0, {}};
+  Buckets experts{experts_gathered(), axis_bit(Axis::kEdp), 0, {}};
+  if (!shared.on && !experts.on) return;
+  const auto flush = [&](Buckets& b) {
+    if (b.params == 0) return;
+    const std::int32_t t = collective(Stream::kDpComm, b.axes, CommOp::kAllGather, Bytes(b.params * 2),
                                       {Pass::kForward, Part::kOptimizer, -1, -1}, {});
-    for (auto layer : waiting) param_ready_[static_cast<std::size_t>(layer)] = t;
-    waiting.clear();
-    bucket = 0;
+    // The stream runs its gathers in order: the later of a layer's two buckets ends last.
+    for (auto layer : b.waiting) param_ready_[static_cast<std::size_t>(layer)] = std::max(param_ready_[static_cast<std::size_t>(layer)], t);
+    b.waiting.clear();
+    b.params = 0;
+  };
+  const auto add = [&](Buckets& b, std::int64_t params, std::int64_t layer) {
+    if (!b.on || params == 0) return;
+    b.params += params;
+    if (layer >= 0) b.waiting.push_back(layer);
+    if (b.params >= plan_.grad_bucket_params) flush(b);
   };
   for (std::int64_t chunk = 0; chunk < chunks_; ++chunk) {
     const std::int64_t vs = vstage(chunk);
-    if (vs == 0) bucket += embedding_parameters(model_, plan_);
+    if (vs == 0 && shared.on) shared.params += embedding_parameters(model_, plan_);
     for (std::int64_t i = 0; i < chunk_layers(vs); ++i) {
-      bucket += layer_params(vfirst_[static_cast<std::size_t>(vs)] + i);
-      waiting.push_back(vfirst_[static_cast<std::size_t>(vs)] + i);
-      if (bucket >= plan_.grad_bucket_params) flush();
+      const std::int64_t layer = vfirst_[static_cast<std::size_t>(vs)] + i;
+      add(shared, layer_params(layer), layer);
+      add(experts, expert_params(layer), layer);
     }
-    if (vs == last_vstage()) bucket += head_parameters(model_, plan_, plan_.pp == 1);
+    if (vs == last_vstage() && shared.on) shared.params += head_parameters(model_, plan_, plan_.pp == 1);
   }
-  flush();
+  flush(shared);
+  flush(experts);
 }
 
 }  // namespace ts::parallel::detail

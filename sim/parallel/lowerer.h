@@ -230,6 +230,12 @@ class Lowerer {
   // ZeRO-3's groups: all data-parallel ranks, or with hybrid sharding (zero_shard_group) the
   // rank's shard group, whose gradient shards are then all-reduced across the replica group.
   unsigned shard_axes() const { return zero3_shard_axes(plan_); }
+  // ZeRO-1/2: the updated shards are all-gathered after the step (or before the next forward with
+  // overlap_param_gather), the shared parameters over DP × CP, the routed experts over expert-DP.
+  bool shared_gathered() const { return replicas() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3(); }
+  bool experts_gathered() const {
+    return plan_.expert_dp() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3();
+  }
   std::int64_t shard_replicas() const { return replicas() / plan_.zero_shards(); }
 
   std::int32_t gather_layer(const Label& l);

@@ -261,6 +261,40 @@ TEST_CASE("ZeRO-3 shards MoE experts over their expert data-parallel group") {
   }
 }
 
+TEST_CASE("ZeRO-1 gathers the experts over expert-DP after the step") {
+  // ZeRO-1: every parameter of the rank gathered once per step, the shared ones over DP × CP and
+  // the routed experts over their expert-DP group (Megatron-Core's expert-parallel buffers), before
+  // the next forward (overlap_param_gather) or right after the step.
+  ir::ModelSpec m = uniform_model(4);
+  m.moe = ir::MoeSpec{8, 2, 512, 0, 0, 0};
+  parallel::ParallelPlan plan;
+  plan.dp = 4;
+  plan.ep = 2;
+  plan.global_batch = 8;
+  plan.seq_len = 1024;
+  plan.zero_stage = 1;
+  const auto gathered = [](const parallel::TaskGraph& g) {
+    double v = 0;
+    for (const auto& t : g.tasks) {
+      if (t.device == 0 && t.stream == Stream::kDpComm && t.comm == CommOp::kAllGather) v += t.bytes.real();
+    }
+    return v;
+  };
+  const auto bytes = [&](bool with_experts) {
+    const auto experts = parallel::stage_expert_parameters(m, plan, 0);
+    REQUIRE(experts > 0);
+    return 2.0 * static_cast<double>(parallel::stage_parameters(m, plan, 0) - (with_experts ? 0 : experts));
+  };
+  for (const bool overlap : {true, false}) {
+    INFO("overlap_param_gather " << overlap);
+    plan.overlap_param_gather = overlap;
+    plan.ep = 2;  // expert-DP 2
+    CHECK(gathered(replay(m, plan, 100, 8).graph) == Approx(bytes(true)));
+    plan.ep = 4;  // expert-DP 1: the experts are not gathered
+    CHECK(gathered(replay(m, plan, 100, 8).graph) == Approx(bytes(false)));
+  }
+}
+
 TEST_CASE("a bf16 gradient reduction halves the gradient collectives, not the parameter gathers") {
   parallel::ParallelPlan plan;
   plan.dp = 4;
