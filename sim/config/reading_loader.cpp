@@ -77,6 +77,7 @@ std::string_view word_list_name(Words w) {
     case Words::kBf16Moments: return "bf16-moments";
     case Words::kGradReduceBf16: return "grad-reduce-bf16";
     case Words::kGradReduceFp32: return "grad-reduce-fp32";
+    case Words::kCrossEntropyTe: return "cross-entropy-te";
     case Words::kSquaredRelu: return "squared-relu";
     case Words::kUnmodelledCard: return "unmodelled-card";
     case Words::kNvlink400: return "nvlink-400";

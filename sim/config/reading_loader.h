@@ -54,6 +54,7 @@ enum class Words {
   kBf16Moments,               // "bf16-moments": Adam's m and v in bf16, fp32 master weights
   kGradReduceBf16,            // "grad-reduce-bf16": the run's recipe reduces gradients in bf16
   kGradReduceFp32,            // "grad-reduce-fp32": its notes say fp32 over that
+  kCrossEntropyTe,            // "cross-entropy-te": Transformer Engine's fused loss, in place on bf16 logits
   kSquaredRelu,               // "squared-relu"
   kUnmodelledCard,            // "unmodelled-card": PCIe and NVL cards
   kNvlink400,                 // "nvlink-400": export parts with NVLink cut to 400 GB/s
@@ -71,7 +72,7 @@ enum class Words {
   kFlopsHalved,               // "flops-halved": causal attention halved
   kFlopsNotHalved,            // "flops-not-halved"
 };
-inline constexpr int kNumWordLists = 51;
+inline constexpr int kNumWordLists = 52;
 std::string_view word_list_name(Words w);
 
 // The numbers the reading rules read with patterns (NumberPattern.rule), each named in the file as
