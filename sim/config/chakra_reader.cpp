@@ -95,7 +95,7 @@ std::optional<parallel::Stream> parse_stream(std::string_view s) {
 
 // One op of the trainsim_ops attribute (format in trace/chakra_writer.cpp):
 //   gemm <dtype> <bwd> m n k batch
-//   attention <dtype> <bwd> batch heads kv_heads seq_q seq_kv head_dim causal
+//   attention <dtype> <bwd> batch heads kv_heads seq_q seq_kv head_dim causal [window [head_dim_v]]
 //   memory <dtype> <bwd> bytes
 std::optional<ir::Op> parse_op(std::string_view text) {
   // Space-separated tokens: kind, dtype, backward flag, then integers.
@@ -124,10 +124,19 @@ std::optional<ir::Op> parse_op(std::string_view text) {
     op.kind = ir::OpKind::kGemm;
     op.gemm = {v[0], v[1], v[2], v[3]};
     op.flops = compute::GemmShape{v[0], v[1], v[2], v[3], op.dtype}.flops();
-  } else if (kind == "attention" && (v.size() == 7 || (v.size() == 8 && v[7] > 0)) && v[6] <= 1) {
+  } else if (kind == "attention" && (v.size() == 7 || (v.size() == 8 && v[7] > 0) || (v.size() == 9 && v[8] > 0)) &&
+             v[6] <= 1) {
     op.name = "attention";
     op.kind = ir::OpKind::kAttention;
-    op.attn = {v[0], v[1], v[2], v[3], v[4], v[5], v[6] == 1, v.size() == 8 ? v[7] : 0};
+    op.attn.batch = v[0];
+    op.attn.heads = v[1];
+    op.attn.kv_heads = v[2];
+    op.attn.seq_q = v[3];
+    op.attn.seq_kv = v[4];
+    op.attn.head_dim = v[5];
+    op.attn.causal = v[6] == 1;
+    op.attn.window = v.size() >= 8 ? v[7] : 0;
+    op.attn.head_dim_v = v.size() == 9 ? v[8] : 0;
     compute::AttentionShape a;
     a.batch = v[0];
     a.heads = v[1];
@@ -137,6 +146,7 @@ std::optional<ir::Op> parse_op(std::string_view text) {
     a.head_dim = v[5];
     a.causal = v[6] == 1;
     a.window = op.attn.window;
+    a.head_dim_v = op.attn.head_dim_v;
     a.direction = op.backward ? compute::Direction::kBackward : compute::Direction::kForward;
     op.flops = a.flops();
   } else if (kind == "memory" && v.size() == 1) {

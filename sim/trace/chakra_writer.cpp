@@ -78,11 +78,13 @@ double op_bytes(const ir::Op& op) {
              elem;
     }
     case ir::OpKind::kAttention: {
+      // Q and K at head_dim, V and O at the value head dimension (MLA: narrower values).
       const auto& a = op.attn;
-      const double io = static_cast<double>(a.batch * a.head_dim) *
-                        (2.0 * static_cast<double>(a.heads * a.seq_q) +
-                         2.0 * static_cast<double>(a.kv_heads * a.seq_kv)) *
-                        elem;
+      const double dv = static_cast<double>(a.head_dim_v > 0 ? a.head_dim_v : a.head_dim);
+      const double dk = static_cast<double>(a.head_dim);
+      const double q = static_cast<double>(a.batch * a.heads * a.seq_q);
+      const double kv = static_cast<double>(a.batch * a.kv_heads * a.seq_kv);
+      const double io = (q * (dk + dv) + kv * (dk + dv)) * elem;
       return op.backward ? 2.0 * io : io;
     }
     case ir::OpKind::kMemoryBound: return op.moved.real();
@@ -92,7 +94,9 @@ double op_bytes(const ir::Op& op) {
 
 // One op as text (attribute trainsim_ops; parsed by config::read_chakra):
 //   gemm <dtype> <bwd> m n k batch | attention <dtype> <bwd> batch heads kv_heads seq_q seq_kv
-//   head_dim causal | memory <dtype> <bwd> bytes
+//   head_dim causal [window [head_dim_v]] | memory <dtype> <bwd> bytes
+// (window only where there is one, or where head_dim_v follows: a value head dimension other
+// than head_dim, MLA's).
 std::string op_text(const ir::Op& op) {
   std::string s;
   const std::string head = std::string(ir::dtype_name(op.dtype)) + " " + (op.backward ? "1" : "0");
@@ -114,7 +118,11 @@ std::string op_text(const ir::Op& op) {
       num(op.attn.seq_kv);
       num(op.attn.head_dim);
       num(op.attn.causal ? 1 : 0);
-      if (op.attn.window > 0) num(op.attn.window);  // sliding window, only where there is one
+      if (const bool narrow_v = op.attn.head_dim_v > 0 && op.attn.head_dim_v != op.attn.head_dim;
+          op.attn.window > 0 || narrow_v) {
+        num(op.attn.window);  // sliding window (0: none)
+        if (narrow_v) num(op.attn.head_dim_v);
+      }
       break;
     case ir::OpKind::kMemoryBound:
       s = "memory " + head;

@@ -49,6 +49,12 @@ check tp-pp-dp "${base[@]}" --tp 2 --pp 2 --dp 2 --zero 1 --sequence-parallel
 check ring-cp "${base[@]}" --tp 2 --cp 2 --pp 2 --cp-algo ring
 check interleaved "${base[@]}" --tp 2 --pp 4 --vpp 2 --schedule interleaved --zero 1
 check zero3-a100 --model llama3-8b --cluster dgx-a100 --gpus 16 --seq 2048 --global-batch 32 --tp 4 --dp 4 --zero 3
+# Latent attention (MLA): queries and keys at head_dim + rope_head_dim, values at head_dim; the
+# files carry both dimensions.
+printf 'name: "mla-small"\nnum_layers: 4\nhidden: 1024\nnum_heads: 8\nnum_kv_heads: 8\nhead_dim: 128\nffn_hidden: 2816\nvocab: 32000\nmax_seq_len: 4096\nnorm: "rmsnorm"\nactivation: "swiglu"\nposition: "rope"\ntied_embeddings: false\nlinear_bias: false\nmla {\n  q_lora_rank: 384\n  kv_lora_rank: 256\n  rope_head_dim: 64\n}\n' > "$tmp/mla.textproto"
+check mla --model "$tmp/mla.textproto" --cluster dgx-h100 --gpus 4 --seq 4096 --global-batch 8 --tp 2 --dp 2 --zero 1 --sequence-parallel
+grep -q "attention bf16 0 [0-9]* [0-9]* [0-9]* [0-9]* [0-9]* 192 1 0 128" "$tmp/mla/w.0.et" \
+  || fail "mla: the exported attention has no value head dimension"
 
 # Recost on another GPU: the same files replayed on A100s take longer than on H100s.
 dir="$tmp/tp-pp-dp"
