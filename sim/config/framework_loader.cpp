@@ -169,6 +169,18 @@ std::optional<YearMonth> read_month(const std::string& text, const Checker& n,
   return month;
 }
 
+// A ZeRO stage field ({ value: 0-3 source: ... }) of a profile; nullopt where it is broken.
+std::optional<int> read_zero_stage_field(const sch::FrameworkInt& g, const Checker& c, const char* field) {
+  const Checker n = c.nested(field);
+  n.non_empty(g.has_source(), g.source(), "source");
+  if (!n.require(g.has_value(), "value")) return std::nullopt;
+  if (g.value() < 0 || g.value() > 3) {
+    n.fail("value", "must be 0-3");
+    return std::nullopt;
+  }
+  return static_cast<int>(g.value());
+}
+
 FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file,
                          const Checker& c) {
   FrameworkProfile out;
@@ -241,19 +253,13 @@ FrameworkProfile convert(const sch::FrameworkProfile& m, const std::string& file
     out.builds_on.push_back(m.builds_on(i));
   }
   if (m.has_grad_reduce_from_zero_stage()) {
-    const Checker n = c.nested("grad_reduce_from_zero_stage");
-    const auto& g = m.grad_reduce_from_zero_stage();
-    n.non_empty(g.has_source(), g.source(), "source");
-    if (n.require(g.has_value(), "value") && (g.value() < 0 || g.value() > 3)) n.fail("value", "must be 0-3");
-    out.grad_reduce_from_zero_stage = static_cast<int>(g.value());
+    const auto stage = read_zero_stage_field(m.grad_reduce_from_zero_stage(), c, "grad_reduce_from_zero_stage");
+    out.grad_reduce_from_zero_stage = stage.value_or(0);
   }
   if (m.has_pipeline_zero_stage_max()) {
-    const Checker n = c.nested("pipeline_zero_stage_max");
-    const auto& g = m.pipeline_zero_stage_max();
-    n.non_empty(g.has_source(), g.source(), "source");
-    if (n.require(g.has_value(), "value") && (g.value() < 0 || g.value() > 3)) n.fail("value", "must be 0-3");
-    out.pipeline_zero_stage_max = static_cast<int>(g.value());
-    out.pipeline_zero_stage_max_source = g.source();
+    const auto stage = read_zero_stage_field(m.pipeline_zero_stage_max(), c, "pipeline_zero_stage_max");
+    out.pipeline_zero_stage_max = stage.value_or(3);
+    out.pipeline_zero_stage_max_source = m.pipeline_zero_stage_max().source();
   }
   if (m.has_kernel_named_by()) {
     const Checker n = c.nested("kernel_named_by");

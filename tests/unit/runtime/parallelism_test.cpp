@@ -60,6 +60,23 @@ double dp_volume(const parallel::TaskGraph& g) {
   return v;
 }
 
+// Four MoE layers of 8 experts (top 2), and 4 data-parallel ranks with EP 2 (expert-DP 2), 2
+// micro-batches.
+ir::ModelSpec small_moe() {
+  ir::ModelSpec m = uniform_model(4);
+  m.moe = ir::MoeSpec{8, 2, 512, 0, 0, 0};
+  return m;
+}
+parallel::ParallelPlan small_moe_plan(int zero_stage) {
+  parallel::ParallelPlan plan;
+  plan.dp = 4;
+  plan.ep = 2;
+  plan.global_batch = 8;
+  plan.seq_len = 1024;
+  plan.zero_stage = zero_stage;
+  return plan;
+}
+
 }  // namespace
 
 TEST_CASE("interleaving with v model chunks divides the pipeline bubble by v") {
@@ -226,14 +243,8 @@ TEST_CASE("ZeRO-3 shards MoE experts over their expert data-parallel group") {
   // Per layer and micro-batch: the shared parameters gathered over DP (forward and backward) and
   // reduce-scattered after the backward, the routed experts likewise over the ranks that hold
   // the same experts (expert_dp = tp·cp·dp/(ep·etp)).
-  ir::ModelSpec m = uniform_model(4);
-  m.moe = ir::MoeSpec{8, 2, 512, 0, 0, 0};
-  parallel::ParallelPlan plan;
-  plan.dp = 4;
-  plan.ep = 2;
-  plan.global_batch = 8;  // 2 micro-batches
-  plan.seq_len = 1024;
-  plan.zero_stage = 3;
+  const ir::ModelSpec m = small_moe();
+  parallel::ParallelPlan plan = small_moe_plan(3);
   REQUIRE(plan.expert_dp() == 2);
   const auto r = replay(m, plan, 100, 8);
   const std::int64_t experts = ir::expert_parameter_count(m, 0) / plan.ep;
@@ -265,14 +276,8 @@ TEST_CASE("ZeRO-1 gathers the experts over expert-DP after the step") {
   // ZeRO-1: every parameter of the rank gathered once per step, the shared ones over DP × CP and
   // the routed experts over their expert-DP group (Megatron-Core's expert-parallel buffers), before
   // the next forward (overlap_param_gather) or right after the step.
-  ir::ModelSpec m = uniform_model(4);
-  m.moe = ir::MoeSpec{8, 2, 512, 0, 0, 0};
-  parallel::ParallelPlan plan;
-  plan.dp = 4;
-  plan.ep = 2;
-  plan.global_batch = 8;
-  plan.seq_len = 1024;
-  plan.zero_stage = 1;
+  const ir::ModelSpec m = small_moe();
+  parallel::ParallelPlan plan = small_moe_plan(1);
   const auto gathered = [](const parallel::TaskGraph& g) {
     double v = 0;
     for (const auto& t : g.tasks) {
