@@ -6,15 +6,16 @@
 namespace ts::parallel::detail {
 
 std::int32_t Lowerer::gather_layer(const Label& l) {
+  experts_gathered_ = kNone;
   if (!zero3()) return kNone;
-  std::int32_t g = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather,
-                              Bytes(layer_params(l.layer) * 2), l, {read(kGateRegister)});
+  const std::int32_t g = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather,
+                                    Bytes(layer_params(l.layer) * 2), l, {read(kGateRegister)});
   // An MoE layer's routed experts are sharded over the ranks that hold the same experts (the
-  // expert data-parallel group; torchtitan's FSDP of the experts over its dp_shard_mod_ep mesh):
-  // gathered there, after the rest of the layer on the same stream.
+  // expert data-parallel group; torchtitan shards them as an FSDP unit of their own over its
+  // dp_shard_mod_ep mesh): gathered there, after the rest of the layer on the same stream.
   if (const std::int64_t experts = expert_params(l.layer); experts > 0 && plan_.expert_dp() > 1) {
-    g = collective(Stream::kDpComm, axis_bit(Axis::kEdp), CommOp::kAllGather, Bytes(experts * 2), l,
-                   {read(kGateRegister)});
+    experts_gathered_ = collective(Stream::kDpComm, axis_bit(Axis::kEdp), CommOp::kAllGather, Bytes(experts * 2),
+                                   l, {read(kGateRegister)});
   }
   return g;
 }

@@ -49,7 +49,9 @@ Lowerer::ExpertsStep Lowerer::experts_dispatch(const Label& l, std::int32_t dep,
 Lowerer::ExpertsStep Lowerer::experts_compute(const Label& l, const ExpertsStep& s) {
   const MoeLists& m = lists_.moe;
   const std::int32_t shared = m.shared_fwd >= 0 ? compute(m.shared_fwd, l, {s.side}) : s.side;
-  std::int32_t out = compute(m.experts_fwd, l, {s.tokens, shared});
+  // Under ZeRO-3 the local experts' GEMMs also wait for their own gather (the layer's attention
+  // waited only for the shared parameters').
+  std::int32_t out = compute(m.experts_fwd, l, {s.tokens, shared, experts_gathered_});
   out = etp_collective(CommOp::kReduceScatter, l, out);
   return {shared, ep_all_to_all(l, out)};
 }
@@ -97,7 +99,7 @@ void Lowerer::a2a_overlapped_layers(Run& b, std::int64_t piece, Run& f, std::int
   const BackwardMemory mem = backward_memory(b_layer, false);
   const Label b_attn{Pass::kBackward, Part::kAttention, b_layer, b.mb};
   const Label b_mlp{Pass::kBackward, Part::kMlp, b_layer, b.mb};
-  const std::int32_t gathered = gather_layer(b_attn);
+  const std::int32_t gathered = gather_whole_layer(b_attn);
   const Bytes mlp_left = b.split ? std::min(mem.mlp_release, mlp_weight_held(b_layer)) : Bytes();
   const Bytes attn_left =
       b.split ? std::min(mem.attn_release, attn_lists(b_layer).w_held_attn) : Bytes();

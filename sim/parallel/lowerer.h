@@ -238,7 +238,12 @@ class Lowerer {
   }
   std::int64_t shard_replicas() const { return replicas() / plan_.zero_shards(); }
 
+  // ZeRO-3: gathers layer l's shared parameters (returned) and then, on the same stream, its
+  // routed experts (experts_gathered_, for the experts' forward GEMMs; kNone without). A backward
+  // needs both first (its MLP runs the shared and routed experts before the attention):
+  // gather_whole_layer returns the later.
   std::int32_t gather_layer(const Label& l);
+  std::int32_t gather_whole_layer(const Label& l) { return std::max(gather_layer(l), experts_gathered_); }
 
   // The MLP block of a layer, forward (or recompute) and backward: a dense MLP between its TP
   // collectives, or in an MoE layer the experts' strategy (lower_experts.cpp). `grads` and
@@ -641,6 +646,7 @@ class Lowerer {
   std::int32_t last_backward_ = kNone;
   std::int32_t last_grad_reduce_ = kNone;
   std::int32_t prefetch_gate_ = kNone;
+  std::int32_t experts_gathered_ = kNone;  // the last gather_layer's experts gather
   std::int64_t bucket_params_ = 0;
   std::int32_t bucket_ready_ = kNone;
   std::vector<std::int32_t> param_ready_;

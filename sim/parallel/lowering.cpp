@@ -226,7 +226,7 @@ Lowerer::BackwardMemory Lowerer::backward_memory(std::int64_t layer, bool full) 
 }
 
 std::int32_t Lowerer::layer_backward(const Label& l, std::int32_t dep, const BackwardMemory& mem, bool split) {
-  const std::int32_t gathered = gather_layer(l);
+  const std::int32_t gathered = gather_whole_layer(l);
   const Bytes mlp_left = split ? std::min(mem.mlp_release, mlp_weight_held(l.layer)) : Bytes();
   const Bytes attn_left =
       split ? std::min(mem.attn_release, attn_lists(l.layer).w_held_attn) : Bytes();
