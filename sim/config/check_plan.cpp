@@ -687,7 +687,7 @@ void check_plan_rules(const parallel::ParallelPlan& p, const ir::ModelSpec& m, c
   }
 
   // Precision.
-  if (!(dtype_problem(p.dtype, cl.gpu)).empty()) {
+  if (!dtype_problem(p.dtype, cl.gpu).empty()) {
     fail("--dtype", [&] { return dtype_problem(p.dtype, cl.gpu); });
   }
 

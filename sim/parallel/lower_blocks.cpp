@@ -396,6 +396,7 @@ void Lowerer::lower_device(std::int32_t d) {
   last_backward_ = kNone;
   last_grad_reduce_ = kNone;
   prefetch_gate_ = kNone;
+  experts_gather_ = kNone;
   bucket_params_ = 0;
   // Every register empty before the first block (block programs look at which hold a task).
   bucket_ready_ = kNone;

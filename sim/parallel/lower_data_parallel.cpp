@@ -6,7 +6,7 @@
 namespace ts::parallel::detail {
 
 std::int32_t Lowerer::gather_layer(const Label& l) {
-  experts_gathered_ = kNone;
+  experts_gather_ = kNone;
   if (!zero3()) return kNone;
   const std::int32_t g = collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather,
                                     Bytes(layer_params(l.layer) * 2), l, {read(kGateRegister)});
@@ -14,7 +14,7 @@ std::int32_t Lowerer::gather_layer(const Label& l) {
   // expert data-parallel group; torchtitan shards them as an FSDP unit of their own over its
   // dp_shard_mod_ep mesh): gathered there, after the rest of the layer on the same stream.
   if (const std::int64_t experts = expert_params(l.layer); experts > 0 && plan_.expert_dp() > 1) {
-    experts_gathered_ = collective(Stream::kDpComm, axis_bit(Axis::kEdp), CommOp::kAllGather, Bytes(experts * 2),
+    experts_gather_ = collective(Stream::kDpComm, axis_bit(Axis::kEdp), CommOp::kAllGather, Bytes(experts * 2),
                                    l, {read(kGateRegister)});
   }
   return g;
@@ -92,11 +92,11 @@ void Lowerer::optimizer() {
   // The updated shards gathered again after the step: the shared parameters over DP × CP, the
   // routed experts over their expert-DP group (Megatron-Core's distributed optimizer keeps the
   // experts in buffers of their own over that group).
-  if (shared_gathered()) {
+  if (gathers_shared_shards()) {
     collective(Stream::kDpComm, shard_axes(), CommOp::kAllGather, Bytes(params * 2),
                {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
   }
-  if (experts_gathered() && experts > 0) {
+  if (gathers_expert_shards() && experts > 0) {
     collective(Stream::kDpComm, axis_bit(Axis::kEdp), CommOp::kAllGather, Bytes(experts * 2),
                {Pass::kOptimizer, Part::kOptimizer, -1, -1}, {dep});
   }
@@ -115,8 +115,8 @@ void Lowerer::param_gathers() {
     std::int64_t params = 0;
     std::vector<std::int64_t> waiting;
   };
-  Buckets shared{shared_gathered(), shard_axes(), 0, {}};
-  Buckets experts{experts_gathered(), axis_bit(Axis::kEdp), 0, {}};
+  Buckets shared{gathers_shared_shards(), shard_axes(), 0, {}};
+  Buckets experts{gathers_expert_shards(), axis_bit(Axis::kEdp), 0, {}};
   if (!shared.on && !experts.on) return;
   const auto flush = [&](Buckets& b) {
     if (b.params == 0) return;

@@ -51,7 +51,7 @@ Lowerer::ExpertsStep Lowerer::experts_compute(const Label& l, const ExpertsStep&
   const std::int32_t shared = m.shared_fwd >= 0 ? compute(m.shared_fwd, l, {s.side}) : s.side;
   // Under ZeRO-3 the local experts' GEMMs also wait for their own gather (the layer's attention
   // waited only for the shared parameters').
-  std::int32_t out = compute(m.experts_fwd, l, {s.tokens, shared, experts_gathered_});
+  std::int32_t out = compute(m.experts_fwd, l, {s.tokens, shared, experts_gather_});
   out = etp_collective(CommOp::kReduceScatter, l, out);
   return {shared, ep_all_to_all(l, out)};
 }

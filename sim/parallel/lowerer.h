@@ -232,18 +232,21 @@ class Lowerer {
   unsigned shard_axes() const { return zero3_shard_axes(plan_); }
   // ZeRO-1/2: the updated shards are all-gathered after the step (or before the next forward with
   // overlap_param_gather), the shared parameters over DP × CP, the routed experts over expert-DP.
-  bool shared_gathered() const { return replicas() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3(); }
-  bool experts_gathered() const {
+  bool gathers_shared_shards() const { return replicas() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3(); }
+  bool gathers_expert_shards() const {
     return plan_.expert_dp() > 1 && plan_.zero_stage_in_effect() > 0 && !zero3();
   }
   std::int64_t shard_replicas() const { return replicas() / plan_.zero_shards(); }
 
   // ZeRO-3: gathers layer l's shared parameters (returned) and then, on the same stream, its
-  // routed experts (experts_gathered_, for the experts' forward GEMMs; kNone without). A backward
+  // routed experts (experts_gather_, for the experts' forward GEMMs; kNone without). A backward
   // needs both first (its MLP runs the shared and routed experts before the attention):
   // gather_whole_layer returns the later.
   std::int32_t gather_layer(const Label& l);
-  std::int32_t gather_whole_layer(const Label& l) { return std::max(gather_layer(l), experts_gathered_); }
+  std::int32_t gather_whole_layer(const Label& l) {
+    const std::int32_t shared = gather_layer(l);
+    return std::max(shared, experts_gather_);
+  }
 
   // The MLP block of a layer, forward (or recompute) and backward: a dense MLP between its TP
   // collectives, or in an MoE layer the experts' strategy (lower_experts.cpp). `grads` and
@@ -646,7 +649,7 @@ class Lowerer {
   std::int32_t last_backward_ = kNone;
   std::int32_t last_grad_reduce_ = kNone;
   std::int32_t prefetch_gate_ = kNone;
-  std::int32_t experts_gathered_ = kNone;  // the last gather_layer's experts gather
+  std::int32_t experts_gather_ = kNone;  // the last gather_layer's experts gather
   std::int64_t bucket_params_ = 0;
   std::int32_t bucket_ready_ = kNone;
   std::vector<std::int32_t> param_ready_;
