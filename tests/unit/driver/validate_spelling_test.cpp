@@ -139,6 +139,9 @@ TEST_CASE("spelling: GPU names map to the cluster of that silicon") {
   // A column naming only the architecture: its SXM training part.
   CHECK(gpu("NVIDIA Ampere GPUs").gpu.name == "A100-SXM4-80GB");
   CHECK(gpu("Hopper GPUs").gpu.name == "H100-SXM5-80GB");
+  CHECK(gpu("NVIDIA Blackwell GPUs").gpu.name == "B200-SXM-180GB");
+  CHECK(gpu("Blackwell Ultra").gpu.name == "B300-SXM-288GB");
+  CHECK(gpu("Blackwell GB200 NVL72").gpu.name == "GB200-NVL-186GB");  // a named part wins
 
   // PCIe and NVL cards (H100 NVL, H200 NVL) and other accelerators have no cluster model.
   for (const char* other : {"H100 NVL", "H200 NVL", "A100 PCIe 40GB", "TPU v4", "V100-SXM3-32GB", "MI250X"}) {
