@@ -315,6 +315,13 @@ TEST_CASE("spelling: precision, recompute and sequence-parallel cells") {
   CHECK(dtype("FP16 weights, FP32 Adam state, dynamic loss scaling") == ir::Dtype::kFp16);
   CHECK(dtype("float16 (loss scaling)") == ir::Dtype::kFp16);
   CHECK(dtype("16-bit mixed (fp16/bf16 not stated)") == ir::Dtype::kBf16);
+  // Block-scaled formats on a GPU that has them: MXFP8 also as Megatron-Bridge's "fp8_mx".
+  row["gpu"] = "B200";
+  CHECK(dtype("MXFP8") == ir::Dtype::kMxfp8);
+  CHECK(dtype("fp8_mx") == ir::Dtype::kMxfp8);
+  CHECK(dtype("NVFP4 (FP4 config)") == ir::Dtype::kNvfp4);
+  CHECK(dtype("FP8-CS") == ir::Dtype::kFp8);
+  row["gpu"] = "H100 80GB";
 
   const auto recompute = [&](const std::string& text) {
     row["recompute"] = text;
