@@ -75,7 +75,6 @@ HeaderIndex header_index() {
   return h;
 }
 
-
 // Reads a sweep CSV: checks the header (with or without the pp_layers column, said in
 // `pp_layers_column`), parses the rows. `fix_partial` truncates a last line without its newline
 // (what a killed writer can leave) instead of reading it.

@@ -362,26 +362,29 @@ void read_optimizer_states(Reading& x) {
                    : "bf16 optimizer states (pure bf16 parameters)");
 }
 
-void read_loss_and_elementwise_ops(Reading& x) {
-  // Transformer Engine's fused loss where the row's recipe selects it (Megatron-Bridge's
-  // performance recipes): in place on the bf16 logits, as the flash-attention code's loss.
+// The loss: Transformer Engine's fused loss where the row's recipe selects it (Megatron-Bridge's
+// performance recipes), in place on the bf16 logits as the flash-attention code's loss; else the
+// loss of the named frameworks (their profiles): MPT's bf16 fused cross-entropy before PyTorch's
+// on fp32 logits (Hugging Face, torchtitan) before the flash-attention training code's in-place one.
+void read_loss(Reading& x) {
   if (x.says(config::Words::kCrossEntropyTe, x.r.source + " " + x.r.notes)) {
     x.p.cross_entropy = parallel::CrossEntropy::kBf16InPlace;
     x.note("cross-entropy bf16-inplace (the row's recipe: Transformer Engine's fused loss)");
+    return;
   }
-  // The loss of the named frameworks (their profiles): MPT's bf16 fused cross-entropy before
-  // PyTorch's on fp32 logits (Hugging Face, torchtitan) before the flash-attention training
-  // code's in-place one.
   for (const auto ce : {parallel::CrossEntropy::kBf16, parallel::CrossEntropy::kFp32Unfused,
                         parallel::CrossEntropy::kBf16InPlace}) {
-    if (x.p.cross_entropy != parallel::ParallelPlan{}.cross_entropy) break;  // the recipe's, above
     if (const auto* f = x.fw.giving(config::FrameworkSetting::kCrossEntropy,
                                     [&](const parallel::ParallelPlan& v) { return v.cross_entropy == ce; })) {
       x.p.cross_entropy = ce;
       x.note("cross-entropy " + std::string(config::name(ce)) + " (" + f->name + ")");
-      break;
+      return;
     }
   }
+}
+
+void read_loss_and_elementwise_ops(Reading& x) {
+  read_loss(x);
   if (!eager_elementwise(x.r, x.fw)) return;
   x.p.elementwise = parallel::Elementwise::kEager;
   x.note(x.model->norm == ir::Norm::kLayerNorm

@@ -130,7 +130,7 @@ void Lowerer::param_gathers() {
   const auto add = [&](Buckets& b, std::int64_t params, std::int64_t layer) {
     if (!b.on || params == 0) return;
     b.params += params;
-    if (layer >= 0) b.waiting.push_back(layer);
+    b.waiting.push_back(layer);
     if (b.params >= plan_.grad_bucket_params) flush(b);
   };
   for (std::int64_t chunk = 0; chunk < chunks_; ++chunk) {

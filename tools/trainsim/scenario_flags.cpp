@@ -72,7 +72,6 @@ std::vector<std::int64_t> balanced_pp_layers(const ir::ModelSpec& model, const c
   return *split;
 }
 
-
 }  // namespace
 
 std::optional<config::FrameworkProfile> framework_from_flags(const po::variables_map& vm) {
